@@ -1,0 +1,7 @@
+// Package bench holds lbd's benchmarks: the pick index at cluster sizes from 3 to 50 000 nodes,
+// and per-statement overhead through lbd against plain go-sql-driver on the same proxy.
+//
+//	go test -run '^$' -bench . -benchmem ./bench/
+//
+// Compare figures only as ratios taken in one run: absolute numbers move with the machine's load.
+package bench
