@@ -1,0 +1,196 @@
+package detect
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/clock"
+)
+
+// Pool is what the rebalancer evens out. The rebalancer never calls its
+// methods concurrently with each other: rounds are serialized.
+type Pool interface {
+	// Loads appends the current load of every up node to buf and returns
+	// the extended slice. The rebalancer passes a buffer of length zero that
+	// it reuses between rounds.
+	Loads(buf []Load) []Load
+	// RetireIdle retires up to n idle connections of node (closing them at
+	// once, so that they no longer count as open) and returns how many it
+	// retired. It must never touch a connection that is in use.
+	RetireIdle(node any, n int) int
+}
+
+// Retired says how many connections one round retired from one node.
+type Retired struct {
+	// Node is the handle from Load.Node.
+	Node any
+	// Count is the number of connections retired; always greater than zero.
+	Count int
+}
+
+// RebalancerConfig configures a Rebalancer.
+type RebalancerConfig struct {
+	// Interval is the time between the end of one round of the loop and the
+	// start of the next; the first round comes one Interval after Start. It
+	// must be greater than zero.
+	Interval time.Duration
+	// Clock schedules the rounds. Nil means clock.Real.
+	Clock clock.Clock
+	// Report, if not nil, is called at the end of every round that retired
+	// at least one connection, whether the round was run by the loop or by
+	// RunOnce, with one entry per node that lost connections, in the order
+	// Pool.Loads listed them. The slice is Report's own. Report runs while
+	// the round still holds the rebalancer's lock, so reports arrive in
+	// round order; it must not block for long and must not call RunOnce or
+	// Close.
+	Report func(retired []Retired)
+}
+
+// Rebalancer evens out the connections a pool holds to its up nodes. When
+// nodes come back up or are added, they start with no connections while the
+// others keep theirs; since new connections go to the least-loaded node,
+// retiring the fullest nodes' surplus idle connections lets the pool refill
+// evenly.
+//
+// Each round reads the loads, computes the surplus with Surplus and retires
+// it all at once, rather than one connection per round, so a spread of any
+// size is evened out in a single round as far as idle connections allow.
+//
+// All methods are safe for concurrent use.
+type Rebalancer struct {
+	pool     Pool
+	interval time.Duration
+	clk      clock.Clock
+	report   func([]Retired)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	life    sync.Mutex // guards started and closed
+	started bool
+	closed  bool
+
+	round   sync.Mutex // serializes rounds; guards the scratch buffers and stopped
+	stopped bool       // set by Close once the loop is gone; no round runs after it
+	loads   []Load
+	scratch surplusBuf
+}
+
+// NewRebalancer returns a Rebalancer for pool; call Start to run its loop.
+// It returns an error if pool is nil or cfg.Interval is not positive.
+func NewRebalancer(pool Pool, cfg RebalancerConfig) (*Rebalancer, error) {
+	switch {
+	case pool == nil:
+		return nil, errors.New("detect: rebalancer needs a Pool")
+	case cfg.Interval <= 0:
+		return nil, errors.New("detect: rebalancer interval must be positive")
+	}
+	r := &Rebalancer{
+		pool:     pool,
+		interval: cfg.Interval,
+		clk:      cfg.Clock,
+		report:   cfg.Report,
+	}
+	if r.clk == nil {
+		r.clk = clock.Real
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Start starts the loop on a goroutine of its own: a round every Interval,
+// the first one Interval from now. Calling Start again, or after Close,
+// does nothing.
+func (r *Rebalancer) Start() {
+	r.life.Lock()
+	defer r.life.Unlock()
+	if r.started || r.closed {
+		return
+	}
+	r.started = true
+	r.wg.Go(r.loop)
+}
+
+// RunOnce runs one round now, on the calling goroutine, and returns what it
+// retired (nil if nothing). It may be called concurrently with the loop and
+// with other RunOnce calls: rounds never overlap. After Close it does
+// nothing and returns nil.
+func (r *Rebalancer) RunOnce() []Retired {
+	r.round.Lock()
+	defer r.round.Unlock()
+	if r.stopped {
+		return nil
+	}
+	return r.roundLocked()
+}
+
+// Close stops the loop and waits for it, and for any round in progress, to
+// finish; after Close returns, the rebalancer no longer calls the Pool.
+// Close is idempotent and may be called without Start.
+func (r *Rebalancer) Close() {
+	r.life.Lock()
+	r.closed = true
+	r.life.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	r.round.Lock()
+	r.stopped = true
+	r.loads = nil
+	r.round.Unlock()
+}
+
+func (r *Rebalancer) loop() {
+	timer := r.clk.NewTimer(r.interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-timer.C():
+		}
+		r.round.Lock()
+		if r.ctx.Err() == nil {
+			r.roundLocked()
+		}
+		r.round.Unlock()
+		timer.Reset(r.interval)
+	}
+}
+
+// roundLocked runs one round; r.round must be held.
+//
+// For a node with surplus s it asks the pool for min(s, Idle) connections,
+// not s. Asking for s would be safe, since RetireIdle only takes idle
+// connections, but it would make a difference only for connections released
+// in the instant between Loads and RetireIdle, and the next round sees those
+// as idle anyway. Staying within the snapshot keeps every request consistent
+// with the loads the surplus was computed from, and spares the pool a call
+// (and its lock) for a node that has surplus but nothing idle: such a node
+// is skipped, and its in-use surplus waits for a later round. Clients are
+// never made to wait for the rebalancer.
+func (r *Rebalancer) roundLocked() []Retired {
+	r.loads = r.pool.Loads(r.loads[:0])
+	defer clear(r.loads) // drop node handles until the next round
+
+	s := r.scratch.compute(r.loads)
+	if s == nil {
+		return nil
+	}
+	var retired []Retired
+	for i, l := range r.loads {
+		n := min(s[i], max(l.Idle, 0))
+		if n <= 0 {
+			continue
+		}
+		if got := r.pool.RetireIdle(l.Node, n); got > 0 {
+			retired = append(retired, Retired{Node: l.Node, Count: got})
+		}
+	}
+	if len(retired) > 0 && r.report != nil {
+		r.report(append([]Retired(nil), retired...))
+	}
+	return retired
+}
