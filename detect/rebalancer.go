@@ -16,10 +16,14 @@ type Pool interface {
 	// the extended slice. The rebalancer passes a buffer of length zero that
 	// it reuses between rounds.
 	Loads(buf []Load) []Load
-	// RetireIdle retires up to n idle connections of node (closing them at
-	// once, so that they no longer count as open) and returns how many it
-	// retired. It must never touch a connection that is in use.
-	RetireIdle(node any, n int) int
+	// Retire retires up to n connections of node and returns how many it
+	// retired. Idle connections go first and close at once, so they no longer
+	// count as open; when fewer are idle, in-use ones are marked to close when
+	// they next return to the pool. It must never cut a connection in use (a
+	// statement or transaction runs to its end), and connections it marked
+	// must no longer count in Load.Open, so a later round does not retire
+	// them twice.
+	Retire(node any, n int) int
 }
 
 // Retired says how many connections one round retired from one node.
@@ -162,15 +166,12 @@ func (r *Rebalancer) loop() {
 
 // roundLocked runs one round; r.round must be held.
 //
-// For a node with surplus s it asks the pool for min(s, Idle) connections,
-// not s. Asking for s would be safe, since RetireIdle only takes idle
-// connections, but it would make a difference only for connections released
-// in the instant between Loads and RetireIdle, and the next round sees those
-// as idle anyway. Staying within the snapshot keeps every request consistent
-// with the loads the surplus was computed from, and spares the pool a call
-// (and its lock) for a node that has surplus but nothing idle: such a node
-// is skipped, and its in-use surplus waits for a later round. Clients are
-// never made to wait for the rebalancer.
+// For a node with surplus s it asks the pool to retire s connections. A busy
+// pool has almost nothing idle at any instant (a returned connection is taken
+// again at once), so asking only for the idle ones would leave the surplus in
+// place for as long as the load lasts; the pool closes idle ones at once and
+// marks in-use ones to close at their return. Clients are never made to wait
+// for the rebalancer.
 func (r *Rebalancer) roundLocked() []Retired {
 	r.loads = r.pool.Loads(r.loads[:0])
 	defer clear(r.loads) // drop node handles until the next round
@@ -181,11 +182,10 @@ func (r *Rebalancer) roundLocked() []Retired {
 	}
 	var retired []Retired
 	for i, l := range r.loads {
-		n := min(s[i], max(l.Idle, 0))
-		if n <= 0 {
+		if s[i] <= 0 {
 			continue
 		}
-		if got := r.pool.RetireIdle(l.Node, n); got > 0 {
+		if got := r.pool.Retire(l.Node, s[i]); got > 0 {
 			retired = append(retired, Retired{Node: l.Node, Count: got})
 		}
 	}

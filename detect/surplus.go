@@ -8,13 +8,15 @@ import (
 // Load is the connection count of one up node, as the rebalancer sees it.
 type Load struct {
 	// Node is the pool's own handle for the node. The rebalancer never looks
-	// inside it; it only passes it back to Pool.RetireIdle.
+	// inside it; it only passes it back to Pool.Retire.
 	Node any
 	// Open is the number of open physical connections to the node, idle or
-	// in use. Negative values are treated as 0.
+	// in use, leaving out those already marked for retirement. Negative
+	// values are treated as 0.
 	Open int
 	// Idle is how many of the Open connections sit idle in the pool right
-	// now. Negative values are treated as 0.
+	// now; for the pool's own reports (the rebalancer asks for the whole
+	// surplus either way). Negative values are treated as 0.
 	Idle int
 }
 
