@@ -1,0 +1,55 @@
+// Package lbdtest runs an in-process cluster of MySQL-protocol proxies for
+// tests, examples and benchmarks, in the spirit of net/http/httptest.
+//
+// A Cluster owns one backend database and any number of proxies. Every
+// proxy listens on its own 127.0.0.1 port chosen by the kernel and relays
+// bytes to the same backend, so a table created through one proxy is
+// visible through all the others. The relay is where faults are injected:
+// a proxy can be stopped and restarted on the same port, hung (connections
+// are accepted but no byte flows), slowed down per statement, or told to
+// answer the next statements with a MySQL error packet. It also counts
+// connections and statements and remembers recent SQL text.
+//
+// # Backends
+//
+// By default the backend is a single in-memory go-mysql-server engine
+// behind one MySQL-protocol listener on 127.0.0.1, holding one database
+// (named "test" unless WithDatabase says otherwise). Clients log in as
+// user "root" with an empty password. The in-memory storage is not built
+// for concurrent writers, so the backend runs one statement at a time
+// (results are sent outside that lock). That makes autocommit statements
+// from many connections safe, but explicit transactions are not isolated
+// from each other: when a transaction commits, the tables it used are
+// written back whole, dropping changes that other connections made to them
+// in the meantime. A prepared statement is only parsed at prepare time;
+// other errors show up when it executes.
+//
+// When the environment variable LBD_TEST_MYSQL_DSN holds a
+// go-sql-driver DSN (for example "root:@tcp(127.0.0.1:3306)/test"), no
+// in-memory server is started: the proxies relay to that server instead,
+// and User, Password and Database report the credentials from the DSN.
+// Tables in such a database outlive the cluster, so tests should use
+// unique table names and drop them.
+//
+// # Protocol awareness
+//
+// The relay understands just enough of the MySQL client/server protocol to
+// find command boundaries in the client-to-server direction: packets whose
+// sequence id is 0 start a command. COM_QUERY, COM_STMT_PREPARE and
+// COM_STMT_EXECUTE are "statements"; they are counted, delayed by the
+// configured latency and can be failed. Server-to-client bytes are
+// forwarded untouched.
+//
+// Connections that negotiate TLS or protocol compression cannot be parsed
+// by the relay. Their bytes are still forwarded faithfully (and Hang and
+// Stop still apply), but statements on them are neither counted, recorded,
+// delayed nor failed. The in-memory backend offers neither, so this only
+// happens with an external backend.
+//
+// # Timeouts against a hung proxy
+//
+// A hung proxy still completes the TCP handshake. go-sql-driver's
+// "timeout" DSN parameter bounds only that dial, so a client needs
+// "readTimeout" or a context deadline to give up on a hung proxy while
+// waiting for the server greeting or a reply.
+package lbdtest

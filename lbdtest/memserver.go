@@ -1,0 +1,331 @@
+package lbdtest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	gms "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	vmysql "github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+)
+
+// memHandler answers MySQL protocol commands from the vitess listener by
+// running them on a go-mysql-server engine. It keeps one session per
+// connection. It covers what database/sql clients use: text queries
+// (several per COM_QUERY when the client asks for multi-statements),
+// prepared statements, USE / COM_INIT_DB and COM_RESET_CONNECTION.
+// Prepared statements are checked only for syntax at prepare time;
+// everything else is reported when they execute.
+//
+// The in-memory storage is not safe for concurrent use: each session
+// works on its own copy of the tables it touches and writes them back
+// whole when its transaction commits. So statements run one at a time
+// (exec), which makes autocommit statements behave as on a real server.
+// Explicit transactions are not isolated from each other: a transaction
+// that commits a table overwrites changes other connections made to that
+// table since the transaction first used it.
+type memHandler struct {
+	engine *sqle.Engine
+	pro    *memory.DbProvider
+	addr   string // server address recorded in sessions
+
+	exec sync.Mutex // held while the engine works
+
+	mu       sync.Mutex
+	sessions map[uint32]gms.Session
+	pid      atomic.Uint64
+}
+
+var _ vmysql.Handler = (*memHandler)(nil)
+
+func newMemHandler(engine *sqle.Engine, pro *memory.DbProvider, addr string) *memHandler {
+	return &memHandler{engine: engine, pro: pro, addr: addr, sessions: make(map[uint32]gms.Session)}
+}
+
+// session returns the connection's session, creating it on first use
+// (after authentication, when the user is known).
+func (h *memHandler) session(c *vmysql.Conn) gms.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.sessions[c.ConnectionID]; ok {
+		return s
+	}
+	s := h.newSession(c)
+	h.sessions[c.ConnectionID] = s
+	return s
+}
+
+func (h *memHandler) newSession(c *vmysql.Conn) gms.Session {
+	client := gms.Client{Capabilities: c.Capabilities}
+	if u, ok := c.UserData.(gms.MysqlConnectionUser); ok {
+		client.User, client.Address = u.User, u.Host
+	}
+	s := memory.NewSession(gms.NewBaseSessionWithClientServer(h.addr, client, c.ConnectionID), h.pro)
+	s.SetConnectionId(c.ConnectionID)
+	return s
+}
+
+// newContext builds the query context for one command on c.
+func (h *memHandler) newContext(ctx context.Context, c *vmysql.Conn, query string) *gms.Context {
+	return gms.NewContext(ctx,
+		gms.WithSession(h.session(c)),
+		gms.WithPid(h.pid.Add(1)),
+		gms.WithQuery(query),
+		gms.WithMemoryManager(h.engine.MemoryManager),
+	)
+}
+
+func (h *memHandler) NewConnection(*vmysql.Conn) {}
+
+func (h *memHandler) ConnectionClosed(c *vmysql.Conn) {
+	h.exec.Lock()
+	defer h.exec.Unlock()
+	h.mu.Lock()
+	s, ok := h.sessions[c.ConnectionID]
+	delete(h.sessions, c.ConnectionID)
+	h.mu.Unlock()
+	h.engine.CloseSession(c.ConnectionID)
+	if ok {
+		gms.SessionEnd(s)
+	}
+}
+
+func (h *memHandler) ConnectionAborted(*vmysql.Conn, string) error { return nil }
+
+func (h *memHandler) ComInitDB(c *vmysql.Conn, name string) error {
+	h.exec.Lock()
+	defer h.exec.Unlock()
+	return h.useDatabase(h.newContext(context.Background(), c, ""), name)
+}
+
+func (h *memHandler) useDatabase(ctx *gms.Context, name string) error {
+	db, err := h.pro.Database(ctx, name)
+	if err != nil {
+		return sqlError(err)
+	}
+	ctx.Session.SetCurrentDatabase(name)
+	return sqlError(ctx.Session.UseDatabase(ctx, db))
+}
+
+func (h *memHandler) ComQuery(ctx context.Context, c *vmysql.Conn, query string, callback vmysql.ResultSpoolFn) error {
+	res, err := h.execute(ctx, c, query, nil, nil)
+	if err != nil {
+		return err
+	}
+	return callback(res, false)
+}
+
+// ComMultiQuery runs the first statement of query and returns the rest,
+// which the listener hands back in the next call.
+func (h *memHandler) ComMultiQuery(ctx context.Context, c *vmysql.Conn, query string, callback vmysql.ResultSpoolFn) (string, error) {
+	h.exec.Lock()
+	parsed, first, rest, err := h.engine.Parser.Parse(h.newContext(ctx, c, query), query, true)
+	h.exec.Unlock()
+	if err != nil {
+		return "", sqlError(err)
+	}
+	if first != "" {
+		query = first
+	}
+	res, err := h.execute(ctx, c, query, parsed, nil)
+	if err != nil {
+		return "", err
+	}
+	return rest, callback(res, rest != "")
+}
+
+func (h *memHandler) ComPrepare(context.Context, *vmysql.Conn, string, *vmysql.PrepareData) ([]*querypb.Field, error) {
+	// The listener has parsed the statement and counted its parameters;
+	// result columns are announced when it executes.
+	return nil, nil
+}
+
+func (h *memHandler) ComStmtExecute(ctx context.Context, c *vmysql.Conn, prepare *vmysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	res, err := h.execute(ctx, c, prepare.PrepareStmt, nil, prepare.BindVars)
+	if err != nil {
+		return err
+	}
+	return callback(res)
+}
+
+func (h *memHandler) WarningCount(c *vmysql.Conn) uint16 {
+	return h.session(c).WarningCount()
+}
+
+func (h *memHandler) ComResetConnection(c *vmysql.Conn) error {
+	h.exec.Lock()
+	defer h.exec.Unlock()
+	h.mu.Lock()
+	old := h.sessions[c.ConnectionID]
+	h.sessions[c.ConnectionID] = h.newSession(c)
+	h.mu.Unlock()
+	h.engine.CloseSession(c.ConnectionID)
+	db := ""
+	if old != nil {
+		db = old.GetCurrentDatabase()
+		gms.SessionEnd(old)
+	}
+	if db == "" {
+		return nil
+	}
+	return h.useDatabase(h.newContext(context.Background(), c, ""), db)
+}
+
+func (h *memHandler) ParserOptionsForConnection(c *vmysql.Conn) (sqlparser.ParserOptions, error) {
+	h.exec.Lock()
+	defer h.exec.Unlock()
+	return gms.LoadSqlMode(h.newContext(context.Background(), c, "")).ParserOptions(), nil
+}
+
+// execute runs one statement (already parsed when parsed is not nil) with
+// optional bind variables and returns its complete result. Only the
+// execution holds h.exec: sending the result to a slow client afterwards
+// does not hold up other connections.
+func (h *memHandler) execute(ctx context.Context, c *vmysql.Conn, query string, parsed sqlparser.Statement, binds map[string]*querypb.BindVariable) (*sqltypes.Result, error) {
+	h.exec.Lock()
+	defer h.exec.Unlock()
+	sctx := h.newContext(ctx, c, query)
+	if err := gms.SessionCommandBegin(sctx.Session); err != nil {
+		return nil, sqlError(err)
+	}
+	defer gms.SessionCommandEnd(sctx.Session)
+
+	var bindings map[string]sqlparser.Expr
+	if len(binds) > 0 {
+		bindings = make(map[string]sqlparser.Expr, len(binds))
+		for name, bv := range binds {
+			v, err := sqltypes.BindVariableToValue(bv)
+			if err != nil {
+				return nil, sqlError(err)
+			}
+			e, err := sqlparser.ExprFromValue(v)
+			if err != nil {
+				return nil, sqlError(err)
+			}
+			bindings[name] = e
+		}
+	}
+	schema, iter, _, err := h.engine.QueryWithBindings(sctx, query, parsed, bindings, nil)
+	if err != nil {
+		return nil, sqlError(err)
+	}
+	res, err := collectResult(sctx, schema, iter)
+	if err != nil {
+		return nil, sqlError(err)
+	}
+	return res, nil
+}
+
+// collectResult drains iter into a wire result. Statements that modify
+// data yield a result without fields, which the listener sends as an OK
+// packet.
+func collectResult(ctx *gms.Context, schema gms.Schema, iter gms.RowIter) (res *sqltypes.Result, err error) {
+	defer func() {
+		// Closing may commit the statement's transaction.
+		if cerr := iter.Close(ctx); err == nil && cerr != nil {
+			res, err = nil, cerr
+		}
+	}()
+	if types.IsOkResultSchema(schema) {
+		out := &sqltypes.Result{}
+		for {
+			row, err := iter.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			if ok, isOK := row[0].(types.OkResult); isOK {
+				out.RowsAffected += ok.RowsAffected
+				out.InsertID = ok.InsertID
+				if ok.Info != nil {
+					out.Info = ok.Info.String()
+				}
+			}
+		}
+	}
+	out := &sqltypes.Result{Fields: wireFields(ctx, schema)}
+	for {
+		row, err := iter.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			out.RowsAffected = uint64(len(out.Rows))
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		vals := make([]sqltypes.Value, len(schema))
+		for i, col := range schema {
+			if i >= len(row) {
+				break
+			}
+			if vals[i], err = col.Type.SQL(ctx, nil, row[i]); err != nil {
+				return nil, err
+			}
+		}
+		out.Rows = append(out.Rows, vals)
+	}
+}
+
+// wireFields describes result columns for the client.
+func wireFields(ctx *gms.Context, schema gms.Schema) []*querypb.Field {
+	fields := make([]*querypb.Field, len(schema))
+	for i, col := range schema {
+		charset := uint32(gms.Collation_Default.CharacterSet())
+		if ct, ok := col.Type.(gms.TypeWithCollation); ok {
+			charset = uint32(ct.Collation().CharacterSet())
+		}
+		if types.IsBinaryType(col.Type) {
+			charset = uint32(gms.Collation_binary)
+		}
+		var flags querypb.MySqlFlag
+		if !col.Nullable {
+			flags |= querypb.MySqlFlag_NOT_NULL_FLAG
+		}
+		if col.PrimaryKey {
+			flags |= querypb.MySqlFlag_PRI_KEY_FLAG
+		}
+		if col.AutoIncrement {
+			flags |= querypb.MySqlFlag_AUTO_INCREMENT_FLAG
+		}
+		if types.IsUnsigned(col.Type) {
+			flags |= querypb.MySqlFlag_UNSIGNED_FLAG
+		}
+		f := &querypb.Field{
+			Name:         col.Name,
+			OrgName:      col.Name,
+			Table:        col.Source,
+			OrgTable:     col.Source,
+			Database:     col.DatabaseSource,
+			Type:         col.Type.Type(),
+			Charset:      charset,
+			ColumnLength: col.Type.MaxTextResponseByteLength(ctx),
+			Flags:        uint32(flags),
+		}
+		if dt, ok := col.Type.(gms.DecimalType); ok {
+			f.Decimals = uint32(dt.Scale())
+		} else if dt, ok := col.Type.(gms.DatetimeType); ok {
+			f.Decimals = uint32(dt.Precision())
+		}
+		fields[i] = f
+	}
+	return fields
+}
+
+// sqlError converts an engine error into the listener's error type, which
+// carries the MySQL error number and SQLSTATE. nil stays nil.
+func sqlError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return gms.CastSQLError(err)
+}
