@@ -1,0 +1,312 @@
+package lbd
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/detect"
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/clock"
+)
+
+// Connector is a driver.Connector that spreads physical connections over a cluster of
+// MySQL-protocol proxies: each new connection goes to the up node with the fewest open
+// connections. It probes every node, retires connections that hit fatal errors and evens out
+// pooled connections when nodes come and go. database/sql's pool stays in charge of pooling.
+//
+// Create one with NewConnector and hand it to sql.OpenDB; DB.Close calls Close, which stops
+// every background loop. A Connector is safe for concurrent use.
+type Connector struct {
+	cfg    *Config
+	opts   options
+	logger *slog.Logger
+	sorter exception.Sorter
+	bal    *balancer
+	prober *detect.Prober
+	rebal  *detect.Rebalancer
+
+	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	stop      chan struct{}
+	loops     sync.WaitGroup
+}
+
+var (
+	_ driver.Connector = (*Connector)(nil)
+	_ io.Closer        = (*Connector)(nil)
+)
+
+// NewConnector parses dsn (see ParseDSN), applies opts and starts the connector's probes and
+// rebalancer. Errors: a malformed DSN, a bad lbd parameter or option, an unknown
+// exceptionSorter name. No connection is made here: the first one is made by Connect.
+func NewConnector(dsn string, opts ...Option) (*Connector, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return NewConnectorFromConfig(cfg, opts...)
+}
+
+// NewConnectorFromConfig is NewConnector for a Config built or changed in code. cfg is not
+// modified and may be reused.
+func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
+	if cfg == nil || cfg.MySQL == nil {
+		return nil, errors.New("lbd: nil Config; build one with ParseDSN")
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, errNoNodes
+	}
+	o := options{
+		logger:         slog.Default(),
+		clock:          clock.Real,
+		jitter:         func(max time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(max))) },
+		statsInterval:  DefaultStatsInterval,
+		healthInterval: cfg.CheckHealthInterval,
+		healthTimeout:  cfg.CheckHealthTimeout,
+		balanceIntvl:   cfg.CheckBalanceInterval,
+		recoverCount:   cfg.RecoverCheckCount,
+		fatalThreshold: cfg.FatalErrorThreshold,
+		fatalWindow:    cfg.FatalErrorWindow,
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.healthTimeout > o.healthInterval {
+		o.healthTimeout = o.healthInterval
+	}
+	if o.sorter == nil {
+		s, ok := exception.Lookup(cfg.ExceptionSorter)
+		if !ok {
+			return nil, fmt.Errorf("lbd: invalid DSN parameter exceptionSorter=%q: no sorter registered under that name (registered: %s)",
+				cfg.ExceptionSorter, strings.Join(exception.Names(), ", "))
+		}
+		o.sorter = s
+	}
+
+	c := &Connector{
+		cfg:    cloneConfig(cfg),
+		opts:   o,
+		logger: o.logger,
+		sorter: o.sorter,
+		bal:    newBalancer(o.recoverCount),
+		stop:   make(chan struct{}),
+	}
+	c.nodeTLSName = fixedTLSName(c.cfg)
+	c.bal.onTransition = c.onTransition
+	for _, addr := range c.cfg.Nodes {
+		n, err := c.newNode(addr)
+		if err != nil {
+			return nil, err
+		}
+		c.bal.addUpLocked(n) // no other goroutine sees bal yet
+	}
+	if err := c.startLoops(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func cloneConfig(cfg *Config) *Config {
+	cp := *cfg
+	cp.MySQL = cfg.MySQL.Clone()
+	cp.Nodes = append([]string(nil), cfg.Nodes...)
+	return &cp
+}
+
+// fixedTLSName returns the TLS server name the user set explicitly, if any. go-sql-driver
+// fills ServerName from the address only when the address is a single host:port; with a list
+// it cannot, so a name present then was set by the user (e.g. one certificate for all proxies).
+func fixedTLSName(cfg *Config) string {
+	t := cfg.MySQL.TLS
+	if t == nil || t.InsecureSkipVerify || t.ServerName == "" {
+		return ""
+	}
+	if len(cfg.Nodes) == 1 {
+		if host, _, err := net.SplitHostPort(cfg.Nodes[0]); err == nil && host == t.ServerName {
+			return "" // derived from the one node, not chosen by the user
+		}
+	}
+	return t.ServerName
+}
+
+// newNode builds a node with its own go-sql-driver configs: the counted one dials through the
+// lb network, the probe one directly; with TLS each checks the node's own host name.
+func (c *Connector) newNode(addr string) (*node, error) {
+	my := c.nodeConfig(addr)
+	counted, err := mysql.NewConnector(my)
+	if err != nil {
+		return nil, fmt.Errorf("lbd: node %s: %w", addr, err)
+	}
+	pm := my.Clone()
+	pm.Net = "tcp"
+	probe, err := mysql.NewConnector(pm)
+	if err != nil {
+		return nil, fmt.Errorf("lbd: node %s: %w", addr, err)
+	}
+	return newNode(addr, counted, probe), nil
+}
+
+// nodeConfig is the go-sql-driver config for one node.
+func (c *Connector) nodeConfig(addr string) *mysql.Config {
+	my := c.cfg.MySQL.Clone()
+	my.Net, my.Addr = Network, addr
+	if my.TLS != nil && !my.TLS.InsecureSkipVerify {
+		if c.nodeTLSName != "" {
+			my.TLS.ServerName = c.nodeTLSName
+		} else {
+			host, _, _ := net.SplitHostPort(addr)
+			my.TLS.ServerName = host
+		}
+	}
+	return my
+}
+
+// Connect implements driver.Connector. It dials the up node with the fewest open connections;
+// when that fails it tries the next best, each node with the DSN's timeout, until one answers or
+// every up node has failed. Errors:
+//   - the error of the first node for access denied (1044, 1045, 1698) and unknown database
+//     (1049): every proxy would answer the same, so no other node is tried and none is blocked;
+//   - *ConnectError naming every node when none gave a connection (AllDown when none was up);
+//   - the caller's context error when ctx ends first;
+//   - ErrClosed after Close.
+func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	var triedBuf [4]*node
+	tried := triedBuf[:0]
+	var failures []*NodeError
+	for {
+		n := c.bal.pick(tried)
+		if n == nil {
+			break
+		}
+		tried = append(tried, n)
+		cn, err := c.connectNode(ctx, n)
+		if err == nil {
+			return cn, nil
+		}
+		if sameOnEveryNode(err) {
+			return nil, err
+		}
+		failures = append(failures, &NodeError{Addr: n.addr, State: StateUp, Err: err})
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lbd: %w (%s)", ctx.Err(), (&ConnectError{Nodes: failures}).Error())
+		}
+	}
+	return nil, c.connectError(failures)
+}
+
+// connectError builds the all-failed error: the nodes tried, then every other node with its
+// last failure.
+func (c *Connector) connectError(tried []*NodeError) error {
+	seen := make(map[string]bool, len(tried))
+	for _, t := range tried {
+		seen[t.Addr] = true
+	}
+	c.bal.mu.Lock()
+	for _, n := range c.bal.order {
+		if !seen[n.addr] {
+			tried = append(tried, &NodeError{Addr: n.addr, State: n.state, Err: n.lastErr})
+		}
+	}
+	c.bal.mu.Unlock()
+	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}
+}
+
+// connectNode makes one physical connection to n, whose count the pick already raised.
+func (c *Connector) connectNode(ctx context.Context, n *node) (driver.Conn, error) {
+	t := &dialTicket{node: n, balancer: c.bal}
+	dctx := context.WithValue(ctx, ticketKey{}, t)
+	if timeout := c.cfg.MySQL.Timeout; timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(dctx, timeout)
+		defer cancel()
+	}
+	dc, err := n.connector.Connect(dctx)
+	if err == nil {
+		if mc, ok := dc.(driverConn); ok {
+			return c.adopt(n, mc), nil
+		}
+		dc.Close()
+		err = fmt.Errorf("lbd: go-sql-driver returned an unexpected connection type %T", dc)
+	}
+	if t.conn != nil {
+		t.conn.Close() // gives the count back once, even if go-sql-driver closed it already
+	} else {
+		c.bal.release(n)
+	}
+	switch {
+	case ctx.Err() != nil:
+		// The caller gave up; that says nothing about the node.
+	case sameOnEveryNode(err):
+		n.dialFailed.Add(1)
+	default:
+		c.bal.dialed(n, err)
+		c.triggerProbe(n)
+	}
+	return nil, err
+}
+
+// adopt wraps a new physical connection and registers it with its node. A node that went down
+// or started draining while the dial was in flight gets the connection retired at once, so it
+// is used for this checkout only.
+func (c *Connector) adopt(n *node, mc driverConn) *conn {
+	w := &conn{dc: mc, node: n, connector: c}
+	n.track(w)
+	c.bal.dialed(n, nil)
+	c.bal.mu.Lock()
+	up := n.state == StateUp
+	c.bal.mu.Unlock()
+	if !up {
+		w.markRetired()
+	}
+	return w
+}
+
+// Driver implements driver.Connector.
+func (c *Connector) Driver() driver.Driver { return Driver{} }
+
+// Config returns a copy of the connector's configuration (the node list as given at start).
+func (c *Connector) Config() *Config { return cloneConfig(c.cfg) }
+
+// Close stops the probes, the rebalancer and the stats logger and waits for them. database/sql
+// calls it from DB.Close. Open connections are closed by database/sql, not here. Close is
+// idempotent and always returns nil.
+func (c *Connector) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.stop)
+		c.rebal.Close()
+		c.prober.Close()
+		c.loops.Wait()
+	})
+	return nil
+}
+
+// Open opens a *sql.DB over an lbd DSN: sql.OpenDB(NewConnector(dsn)). Like sql.Open it makes
+// no connection; use PingContext to check the cluster.
+func Open(dsn string, opts ...Option) (*sql.DB, error) {
+	c, err := NewConnector(dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
+}

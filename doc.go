@@ -1,0 +1,18 @@
+// Package lbd is a client-side load balancer for clusters of MySQL-protocol SQL proxies
+// (OceanBase OBProxy/ODP, TiDB servers, ProxySQL, MySQL Router, MaxScale). It replaces the L4
+// load balancer in front of the proxies: the application dials the proxies directly through a
+// driver.Connector for go-sql-driver/mysql and database/sql (and through them GORM and sqlx).
+//
+// A DSN names the proxies with the network "lb":
+//
+//	user:password@lb(10.0.0.1:2883,10.0.0.2:2883,[fd00::3]:2883)/db?parseTime=true
+//
+// Each new physical connection goes to the up proxy with the fewest open connections. Every
+// proxy is probed with real SQL (`/* ping */ SELECT 1`), so a proxy that accepts TCP but hangs is
+// taken out; connections that hit fatal errors (OceanBase 8000–8999, SQLSTATE class 08, resets)
+// are retired; pooled connections are evened out when proxies come, go or recover. database/sql
+// keeps pooling; lbd decides where each physical connection goes.
+//
+// lbd's own DSN parameters keep the names and defaults of NetEase's Java lb-driver and are
+// removed before go-sql-driver sees the DSN. See ParseDSN and the README.
+package lbd

@@ -1,0 +1,195 @@
+package lbd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Network is the DSN network name that selects lbd's balanced dial:
+// `user:pass@lb(host1:port1,host2:port2)/db`.
+const Network = "lb"
+
+// Defaults of lbd's DSN parameters, as in lb-driver.
+const (
+	DefaultCheckHealthInterval  = 5 * time.Second  // checkHealthIntervalSeconds
+	DefaultCheckHealthTimeout   = 3 * time.Second  // checkHealthTimeoutMillis
+	DefaultCheckBalanceInterval = 10 * time.Second // checkBalanceIntervalSeconds
+	DefaultRecoverCheckCount    = 2                // recoverCheckCount
+	DefaultFatalErrorThreshold  = 3                // fatalErrorThreshold
+	DefaultFatalErrorWindow     = 10 * time.Second // fatalErrorWindowSeconds
+	DefaultExceptionSorter      = "mysql"          // exceptionSorter
+)
+
+// Config is a parsed lbd DSN: go-sql-driver's settings plus the node list and lbd's own
+// parameters. Build one with ParseDSN; the zero value is not usable.
+type Config struct {
+	// MySQL holds every setting go-sql-driver understands (user, password, database, timeouts,
+	// TLS, parseTime, ...). Its Net is Network and its Addr the comma-joined node list; lbd's own
+	// parameters are not in MySQL.Params.
+	MySQL *mysql.Config
+
+	// Nodes are the proxies' "host:port" addresses, in DSN order, without duplicates.
+	Nodes []string
+
+	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default 5 s).
+	CheckHealthInterval time.Duration
+	// CheckHealthTimeout bounds one probe (checkHealthTimeoutMillis, default 3000 ms); it is
+	// capped at CheckHealthInterval.
+	CheckHealthTimeout time.Duration
+	// CheckBalanceInterval is how often pooled connections are evened out over the up nodes
+	// (checkBalanceIntervalSeconds, default 10 s).
+	CheckBalanceInterval time.Duration
+	// RecoverCheckCount is how many consecutive good probes bring a down node back up
+	// (recoverCheckCount, default 2).
+	RecoverCheckCount int
+	// FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down
+	// (fatalErrorThreshold, default 3; fatalErrorWindowSeconds, default 10 s). One fatal error
+	// only retires its own connection.
+	FatalErrorThreshold int
+	FatalErrorWindow    time.Duration
+	// LogStats logs one line per node every 60 s through log/slog (logStats, default false).
+	LogStats bool
+	// ExceptionSorter names the registered exception sorter (exceptionSorter, default "mysql").
+	ExceptionSorter string
+	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
+	// database/sql has none of the JDBC methods it governs.
+	UnsupportedMethodBehavior string
+}
+
+// ParseDSN parses a DSN of the form
+//
+//	user:password@lb(host1:port1,host2:port2,[v6addr]:port3)/dbname?param=value&...
+//
+// The part go-sql-driver understands is parsed by mysql.ParseDSN, so escaping rules and every
+// go-sql-driver parameter are the same as there. lbd's own parameters (see the README's table)
+// are taken out; a bad value for one of them is an error naming the parameter, and so is a key
+// that spells one of them with other letter case. Errors never contain the password.
+func ParseDSN(dsn string) (*Config, error) {
+	my, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		if strings.Contains(err.Error(), "default addr for network") {
+			return nil, errNoNodes
+		}
+		return nil, fmt.Errorf("lbd: invalid DSN: %w", err)
+	}
+	if my.Net != Network {
+		return nil, fmt.Errorf("lbd: DSN network is %q, want %q as in user:pass@lb(host1:port1,host2:port2)/db", my.Net, Network)
+	}
+	cfg := &Config{
+		MySQL:                my,
+		CheckHealthInterval:  DefaultCheckHealthInterval,
+		CheckHealthTimeout:   DefaultCheckHealthTimeout,
+		CheckBalanceInterval: DefaultCheckBalanceInterval,
+		RecoverCheckCount:    DefaultRecoverCheckCount,
+		FatalErrorThreshold:  DefaultFatalErrorThreshold,
+		FatalErrorWindow:     DefaultFatalErrorWindow,
+		ExceptionSorter:      DefaultExceptionSorter,
+	}
+	if cfg.Nodes, err = parseNodes(my.Addr); err != nil {
+		return nil, err
+	}
+	my.Addr = strings.Join(cfg.Nodes, ",")
+	for key, value := range my.Params {
+		if right, ok := misspelledParam(key); ok {
+			return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
+		}
+		p, ok := lookupParam(key)
+		if !ok {
+			continue // go-sql-driver's: a session variable to SET on each connection
+		}
+		if err := p.parse(cfg, value); err != nil {
+			return nil, fmt.Errorf("lbd: invalid DSN parameter %s=%q: %v", key, value, err)
+		}
+		delete(my.Params, key)
+	}
+	if len(my.Params) == 0 {
+		my.Params = nil
+	}
+	return cfg, nil
+}
+
+var errNoNodes = errors.New("lbd: the DSN lists no proxy: want user:pass@lb(host1:port1,host2:port2)/db")
+
+// parseNodes splits the address list of an lb(...) DSN into validated host:port entries.
+func parseNodes(addrs string) ([]string, error) {
+	if strings.TrimSpace(addrs) == "" {
+		return nil, errNoNodes
+	}
+	var nodes []string
+	seen := make(map[string]bool)
+	for raw := range strings.SplitSeq(addrs, ",") {
+		addr := strings.TrimSpace(raw)
+		if err := checkNodeAddr(addr); err != nil {
+			return nil, err
+		}
+		if seen[addr] {
+			return nil, fmt.Errorf("lbd: proxy %q is listed twice", addr)
+		}
+		seen[addr] = true
+		nodes = append(nodes, addr)
+	}
+	return nodes, nil
+}
+
+// checkNodeAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535.
+func checkNodeAddr(addr string) error {
+	if addr == "" {
+		return fmt.Errorf("lbd: empty entry in the proxy list (check for a stray comma)")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("lbd: proxy %q is not host:port (IPv6 needs [addr]:port): %v", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("lbd: proxy %q has no host", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("lbd: proxy %q has port %q, want a number from 1 to 65535", addr, port)
+	}
+	return nil
+}
+
+// FormatDSN writes the Config back as a DSN that ParseDSN reads into an equal Config. lbd
+// parameters at their default value are left out.
+func (c *Config) FormatDSN() string {
+	my := c.MySQL.Clone()
+	my.Net = Network
+	my.Addr = strings.Join(c.Nodes, ",")
+	var b strings.Builder
+	b.WriteString(my.FormatDSN())
+	sep := "?"
+	if strings.Contains(b.String()[strings.LastIndexByte(b.String(), '/'):], "?") {
+		sep = "&"
+	}
+	for _, p := range params {
+		v, set := p.format(c)
+		if !set {
+			continue
+		}
+		b.WriteString(sep)
+		b.WriteString(p.name)
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(v))
+		sep = "&"
+	}
+	return b.String()
+}
+
+// String returns the DSN with the password replaced by "***", for logs and error messages.
+func (c *Config) String() string {
+	if c.MySQL == nil || c.MySQL.Passwd == "" {
+		return c.FormatDSN()
+	}
+	red := *c
+	red.MySQL = c.MySQL.Clone()
+	red.MySQL.Passwd = "***"
+	return red.FormatDSN()
+}

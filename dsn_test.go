@@ -1,0 +1,234 @@
+package lbd
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// dsnCases is the one table of DSN cases shared by the parser test, the reformat test and the
+// fuzz seed corpus.
+var dsnCases = []struct {
+	name    string
+	dsn     string
+	wantErr string // substring of the error; "" = must parse
+	check   func(t *testing.T, c *Config)
+}{
+	{
+		name: "defaults",
+		dsn:  "root:secret@lb(10.0.0.1:2883,10.0.0.2:2883)/orders",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "10.0.0.1:2883", "10.0.0.2:2883")
+			eq(t, "user", c.MySQL.User, "root")
+			eq(t, "password", c.MySQL.Passwd, "secret")
+			eq(t, "db", c.MySQL.DBName, "orders")
+			eq(t, "health interval", c.CheckHealthInterval, DefaultCheckHealthInterval)
+			eq(t, "health timeout", c.CheckHealthTimeout, DefaultCheckHealthTimeout)
+			eq(t, "balance interval", c.CheckBalanceInterval, DefaultCheckBalanceInterval)
+			eq(t, "recover", c.RecoverCheckCount, DefaultRecoverCheckCount)
+			eq(t, "fatal threshold", c.FatalErrorThreshold, DefaultFatalErrorThreshold)
+			eq(t, "fatal window", c.FatalErrorWindow, DefaultFatalErrorWindow)
+			eq(t, "logStats", c.LogStats, false)
+			eq(t, "sorter", c.ExceptionSorter, DefaultExceptionSorter)
+		},
+	},
+	{
+		name: "lbd parameters are taken out, driver parameters pass through",
+		dsn: "u:p@lb(a.example:3306,b.example:3306)/db?parseTime=true&checkHealthIntervalSeconds=7" +
+			"&checkBalanceIntervalSeconds=20&recoverCheckCount=4&logStats=true&checkHealthTimeoutMillis=500" +
+			"&fatalErrorThreshold=5&fatalErrorWindowSeconds=30&exceptionSorter=mysql" +
+			"&unsupportedMethodBehavior=ignoreCall&timeout=2s&readTimeout=10s&time_zone=%27%2B00%3A00%27",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "health interval", c.CheckHealthInterval, 7*time.Second)
+			eq(t, "balance interval", c.CheckBalanceInterval, 20*time.Second)
+			eq(t, "health timeout", c.CheckHealthTimeout, 500*time.Millisecond)
+			eq(t, "recover", c.RecoverCheckCount, 4)
+			eq(t, "fatal threshold", c.FatalErrorThreshold, 5)
+			eq(t, "fatal window", c.FatalErrorWindow, 30*time.Second)
+			eq(t, "logStats", c.LogStats, true)
+			eq(t, "unsupportedMethodBehavior", c.UnsupportedMethodBehavior, "ignoreCall")
+			eq(t, "parseTime", c.MySQL.ParseTime, true)
+			eq(t, "timeout", c.MySQL.Timeout, 2*time.Second)
+			eq(t, "readTimeout", c.MySQL.ReadTimeout, 10*time.Second)
+			if len(c.MySQL.Params) != 1 || c.MySQL.Params["time_zone"] != "'+00:00'" {
+				t.Errorf("session params = %v, want only time_zone", c.MySQL.Params)
+			}
+		},
+	},
+	{
+		name: "IPv6 nodes",
+		dsn:  "u:p@lb([fd00::3]:2883,[::1]:3306,10.0.0.1:2883)/db",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "[fd00::3]:2883", "[::1]:3306", "10.0.0.1:2883")
+		},
+	},
+	{
+		name: "password with @ , ) / and :",
+		dsn:  "app:p@ss,w)r/d:x@lb(10.0.0.1:1,10.0.0.2:2)/db",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "password", c.MySQL.Passwd, "p@ss,w)r/d:x")
+			wantNodes(t, c, "10.0.0.1:1", "10.0.0.2:2")
+		},
+	},
+	{
+		name: "spaces around entries are trimmed",
+		dsn:  "u@lb(10.0.0.1:1, 10.0.0.2:2)/db",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "10.0.0.1:1", "10.0.0.2:2")
+			eq(t, "password", c.MySQL.Passwd, "")
+		},
+	},
+	{
+		name: "single node, no database",
+		dsn:  "u:p@lb(db.example:2883)/",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "db.example:2883")
+			eq(t, "db", c.MySQL.DBName, "")
+		},
+	},
+	{name: "empty list", dsn: "u:p@lb()/db", wantErr: "lists no proxy"},
+	{name: "stray comma", dsn: "u:p@lb(10.0.0.1:1,,10.0.0.2:2)/db", wantErr: "empty entry"},
+	{name: "missing port", dsn: "u:p@lb(10.0.0.1,10.0.0.2:2)/db", wantErr: `"10.0.0.1" is not host:port`},
+	{name: "bad port", dsn: "u:p@lb(10.0.0.1:http)/db", wantErr: "want a number from 1 to 65535"},
+	{name: "port zero", dsn: "u:p@lb(10.0.0.1:0)/db", wantErr: "want a number from 1 to 65535"},
+	{name: "port too large", dsn: "u:p@lb(10.0.0.1:70000)/db", wantErr: "want a number from 1 to 65535"},
+	{name: "no host", dsn: "u:p@lb(:3306)/db", wantErr: "has no host"},
+	{name: "bare IPv6", dsn: "u:p@lb(fd00::3:2883)/db", wantErr: "IPv6 needs [addr]:port"},
+	{name: "duplicate node", dsn: "u:p@lb(10.0.0.1:1,10.0.0.1:1)/db", wantErr: "listed twice"},
+	{name: "wrong network", dsn: "u:p@tcp(10.0.0.1:1)/db", wantErr: `network is "tcp", want "lb"`},
+	{name: "no slash", dsn: "u:p@lb(10.0.0.1:1)", wantErr: "invalid DSN"},
+	{name: "bad interval", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthIntervalSeconds=abc", wantErr: `checkHealthIntervalSeconds="abc"`},
+	{name: "zero interval", dsn: "u:p@lb(10.0.0.1:1)/db?checkBalanceIntervalSeconds=0", wantErr: "checkBalanceIntervalSeconds"},
+	{name: "negative recover", dsn: "u:p@lb(10.0.0.1:1)/db?recoverCheckCount=-1", wantErr: "recoverCheckCount"},
+	{name: "bad bool", dsn: "u:p@lb(10.0.0.1:1)/db?logStats=yes", wantErr: `logStats="yes": must be true or false`},
+	{name: "empty sorter", dsn: "u:p@lb(10.0.0.1:1)/db?exceptionSorter=", wantErr: "exceptionSorter"},
+	{name: "bad unsupportedMethodBehavior", dsn: "u:p@lb(10.0.0.1:1)/db?unsupportedMethodBehavior=explode", wantErr: "unsupportedMethodBehavior"},
+	{name: "misspelt parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkhealthintervalseconds=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
+	{name: "bad driver parameter", dsn: "u:p@lb(10.0.0.1:1)/db?parseTime=maybe", wantErr: "invalid DSN"},
+	{name: "secret not in parameter error", dsn: "u:hunter2@lb(10.0.0.1:1)/db?logStats=2", wantErr: "logStats"},
+}
+
+func TestParseDSN(t *testing.T) {
+	for _, tc := range dsnCases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseDSN(tc.dsn)
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("ParseDSN(%q) succeeded, want error containing %q", tc.dsn, tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %q does not contain %q", err, tc.wantErr)
+				}
+				assertNoSecret(t, tc.dsn, err.Error())
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseDSN(%q): %v", tc.dsn, err)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+			for k := range c.MySQL.Params {
+				if _, ok := lookupParam(k); ok {
+					t.Errorf("lbd parameter %q left in the driver's params", k)
+				}
+			}
+		})
+	}
+}
+
+// TestFormatDSNRoundTrip checks that formatting a parsed DSN and parsing it again gives the same
+// Config, and that formatting is stable.
+func TestFormatDSNRoundTrip(t *testing.T) {
+	for _, tc := range dsnCases {
+		if tc.wantErr != "" {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			roundTrip(t, tc.dsn)
+		})
+	}
+}
+
+func roundTrip(t *testing.T, dsn string) {
+	t.Helper()
+	c1, err := ParseDSN(dsn)
+	if err != nil {
+		return
+	}
+	out1 := c1.FormatDSN()
+	c2, err := ParseDSN(out1)
+	if err != nil {
+		t.Fatalf("ParseDSN(FormatDSN(%q)) = %q: %v", dsn, out1, err)
+	}
+	out2 := c2.FormatDSN()
+	if out1 != out2 {
+		t.Fatalf("formatting is not stable:\n%s\n%s", out1, out2)
+	}
+	if c1.MySQL.FormatDSN() != c2.MySQL.FormatDSN() ||
+		strings.Join(c1.Nodes, ",") != strings.Join(c2.Nodes, ",") ||
+		c1.CheckHealthInterval != c2.CheckHealthInterval || c1.CheckHealthTimeout != c2.CheckHealthTimeout ||
+		c1.CheckBalanceInterval != c2.CheckBalanceInterval || c1.RecoverCheckCount != c2.RecoverCheckCount ||
+		c1.FatalErrorThreshold != c2.FatalErrorThreshold || c1.FatalErrorWindow != c2.FatalErrorWindow ||
+		c1.LogStats != c2.LogStats || c1.ExceptionSorter != c2.ExceptionSorter ||
+		c1.UnsupportedMethodBehavior != c2.UnsupportedMethodBehavior {
+		t.Fatalf("round trip changed the config:\n%+v\n%+v", c1, c2)
+	}
+}
+
+func FuzzParseDSN(f *testing.F) {
+	for _, tc := range dsnCases {
+		f.Add(tc.dsn)
+	}
+	f.Fuzz(func(t *testing.T, dsn string) {
+		c, err := ParseDSN(dsn)
+		if err != nil {
+			return
+		}
+		if len(c.Nodes) == 0 {
+			t.Fatalf("ParseDSN(%q) accepted an empty node list", dsn)
+		}
+		roundTrip(t, dsn)
+	})
+}
+
+func TestConfigStringHidesPassword(t *testing.T) {
+	c, err := ParseDSN("app:hunter2@lb(10.0.0.1:1,10.0.0.2:2)/db?logStats=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.String()
+	if strings.Contains(s, "hunter2") || !strings.Contains(s, "app:***@lb(") {
+		t.Fatalf("String() = %q, want the password masked", s)
+	}
+	if !strings.Contains(c.FormatDSN(), "hunter2") {
+		t.Fatalf("FormatDSN must keep the password: %q", c.FormatDSN())
+	}
+}
+
+func wantNodes(t *testing.T, c *Config, want ...string) {
+	t.Helper()
+	if strings.Join(c.Nodes, ",") != strings.Join(want, ",") {
+		t.Errorf("nodes = %v, want %v", c.Nodes, want)
+	}
+}
+
+func eq[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// assertNoSecret fails when text contains the DSN's password.
+func assertNoSecret(t *testing.T, dsn, text string) {
+	t.Helper()
+	at := strings.LastIndex(dsn, "@")
+	colon := strings.Index(dsn, ":")
+	if at < 0 || colon < 0 || colon > at {
+		return
+	}
+	if pw := dsn[colon+1 : at]; len(pw) >= 3 && strings.Contains(text, pw) {
+		t.Errorf("%q contains the password", text)
+	}
+}

@@ -1,0 +1,94 @@
+package lbd
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// ErrClosed is returned by Connect after Close.
+var ErrClosed = errors.New("lbd: connector is closed")
+
+// NodeError is the failure of one node in a Connect.
+type NodeError struct {
+	Addr  string    // the node, "host:port"
+	State NodeState // the node's state when the error was reported
+	Err   error     // the cause (a dial error, a *mysql.MySQLError, a probe failure, ...)
+}
+
+func (e *NodeError) Error() string {
+	if e.State != StateUp {
+		return e.Addr + " (" + e.State.String() + "): " + errString(e.Err)
+	}
+	return e.Addr + ": " + errString(e.Err)
+}
+
+// Unwrap returns the cause, so errors.Is and errors.As see through a NodeError.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+func errString(err error) string {
+	if err == nil {
+		return "no error recorded"
+	}
+	return err.Error()
+}
+
+// ConnectError is returned by Connect when no node gave a connection. It names every node: the
+// ones tried in this Connect with their errors, and the ones that were down with their last
+// failure. errors.Is and errors.As look through every node's error (standard errors.Join-style
+// Unwrap; go-multierror is not needed for this).
+type ConnectError struct {
+	// AllDown is true when no node was up, so none was tried.
+	AllDown bool
+	// Nodes holds one entry per known node: tried ones first, in the order tried.
+	Nodes []*NodeError
+}
+
+func (e *ConnectError) Error() string {
+	var b strings.Builder
+	if e.AllDown {
+		b.WriteString("lbd: every proxy is down: ")
+	} else {
+		b.WriteString("lbd: no proxy accepted a connection: ")
+	}
+	for i, n := range e.Nodes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(n.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns every node's error.
+func (e *ConnectError) Unwrap() []error {
+	out := make([]error, len(e.Nodes))
+	for i, n := range e.Nodes {
+		out[i] = n
+	}
+	return out
+}
+
+// MySQL error numbers that every proxy of a cluster answers alike, because they come from the
+// shared user and schema definitions behind the proxies: trying another node cannot help and the
+// node is not at fault, so Connect returns them at once and blocks nothing.
+const (
+	errAccessDeniedDB       = 1044 // ER_DBACCESS_DENIED_ERROR: user may not use this database
+	errAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: wrong user or password
+	errBadDB                = 1049 // ER_BAD_DB_ERROR: unknown database
+	errAccessDeniedNoPasswd = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (MySQL/MariaDB): user needs another auth method
+)
+
+// sameOnEveryNode reports errors that would be the same on every proxy.
+func sameOnEveryNode(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case errAccessDeniedDB, errAccessDenied, errBadDB, errAccessDeniedNoPasswd:
+		return true
+	}
+	return false
+}

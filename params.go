@@ -1,0 +1,163 @@
+package lbd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// param is one lbd DSN parameter: its name as lb-driver spells it, how to read it into a Config
+// and how to write it back. Parameters are removed from the DSN before go-sql-driver sees it,
+// because go-sql-driver sends every key it does not know to the server as `SET key=value`.
+type param struct {
+	name  string
+	parse func(c *Config, value string) error
+	// format returns the value to write and whether it differs from the default
+	// (defaults are left out of a formatted DSN).
+	format func(c *Config) (string, bool)
+}
+
+// params is the table of lbd's own DSN parameters. Names and defaults follow lb-driver.
+var params = []param{
+	{
+		name:  "checkHealthIntervalSeconds",
+		parse: func(c *Config, v string) error { return parseSeconds(v, &c.CheckHealthInterval) },
+		format: func(c *Config) (string, bool) {
+			return formatSeconds(c.CheckHealthInterval, DefaultCheckHealthInterval)
+		},
+	},
+	{
+		name:   "checkHealthTimeoutMillis",
+		parse:  func(c *Config, v string) error { return parseMillis(v, &c.CheckHealthTimeout) },
+		format: func(c *Config) (string, bool) { return formatMillis(c.CheckHealthTimeout, DefaultCheckHealthTimeout) },
+	},
+	{
+		name:  "checkBalanceIntervalSeconds",
+		parse: func(c *Config, v string) error { return parseSeconds(v, &c.CheckBalanceInterval) },
+		format: func(c *Config) (string, bool) {
+			return formatSeconds(c.CheckBalanceInterval, DefaultCheckBalanceInterval)
+		},
+	},
+	{
+		name:  "recoverCheckCount",
+		parse: func(c *Config, v string) error { return parsePositiveInt(v, &c.RecoverCheckCount) },
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.RecoverCheckCount), c.RecoverCheckCount != DefaultRecoverCheckCount
+		},
+	},
+	{
+		name:  "fatalErrorThreshold",
+		parse: func(c *Config, v string) error { return parsePositiveInt(v, &c.FatalErrorThreshold) },
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.FatalErrorThreshold), c.FatalErrorThreshold != DefaultFatalErrorThreshold
+		},
+	},
+	{
+		name:   "fatalErrorWindowSeconds",
+		parse:  func(c *Config, v string) error { return parseSeconds(v, &c.FatalErrorWindow) },
+		format: func(c *Config) (string, bool) { return formatSeconds(c.FatalErrorWindow, DefaultFatalErrorWindow) },
+	},
+	{
+		name:   "logStats",
+		parse:  func(c *Config, v string) error { return parseBool(v, &c.LogStats) },
+		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.LogStats), c.LogStats },
+	},
+	{
+		name: "exceptionSorter",
+		parse: func(c *Config, v string) error {
+			if v == "" {
+				return fmt.Errorf("must name a registered exception sorter")
+			}
+			c.ExceptionSorter = v
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return c.ExceptionSorter, c.ExceptionSorter != "" && c.ExceptionSorter != DefaultExceptionSorter
+		},
+	},
+	{
+		// lb-driver uses it to choose what unsupported JDBC methods do; database/sql has no such
+		// methods, so lbd accepts the known values and ignores them.
+		name: "unsupportedMethodBehavior",
+		parse: func(c *Config, v string) error {
+			if v != "throwException" && v != "ignoreCall" {
+				return fmt.Errorf("must be throwException or ignoreCall (it has no effect in lbd)")
+			}
+			c.UnsupportedMethodBehavior = v
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return c.UnsupportedMethodBehavior, c.UnsupportedMethodBehavior != ""
+		},
+	},
+}
+
+// lookupParam finds a parameter by exact name.
+func lookupParam(name string) (*param, bool) {
+	for i := range params {
+		if params[i].name == name {
+			return &params[i], true
+		}
+	}
+	return nil, false
+}
+
+// misspelledParam returns the lbd parameter that name spells with other letter case, so that a
+// typo such as `checkhealthintervalseconds` is an error instead of a `SET` sent to every proxy.
+func misspelledParam(name string) (string, bool) {
+	for _, p := range params {
+		if p.name != name && strings.EqualFold(p.name, name) {
+			return p.name, true
+		}
+	}
+	return "", false
+}
+
+func parseSeconds(v string, d *time.Duration) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("must be a whole number of seconds greater than 0")
+	}
+	*d = time.Duration(n) * time.Second
+	return nil
+}
+
+func parseMillis(v string, d *time.Duration) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("must be a whole number of milliseconds greater than 0")
+	}
+	*d = time.Duration(n) * time.Millisecond
+	return nil
+}
+
+func parsePositiveInt(v string, n *int) error {
+	i, err := strconv.Atoi(v)
+	if err != nil || i <= 0 {
+		return fmt.Errorf("must be a whole number greater than 0")
+	}
+	*n = i
+	return nil
+}
+
+func parseBool(v string, b *bool) error {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("must be true or false")
+	}
+	*b = x
+	return nil
+}
+
+// formatSeconds writes d in whole seconds, rounding a sub-second option value up so that the
+// written DSN never asks for a shorter interval than the one configured.
+func formatSeconds(d, def time.Duration) (string, bool) {
+	s := (d + time.Second - 1) / time.Second
+	return strconv.FormatInt(int64(s), 10), d != def
+}
+
+func formatMillis(d, def time.Duration) (string, bool) {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return strconv.FormatInt(int64(ms), 10), d != def
+}

@@ -1,0 +1,102 @@
+package lbd
+
+import (
+	"time"
+)
+
+// Stats is a snapshot of a Connector's nodes, taken by (*Connector).Stats.
+type Stats struct {
+	// Nodes lists every known node (up, down, and draining ones that still hold connections) in
+	// the order they became known.
+	Nodes []NodeStats
+}
+
+// Open returns the open physical connections over all nodes.
+func (s Stats) Open() int {
+	total := 0
+	for _, n := range s.Nodes {
+		total += n.Open
+	}
+	return total
+}
+
+// Node returns the entry for addr and whether there is one.
+func (s Stats) Node(addr string) (NodeStats, bool) {
+	for _, n := range s.Nodes {
+		if n.Addr == addr {
+			return n, true
+		}
+	}
+	return NodeStats{}, false
+}
+
+// NodeStats describes one node. Open, Idle, State, LastProbe and LastError are current values;
+// the counters are cumulative since the Connector was created. Nothing here contains a password.
+type NodeStats struct {
+	Addr  string    // "host:port"
+	State NodeState // up, down or draining
+
+	Open int // open physical connections, including dials in progress (probe connection excluded)
+	Idle int // of Open, how many sit idle in database/sql's pool
+
+	Dials         uint64 // successful dials
+	DialFailures  uint64 // failed dials (refused, timed out, handshake failed)
+	Retired       uint64 // connections retired (node down or draining, fatal error, rebalancing)
+	FatalErrors   uint64 // errors the exception sorter judged fatal
+	Transitions   uint64 // state changes
+	Probes        uint64 // probes run
+	ProbeFailures uint64 // probes failed
+
+	LastProbe time.Duration // how long the latest probe took; 0 before the first
+	LastError string        // the latest dial or probe failure; "" when none
+}
+
+// Stats returns a snapshot of every node. It takes the balancer's mutex briefly and allocates
+// the result; it is meant for monitoring, not for every statement.
+func (c *Connector) Stats() Stats {
+	c.bal.mu.Lock()
+	nodes := make([]*node, len(c.bal.order))
+	copy(nodes, c.bal.order)
+	out := make([]NodeStats, len(nodes))
+	for i, n := range nodes {
+		out[i] = NodeStats{Addr: n.addr, State: n.state, Open: n.open()}
+		if n.lastErr != nil {
+			out[i].LastError = n.lastErr.Error()
+		}
+	}
+	c.bal.mu.Unlock()
+	for i, n := range nodes {
+		s := &out[i]
+		s.Idle, _ = n.connCounts()
+		s.Dials = n.dials.Load()
+		s.DialFailures = n.dialFailed.Load()
+		s.Retired = n.retired.Load()
+		s.FatalErrors = n.fatalErrors.Load()
+		s.Transitions = n.transitions.Load()
+		s.Probes = n.probes.Load()
+		s.ProbeFailures = n.probeFailed.Load()
+		s.LastProbe = time.Duration(n.lastProbeDur.Load())
+	}
+	return Stats{Nodes: out}
+}
+
+// logStatsLoop logs one line per node every stats interval until Close (logStats=true).
+func (c *Connector) logStatsLoop() {
+	defer c.loops.Done()
+	t := c.opts.clock.NewTimer(c.opts.statsInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		}
+		for _, n := range c.Stats().Nodes {
+			c.logger.Info("lbd stats",
+				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle,
+				"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
+				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures)
+		}
+		t.Reset(c.opts.statsInterval)
+	}
+}
