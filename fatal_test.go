@@ -1,0 +1,127 @@
+package lbd
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+var (
+	errServerInitializing = &mysql.MySQLError{Number: 8001, SQLState: [5]byte{'0', '8', '0', '0', '4'}, Message: "Server is initializing"}
+	errNoSuchTable        = &mysql.MySQLError{Number: 1146, SQLState: [5]byte{'4', '2', 'S', '0', '2'}, Message: "Table 'test.nope' doesn't exist"}
+)
+
+func TestFatalErrorRetiresItsConnection(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	db, c := openDB(t, cl, "", quiet()...)
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	p := cl.Proxy(0)
+	p.FailNext(1, errServerInitializing)
+	_, err := db.Exec("SELECT 1")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 8001 {
+		t.Fatalf("error = %v, want the proxy's 8001 unchanged", err)
+	}
+	ns := c.Stats().Nodes[0]
+	if ns.FatalErrors != 1 || ns.Retired != 1 {
+		t.Fatalf("fatal errors %d, retired %d; want 1 and 1", ns.FatalErrors, ns.Retired)
+	}
+	if ns.Open != 0 || ns.State != StateUp {
+		t.Fatalf("after one fatal error: open %d, state %v; want 0 and up (one error does not block)", ns.Open, ns.State)
+	}
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatalf("statement after the fatal error: %v", err)
+	}
+	if got := c.Stats().Nodes[0].Dials; got != 2 {
+		t.Fatalf("dials = %d, want 2 (the retired connection was replaced, never reused)", got)
+	}
+}
+
+func TestNonFatalErrorKeepsTheConnection(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	db, c := openDB(t, cl, "", quiet()...)
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	cl.Proxy(0).FailNext(1, errNoSuchTable)
+	if _, err := db.Exec("SELECT 1"); err == nil {
+		t.Fatal("the injected 1146 did not reach the caller")
+	}
+	for range 5 {
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := c.Stats().Nodes[0]
+	if ns.Retired != 0 || ns.FatalErrors != 0 || ns.Dials != 1 {
+		t.Fatalf("retired %d, fatal %d, dials %d; want 0, 0, 1", ns.Retired, ns.FatalErrors, ns.Dials)
+	}
+}
+
+func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "fatalErrorThreshold=3&recoverCheckCount=2",
+		fast(time.Hour, time.Hour, time.Hour, logs)...)
+	bad := cl.Proxy(1)
+	bad.FailNext(-1, errServerInitializing)
+	failures := 0
+	for range 300 {
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			failures++
+		}
+	}
+	if s, _ := nodeState(c, bad.Addr()); s != StateDown {
+		t.Fatalf("node answering 8001 to everything is %v, want down", s)
+	}
+	if failures > 3 {
+		t.Fatalf("%d statements failed, want at most the threshold (3)", failures)
+	}
+	downs := logs.find("lbd: node state changed", "node", bad.Addr(), "to", "down")
+	if len(downs) != 1 {
+		t.Fatalf("%d down transitions logged, want 1", len(downs))
+	}
+	t.Logf("%d application errors before the node went down: %s", failures, downs[0].attrs["reason"])
+}
+
+func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "fatalErrorThreshold=2", fast(30*time.Millisecond, 30*time.Millisecond, time.Hour, logs)...)
+	bad := cl.Proxy(0)
+	bad.FailNext(-1, errServerInitializing)
+	waitFor(t, 5*time.Second, "the failing node to go down", func() bool {
+		db.Exec("SELECT 1")
+		s, _ := nodeState(c, bad.Addr())
+		return s == StateDown
+	})
+	bad.FailNext(0, nil)
+	waitFor(t, 5*time.Second, "the node to come back", func() bool {
+		s, _ := nodeState(c, bad.Addr())
+		return s == StateUp
+	})
+	if len(logs.find("lbd: node state changed", "node", bad.Addr(), "to", "up")) != 1 {
+		t.Fatal("no single up transition logged")
+	}
+}
+
+func TestCustomSorterByOption(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	everything := exception.SorterFunc(func(err error) bool { return err != nil })
+	db, c := openDB(t, cl, "", append(quiet(), WithExceptionSorter(everything))...)
+	db.SetMaxOpenConns(1)
+	cl.Proxy(0).FailNext(1, errNoSuchTable)
+	db.Exec("SELECT 1")
+	if got := c.Stats().Nodes[0].FatalErrors; got != 1 {
+		t.Fatalf("fatal errors = %d with a sorter that calls everything fatal, want 1", got)
+	}
+}

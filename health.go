@@ -1,0 +1,257 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lbd-go/lbd/detect"
+)
+
+// probeQuery is the health check lb-driver sends; the comment lets proxies and the server's
+// logs tell probes from application traffic.
+const probeQuery = "/* ping */ SELECT 1"
+
+// probeTarget is one node as the prober sees it. A node gets a new one each time probing
+// starts (a node removed and listed again), so an old probe goroutine that is still finishing
+// never shares the probe connection with the new one.
+type probeTarget struct {
+	n    *node
+	conn driver.Conn // the dedicated probe connection; owned by the prober's goroutine
+}
+
+// Probe implements detect.Target: it runs probeQuery on the node's dedicated probe connection,
+// dialing it first when needed. The probe connection is not counted as application load. A
+// failure closes it so the next probe starts afresh. A proxy that answers anything but one row
+// holding 1 fails the probe.
+func (p *probeTarget) Probe(ctx context.Context) error {
+	if p.conn == nil {
+		pc, err := p.n.probeConnector.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		p.conn = pc
+	}
+	err := runProbeQuery(ctx, p.conn)
+	if err != nil {
+		p.conn.Close()
+		p.conn = nil
+	}
+	return err
+}
+
+// Close implements detect.Target: it closes the probe connection.
+func (p *probeTarget) Close() error {
+	if p.conn == nil {
+		return nil
+	}
+	err := p.conn.Close()
+	p.conn = nil
+	return err
+}
+
+// startProbing gives n a fresh probe target and hands it to the prober.
+func (c *Connector) startProbing(n *node) {
+	t := &probeTarget{n: n}
+	n.probe.Store(t)
+	c.prober.Add(t)
+}
+
+// triggerProbe asks for an early probe of n (coalesced by the prober).
+func (c *Connector) triggerProbe(n *node) {
+	if t := n.probe.Load(); t != nil && c.prober != nil {
+		c.prober.Trigger(t)
+	}
+}
+
+func runProbeQuery(ctx context.Context, pc driver.Conn) error {
+	q, ok := pc.(driver.QueryerContext)
+	if !ok {
+		return fmt.Errorf("lbd: probe connection %T cannot run queries", pc)
+	}
+	rows, err := q.QueryContext(ctx, probeQuery, nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if cols := rows.Columns(); len(cols) != 1 {
+		return fmt.Errorf("lbd: probe answered %d columns, want 1", len(cols))
+	}
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return fmt.Errorf("lbd: probe answered no row: %w", err)
+	}
+	if !isOne(dest[0]) {
+		return fmt.Errorf("lbd: probe answered %v, want 1", dest[0])
+	}
+	return nil
+}
+
+// isOne accepts 1 in the shapes a text or binary result can carry.
+func isOne(v driver.Value) bool {
+	switch x := v.(type) {
+	case int64:
+		return x == 1
+	case []byte:
+		return string(x) == "1"
+	case string:
+		return x == "1"
+	}
+	return false
+}
+
+// startLoops starts the prober, the rebalancer and, with logStats, the stats logger.
+func (c *Connector) startLoops() error {
+	var err error
+	c.prober, err = detect.NewProber(detect.ProberConfig{
+		Interval: c.opts.healthInterval,
+		Timeout:  c.opts.healthTimeout,
+		Clock:    c.opts.clock,
+		Jitter:   c.opts.jitter,
+		Report: func(t detect.Target, err error, took time.Duration) {
+			n := t.(*probeTarget).n
+			n.setLastProbe(took)
+			c.bal.probed(n, err)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("lbd: %w", err)
+	}
+	c.rebal, err = detect.NewRebalancer(rebalancePool{c}, detect.RebalancerConfig{
+		Interval: c.opts.balanceIntvl,
+		Clock:    c.opts.clock,
+		Report:   c.logRebalance,
+	})
+	if err != nil {
+		c.prober.Close()
+		return fmt.Errorf("lbd: %w", err)
+	}
+	c.bal.mu.Lock()
+	nodes := append([]*node(nil), c.bal.order...)
+	c.bal.mu.Unlock()
+	for _, n := range nodes {
+		c.startProbing(n)
+	}
+	c.rebal.Start()
+	if c.cfg.LogStats {
+		c.loops.Add(1)
+		go c.logStatsLoop()
+	}
+	return nil
+}
+
+// onTransition reacts to a node state change: it is logged once, a down node's idle connections
+// close at once (so no stale connection is handed out after it recovers) and its in-use ones at
+// their next return; a draining node stops being probed.
+func (c *Connector) onTransition(t transition) {
+	n := t.node
+	if t.forgot {
+		c.logger.Info("lbd: node drained and removed", "node", n.addr)
+		return
+	}
+	level := slog.LevelInfo
+	if t.to != StateUp {
+		level = slog.LevelWarn
+	}
+	c.logger.Log(context.Background(), level, "lbd: node state changed",
+		"node", n.addr, "from", t.from.String(), "to", t.to.String(), "reason", t.reason)
+	switch t.to {
+	case StateDown:
+		n.retireAll()
+		if !t.byProbe {
+			c.triggerProbe(n)
+		}
+	case StateDraining:
+		n.retireAll()
+		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
+			c.prober.Remove(t)
+		}
+	}
+}
+
+// rebalancePool shows the connector to the rebalancer.
+type rebalancePool struct{ c *Connector }
+
+// Loads implements detect.Pool over the up nodes.
+func (p rebalancePool) Loads(buf []detect.Load) []detect.Load {
+	b := p.c.bal
+	b.mu.Lock()
+	start := len(buf)
+	for _, n := range b.order {
+		if n.state == StateUp {
+			buf = append(buf, detect.Load{Node: n, Open: n.open()})
+		}
+	}
+	b.mu.Unlock()
+	for i := start; i < len(buf); i++ {
+		idle, retiring := buf[i].Node.(*node).connCounts()
+		buf[i].Idle = idle
+		buf[i].Open -= retiring // already on their way out; do not retire them twice
+	}
+	return buf
+}
+
+// Retire implements detect.Pool.
+func (p rebalancePool) Retire(n any, max int) int {
+	return n.(*node).retireSurplus(max)
+}
+
+func (c *Connector) logRebalance(retired []detect.Retired) {
+	for _, r := range retired {
+		c.logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
+	}
+}
+
+// onConnError is told every error a connection returns. A fatal error (per the exception
+// sorter) retires the connection: database/sql drops it at its return, so it is never reused.
+// FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down and
+// bring its probe forward.
+func (c *Connector) onConnError(w *conn, err error) {
+	if !c.sorter.IsFatal(err) {
+		return
+	}
+	w.markRetired()
+	n := w.node
+	n.fatalErrors.Add(1)
+	if n.recordFatal(c.opts.clock.Now(), c.opts.fatalThreshold, c.opts.fatalWindow) {
+		c.bal.markDown(n, fmt.Sprintf("%d fatal errors within %v, last: %v", c.opts.fatalThreshold, c.opts.fatalWindow, err))
+	}
+	c.triggerProbe(n)
+}
+
+// SetNodes replaces the node list at run time. Nodes not known before are added in state down
+// and take connections after one good probe; nodes no longer listed start draining: they take
+// no new connection, their idle connections close at once and their in-use ones at return, and
+// they leave Stats when their last connection closes. A list whose removals would leave no up
+// node applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
+// happen once one of the listed nodes is up. An empty or malformed list is an error and
+// changes nothing.
+func (c *Connector) SetNodes(addrs []string) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if len(addrs) == 0 {
+		return errNoNodes
+	}
+	seen := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		if err := checkNodeAddr(a); err != nil {
+			return err
+		}
+		if seen[a] {
+			return fmt.Errorf("lbd: proxy %q is listed twice", a)
+		}
+		seen[a] = true
+	}
+	added, err := c.bal.setNodes(append([]string(nil), addrs...), c.newNode)
+	for _, n := range added {
+		c.startProbing(n)
+		c.triggerProbe(n)
+	}
+	if err != nil {
+		c.logger.Warn("lbd: node list not fully applied", "error", err.Error())
+	}
+	return err
+}

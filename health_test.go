@@ -1,0 +1,353 @@
+package lbd
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+// fast returns options for loops that run in milliseconds; jitter 0 puts every node's probes
+// in the same phase, which makes "one hung probe does not delay another" visible.
+func fast(health, timeout, balance time.Duration, logs *logRecorder) []Option {
+	return []Option{
+		WithCheckHealthInterval(health),
+		WithCheckHealthTimeout(timeout),
+		WithCheckBalanceInterval(balance),
+		WithJitter(func(time.Duration) time.Duration { return 0 }),
+		WithLogger(slog.New(logs)),
+	}
+}
+
+// workload runs workers that each loop on a short statement until stop is closed, and
+// records every failure with the time its statement started.
+type workload struct {
+	db      *sql.DB
+	stmts   atomic.Int64
+	mu      sync.Mutex
+	errs    []error
+	errFrom []time.Time
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func startWorkload(db *sql.DB, workers int, query string) *workload {
+	w := &workload{db: db, stop: make(chan struct{})}
+	for range workers {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, err := db.ExecContext(ctx, query)
+				cancel()
+				w.stmts.Add(1)
+				if err != nil {
+					w.mu.Lock()
+					w.errs = append(w.errs, err)
+					w.errFrom = append(w.errFrom, start)
+					w.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// finish stops the workers and returns the errors they saw with their statements' start times.
+func (w *workload) finish() ([]error, []time.Time) {
+	close(w.stop)
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.errs, w.errFrom
+}
+
+func TestHungProxyIsTakenDown(t *testing.T) {
+	const interval, timeout = 200 * time.Millisecond, 300 * time.Millisecond
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "timeout=300ms", fast(interval, timeout, time.Hour, logs)...)
+	db.SetMaxOpenConns(20)
+	db.SetMaxIdleConns(20)
+	w := startWorkload(db, 20, "SELECT 1")
+	waitFor(t, 5*time.Second, "the workload to spread over every proxy", func() bool {
+		return spread(openCounts(c, cl)) <= 1 && c.Stats().Open() >= 15
+	})
+
+	hung := cl.Proxy(0)
+	waitFor(t, 5*time.Second, "statements flowing through every proxy", func() bool {
+		for _, p := range cl.Proxies() {
+			if p.Statements() < 100 {
+				return false
+			}
+		}
+		return true
+	})
+	hungAt := time.Now()
+	hung.Hang()
+	defer hung.Resume()
+	waitFor(t, 5*time.Second, "the hung proxy to go down", func() bool {
+		s, _ := nodeState(c, hung.Addr())
+		return s == StateDown
+	})
+	downAt := logs.find("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].at
+	took := downAt.Sub(hungAt)
+	t.Logf("hung proxy down after %v (interval %v, timeout capped at %v)", took, interval, min(timeout, interval))
+	if limit := interval + min(timeout, interval) + 250*time.Millisecond; took > limit {
+		t.Errorf("detection took %v, want at most %v", took, limit)
+	}
+
+	time.Sleep(300 * time.Millisecond) // keep the workload running on the other proxies
+	errs, from := w.finish()
+	for i, err := range errs {
+		if !from[i].Before(downAt) {
+			t.Errorf("statement started %v after the node went down failed: %v", from[i].Sub(downAt), err)
+		}
+	}
+	t.Logf("%d statements, %d failed (all started before the node went down)", w.stmts.Load(), len(errs))
+	if w.stmts.Load() < 100 {
+		t.Fatalf("only %d statements ran; the check above proved little", w.stmts.Load())
+	}
+}
+
+func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	_, c := openDB(t, cl, "", fast(interval, interval, time.Hour, logs)...)
+	hung, stopped := cl.Proxy(0), cl.Proxy(1)
+	waitFor(t, 5*time.Second, "first probes", func() bool {
+		for _, ns := range c.Stats().Nodes {
+			if ns.Probes == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	at := time.Now()
+	hung.Hang()
+	defer hung.Resume()
+	if err := stopped.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "both proxies to go down", func() bool {
+		a, _ := nodeState(c, hung.Addr())
+		b, _ := nodeState(c, stopped.Addr())
+		return a == StateDown && b == StateDown
+	})
+	hungDown := logs.find("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].at.Sub(at)
+	stoppedDown := logs.find("lbd: node state changed", "node", stopped.Addr(), "to", "down")[0].at.Sub(at)
+	t.Logf("stopped proxy down after %v, hung proxy after %v", stoppedDown, hungDown)
+	if stoppedDown > interval+250*time.Millisecond {
+		t.Errorf("stopped proxy took %v, want within one interval (%v)", stoppedDown, interval)
+	}
+	if stoppedDown+interval/2 > hungDown {
+		t.Errorf("stopped proxy (%v) was not judged well before the hung one timed out (%v)", stoppedDown, hungDown)
+	}
+}
+
+func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "recoverCheckCount=3", fast(50*time.Millisecond, 50*time.Millisecond, time.Hour, logs)...)
+	db.SetMaxIdleConns(30)
+	db.SetMaxOpenConns(30)
+	for _, cn := range holdConns(t, db, 30) { // leave 10 idle connections on every proxy
+		cn.Close()
+	}
+	p := cl.Proxy(2)
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
+		s, _ := nodeState(c, p.Addr())
+		return s == StateDown
+	})
+	if ns, _ := c.Stats().Node(p.Addr()); ns.Open != 0 {
+		t.Fatalf("down node still holds %d connections; idle ones should close at once", ns.Open)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the proxy to come back", func() bool {
+		s, _ := nodeState(c, p.Addr())
+		return s == StateUp
+	})
+	ups := logs.find("lbd: node state changed", "node", p.Addr(), "to", "up")
+	if len(ups) != 1 || !strings.HasPrefix(ups[0].attrs["reason"], "3 consecutive good probes") {
+		t.Fatalf("up transitions = %+v, want one after 3 consecutive good probes", ups)
+	}
+	for i := range 500 {
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			t.Fatalf("query %d after recovery: %v", i, err)
+		}
+	}
+}
+
+func TestScaleOutReachesFairShare(t *testing.T) {
+	const balance = 400 * time.Millisecond
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "", fast(50*time.Millisecond, 50*time.Millisecond, balance, logs)...)
+	db.SetMaxOpenConns(30)
+	db.SetMaxIdleConns(30)
+	w := startWorkload(db, 30, "SELECT 1")
+	waitFor(t, 5*time.Second, "30 connections spread 10/10/10", func() bool {
+		got := openCounts(c, cl)
+		return c.Stats().Open() == 30 && spread(got) == 0
+	})
+	if _, err := cl.AddProxy(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetNodes(cl.Addrs()); err != nil {
+		t.Fatal(err)
+	}
+	newAddr := cl.Addrs()[3]
+	waitFor(t, 5*time.Second, "the new proxy to pass its probe", func() bool {
+		s, _ := nodeState(c, newAddr)
+		return s == StateUp
+	})
+	upAt := time.Now()
+	waitFor(t, 10*time.Second, "counts within 1 of each other over 4 proxies", func() bool {
+		got := openCounts(c, cl)
+		return spread(got) <= 1 && got[3] >= 7
+	})
+	took := time.Since(upAt)
+	t.Logf("converged to %v in %v (balance interval %v)", openCounts(c, cl), took, balance)
+	if took > 2*balance+300*time.Millisecond {
+		t.Errorf("convergence took %v, want within two balance intervals (%v)", took, 2*balance)
+	}
+	if errs, _ := w.finish(); len(errs) > 0 {
+		t.Fatalf("%d application errors during scale-out, first: %v", len(errs), errs[0])
+	}
+}
+
+func TestDrainRemovedProxy(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "", fast(50*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond, logs)...)
+	db.SetMaxOpenConns(15)
+	db.SetMaxIdleConns(15)
+	w := startWorkload(db, 15, "SELECT 1")
+	waitFor(t, 5*time.Second, "load on every proxy", func() bool {
+		for _, n := range openCounts(c, cl) {
+			if n == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	removed := cl.Proxy(1).Addr()
+	keep := []string{cl.Proxy(0).Addr(), cl.Proxy(2).Addr()}
+	if err := c.SetNodes(keep); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the removed proxy to leave Stats", func() bool {
+		_, ok := nodeState(c, removed)
+		return !ok
+	})
+	waitFor(t, 5*time.Second, "the removed proxy to see no connection", func() bool {
+		return cl.Proxy(1).OpenConns() == 0
+	})
+	if errs, _ := w.finish(); len(errs) > 0 {
+		t.Fatalf("%d application errors while draining, first: %v", len(errs), errs[0])
+	}
+	if len(logs.find("lbd: node drained and removed", "node", removed)) != 1 {
+		t.Fatal("no log line for the drained node")
+	}
+}
+
+func TestRemovingLastUpNodeIsRefused(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	logs := &logRecorder{}
+	_, c := openDB(t, cl, "", fast(time.Hour, time.Hour, time.Hour, logs)...)
+	// Replace both nodes by one that does not answer: the new one is down until probed, so
+	// removing both old ones would leave nothing up.
+	err := c.SetNodes([]string{"127.0.0.1:1"})
+	if !errors.Is(err, ErrNoUpNodeLeft) {
+		t.Fatalf("SetNodes = %v, want ErrNoUpNodeLeft", err)
+	}
+	for _, a := range cl.Addrs() {
+		if s, ok := nodeState(c, a); !ok || s != StateUp {
+			t.Fatalf("node %s is %v (present %v) after a refused removal, want up", a, s, ok)
+		}
+	}
+	if len(logs.find("lbd: node list not fully applied")) != 1 {
+		t.Fatal("refused removal was not logged")
+	}
+	if err := c.SetNodes(nil); err == nil {
+		t.Fatal("an empty node list was accepted")
+	}
+	if err := c.SetNodes([]string{"nonsense"}); err == nil {
+		t.Fatal("a malformed node list was accepted")
+	}
+}
+
+func TestAllDownFailsFastAndRecovers(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "recoverCheckCount=1", fast(50*time.Millisecond, 50*time.Millisecond, time.Hour, logs)...)
+	for _, p := range cl.Proxies() {
+		p.Stop()
+	}
+	waitFor(t, 5*time.Second, "every node down", func() bool {
+		for _, ns := range c.Stats().Nodes {
+			if ns.State != StateDown {
+				return false
+			}
+		}
+		return true
+	})
+	start := time.Now()
+	err := db.Ping()
+	var ce *ConnectError
+	if !errors.As(err, &ce) || !ce.AllDown {
+		t.Fatalf("ping with every node down = %v, want ConnectError with AllDown", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("failing with every node down took %v; it should not dial at all", time.Since(start))
+	}
+	for _, p := range cl.Proxies() {
+		p.Start()
+	}
+	waitFor(t, 5*time.Second, "recovery without a restart", func() bool { return db.Ping() == nil })
+}
+
+func TestLogStatsWritesOneLinePerNode(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	logs := &logRecorder{}
+	dsn := strings.Replace(cl.DSN("logStats=true"), cl.User()+":"+cl.Password()+"@", cl.User()+":s3cretpw@", 1)
+	c, err := NewConnector(dsn, append(quiet(), WithLogger(slog.New(logs)), WithStatsInterval(20*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, 5*time.Second, "stats lines for both nodes", func() bool {
+		return len(logs.find("lbd stats", "node", cl.Addrs()[0])) > 0 && len(logs.find("lbd stats", "node", cl.Addrs()[1])) > 0
+	})
+	for _, rec := range logs.find("lbd stats") {
+		for k, v := range rec.attrs {
+			if strings.Contains(v, "s3cretpw") {
+				t.Fatalf("stats attribute %s contains the password", k)
+			}
+		}
+		if rec.attrs["state"] != "up" {
+			t.Fatalf("stats line %+v, want state up", rec.attrs)
+		}
+	}
+}
+
