@@ -350,4 +350,3 @@ func TestLogStatsWritesOneLinePerNode(t *testing.T) {
 		}
 	}
 }
-

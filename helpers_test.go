@@ -115,8 +115,8 @@ type logRecord struct {
 }
 
 func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler      { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler           { return r }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
 func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
 	lr := logRecord{msg: rec.Message, level: rec.Level, attrs: map[string]string{}, at: time.Now()}
 	rec.Attrs(func(a slog.Attr) bool {
