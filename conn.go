@@ -144,7 +144,10 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	if c.retired.Load() {
 		return driver.ErrBadConn
 	}
-	return c.observe(c.dc.ResetSession(ctx))
+	// Not shown to the sorter: go-sql-driver answers driver.ErrBadConn here for a connection that
+	// died while idle (a proxy restart leaves a pool of them), which says nothing about the node
+	// now. database/sql closes it and moves on without the application seeing an error.
+	return c.dc.ResetSession(ctx)
 }
 
 // Prepare implements driver.Conn.

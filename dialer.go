@@ -40,7 +40,7 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 	if !ok || t.node.addr != addr {
 		return nil, errNoTicket
 	}
-	d := net.Dialer{KeepAlive: t.keepAlive}
+	var d net.Dialer // TCP keepalive on, at the net package's default period
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
