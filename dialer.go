@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -21,10 +20,9 @@ func init() {
 // open count was already raised by the pick; once the dial succeeds the tracked connection owns
 // that count and gives it back when it closes.
 type dialTicket struct {
-	node      *node
-	balancer  *balancer
-	keepAlive time.Duration
-	conn      *trackedConn // set when the dial succeeded
+	node     *node
+	balancer *balancer
+	conn     *trackedConn // set when the dial succeeded
 }
 
 type ticketKey struct{}
