@@ -20,6 +20,7 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -39,6 +40,9 @@ type Connector struct {
 	rebal  *detect.Rebalancer
 
 	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
+
+	source nodes.Source  // nil for a static list
+	ready  chan struct{} // closed once the Connector is built; source updates wait for it
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -67,9 +71,6 @@ func NewConnector(dsn string, opts ...Option) (*Connector, error) {
 func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if cfg == nil || cfg.MySQL == nil {
 		return nil, errors.New("lbd: nil Config; build one with ParseDSN")
-	}
-	if len(cfg.Nodes) == 0 {
-		return nil, errNoNodes
 	}
 	o := options{
 		logger:         slog.Default(),
@@ -107,9 +108,13 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		sorter: o.sorter,
 		bal:    newBalancer(o.recoverCount),
 		stop:   make(chan struct{}),
+		ready:  make(chan struct{}),
 	}
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	c.bal.onTransition = c.onTransition
+	if err := c.startSource(); err != nil {
+		return nil, err
+	}
 	for _, addr := range c.cfg.Nodes {
 		n, err := c.newNode(addr)
 		if err != nil {
@@ -118,8 +123,12 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		c.bal.addUpLocked(n) // no other goroutine sees bal yet
 	}
 	if err := c.startLoops(); err != nil {
+		if c.source != nil {
+			c.source.Close()
+		}
 		return nil, err
 	}
+	close(c.ready)
 	return c, nil
 }
 
@@ -287,13 +296,17 @@ func (c *Connector) Driver() driver.Driver { return Driver{} }
 // Config returns a copy of the connector's configuration (the node list as given at start).
 func (c *Connector) Config() *Config { return cloneConfig(c.cfg) }
 
-// Close stops the probes, the rebalancer and the stats logger and waits for them. database/sql
+// Close stops the node source, the probes, the rebalancer and the stats logger and waits for
+// them. database/sql
 // calls it from DB.Close. Open connections are closed by database/sql, not here. Close is
 // idempotent and always returns nil.
 func (c *Connector) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.stop)
+		if c.source != nil {
+			c.source.Close()
+		}
 		c.rebal.Close()
 		c.prober.Close()
 		c.loops.Wait()

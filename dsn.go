@@ -3,8 +3,10 @@ package lbd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +37,21 @@ type Config struct {
 	// parameters are not in MySQL.Params.
 	MySQL *mysql.Config
 
-	// Nodes are the proxies' "host:port" addresses, in DSN order, without duplicates.
+	// Network is the DSN's network: Network ("lb") for a static proxy list, or the name of a
+	// registered node source such as "lbremote", "lbetcd" or "lbdns".
+	Network string
+
+	// Nodes are the proxies' "host:port" addresses for network "lb", in DSN order, without
+	// duplicates. It is empty for a source network, and may be empty for "lb()" when the
+	// Connector gets a source through WithSource.
 	Nodes []string
+
+	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
+	// a DNS name), trimmed, in DSN order; the source validates them.
+	SourceAddrs []string
+	// SourceParams are the DSN parameters the source network claims (see RegisterSource), kept
+	// out of the driver's session parameters.
+	SourceParams map[string]string
 
 	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default 5 s).
 	CheckHealthInterval time.Duration
@@ -73,17 +88,23 @@ type Config struct {
 // that spells one of them with other letter case. Errors never contain the password.
 func ParseDSN(dsn string) (*Config, error) {
 	my, err := mysql.ParseDSN(dsn)
+	emptyAddr := false
+	if err != nil && strings.Contains(err.Error(), "default addr for network") {
+		// "lb()": no node in the DSN, which is fine when a source supplies them. go-sql-driver
+		// insists on an address, so parse with a placeholder and drop it.
+		my, err = mysql.ParseDSN(withPlaceholderAddr(dsn))
+		emptyAddr = true
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "default addr for network") {
-			return nil, errNoNodes
-		}
 		return nil, fmt.Errorf("lbd: invalid DSN: %w", err)
 	}
-	if my.Net != Network {
-		return nil, fmt.Errorf("lbd: DSN network is %q, want %q as in user:pass@lb(host1:port1,host2:port2)/db", my.Net, Network)
+	source, isSource := lookupSource(my.Net)
+	if my.Net != Network && !isSource {
+		return nil, unknownNetworkError(my.Net)
 	}
 	cfg := &Config{
 		MySQL:                my,
+		Network:              my.Net,
 		CheckHealthInterval:  DefaultCheckHealthInterval,
 		CheckHealthTimeout:   DefaultCheckHealthTimeout,
 		CheckBalanceInterval: DefaultCheckBalanceInterval,
@@ -92,12 +113,32 @@ func ParseDSN(dsn string) (*Config, error) {
 		FatalErrorWindow:     DefaultFatalErrorWindow,
 		ExceptionSorter:      DefaultExceptionSorter,
 	}
-	if cfg.Nodes, err = parseNodes(my.Addr); err != nil {
-		return nil, err
+	switch {
+	case emptyAddr && isSource:
+		return nil, fmt.Errorf("lbd: the DSN's %s(...) lists no address", my.Net)
+	case emptyAddr:
+		my.Addr = ""
+	case isSource:
+		for raw := range strings.SplitSeq(my.Addr, ",") {
+			cfg.SourceAddrs = append(cfg.SourceAddrs, strings.TrimSpace(raw))
+		}
+		my.Addr = strings.Join(cfg.SourceAddrs, ",")
+	default:
+		if cfg.Nodes, err = parseNodes(my.Addr); err != nil {
+			return nil, err
+		}
+		my.Addr = strings.Join(cfg.Nodes, ",")
 	}
-	my.Addr = strings.Join(cfg.Nodes, ",")
 	for key, value := range my.Params {
-		if right, ok := misspelledParam(key); ok {
+		if isSource && slices.Contains(source.Params, key) {
+			if cfg.SourceParams == nil {
+				cfg.SourceParams = make(map[string]string)
+			}
+			cfg.SourceParams[key] = value
+			delete(my.Params, key)
+			continue
+		}
+		if right, ok := misspelledParam(key, source.Params); ok {
 			return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
 		}
 		p, ok := lookupParam(key)
@@ -115,7 +156,25 @@ func ParseDSN(dsn string) (*Config, error) {
 	return cfg, nil
 }
 
-var errNoNodes = errors.New("lbd: the DSN lists no proxy: want user:pass@lb(host1:port1,host2:port2)/db")
+var errNoNodes = errors.New("lbd: the DSN lists no proxy: want user:pass@lb(host1:port1,host2:port2)/db, or a node source")
+
+// placeholderAddr stands in for an empty address list while go-sql-driver parses the DSN.
+const placeholderAddr = "placeholder.invalid:1"
+
+// withPlaceholderAddr puts placeholderAddr into an empty "net()" or bare "net" address part,
+// found the way go-sql-driver finds it: the last '@' before the last '/'.
+func withPlaceholderAddr(dsn string) string {
+	slash := strings.LastIndexByte(dsn, '/')
+	if slash < 0 {
+		return dsn
+	}
+	at := strings.LastIndexByte(dsn[:slash], '@')
+	netPart := strings.TrimSuffix(dsn[at+1:slash], "()")
+	if strings.ContainsAny(netPart, "()") {
+		return dsn
+	}
+	return dsn[:at+1] + netPart + "(" + placeholderAddr + ")" + dsn[slash:]
+}
 
 // parseNodes splits the address list of an lb(...) DSN into validated host:port entries.
 func parseNodes(addrs string) ([]string, error) {
@@ -161,10 +220,16 @@ func checkNodeAddr(addr string) error {
 // parameters at their default value are left out.
 func (c *Config) FormatDSN() string {
 	my := c.MySQL.Clone()
-	my.Net = Network
-	my.Addr = strings.Join(c.Nodes, ",")
+	my.Net = c.Network
+	if my.Net == "" {
+		my.Net = Network
+	}
+	my.Addr = strings.Join(append(slices.Clone(c.Nodes), c.SourceAddrs...), ",")
+	if my.Addr == "" {
+		my.Addr = placeholderAddr
+	}
 	var b strings.Builder
-	b.WriteString(my.FormatDSN())
+	b.WriteString(strings.Replace(my.FormatDSN(), "("+placeholderAddr+")", "()", 1))
 	sep := "?"
 	if strings.Contains(b.String()[strings.LastIndexByte(b.String(), '/'):], "?") {
 		sep = "&"
@@ -178,6 +243,10 @@ func (c *Config) FormatDSN() string {
 		b.WriteString(p.name)
 		b.WriteByte('=')
 		b.WriteString(url.QueryEscape(v))
+		sep = "&"
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.SourceParams)) {
+		b.WriteString(sep + k + "=" + url.QueryEscape(c.SourceParams[k]))
 		sep = "&"
 	}
 	return b.String()

@@ -86,7 +86,16 @@ var dsnCases = []struct {
 			eq(t, "db", c.MySQL.DBName, "")
 		},
 	},
-	{name: "empty list", dsn: "u:p@lb()/db", wantErr: "lists no proxy"},
+	{
+		name: "empty list: the nodes come from a source option",
+		dsn:  "u:p@lb()/db?parseTime=true",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c)
+			eq(t, "parseTime", c.MySQL.ParseTime, true)
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb()/db?parseTime=true")
+		},
+	},
+	{name: "unregistered source network", dsn: "u:p@lbetcd(e1:2379)/db", wantErr: `import _ "github.com/lbd-go/lbd/nodes/etcd"`},
 	{name: "stray comma", dsn: "u:p@lb(10.0.0.1:1,,10.0.0.2:2)/db", wantErr: "empty entry"},
 	{name: "missing port", dsn: "u:p@lb(10.0.0.1,10.0.0.2:2)/db", wantErr: `"10.0.0.1" is not host:port`},
 	{name: "bad port", dsn: "u:p@lb(10.0.0.1:http)/db", wantErr: "want a number from 1 to 65535"},
@@ -185,8 +194,8 @@ func FuzzParseDSN(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(c.Nodes) == 0 {
-			t.Fatalf("ParseDSN(%q) accepted an empty node list", dsn)
+		if len(c.Nodes) == 0 && len(c.SourceAddrs) == 0 && !strings.Contains(c.FormatDSN(), c.Network+"()/") {
+			t.Fatalf("ParseDSN(%q) lost its node list: %q", dsn, c.FormatDSN())
 		}
 		roundTrip(t, dsn)
 	})
@@ -208,7 +217,7 @@ func TestConfigStringHidesPassword(t *testing.T) {
 
 func wantNodes(t *testing.T, c *Config, want ...string) {
 	t.Helper()
-	if strings.Join(c.Nodes, ",") != strings.Join(want, ",") {
+	if strings.Join(c.Nodes, ",") != strings.Join(want, ",") || (len(want) == 0 && c.Nodes != nil) {
 		t.Errorf("nodes = %v, want %v", c.Nodes, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Clock tells the time and makes timers for lbd's loops; tests inject one to control time.
@@ -23,6 +24,7 @@ type options struct {
 	clock          clock.Clock
 	jitter         func(max time.Duration) time.Duration
 	sorter         exception.Sorter
+	source         nodes.Source
 	statsInterval  time.Duration
 	healthInterval time.Duration
 	healthTimeout  time.Duration

@@ -103,12 +103,23 @@ func lookupParam(name string) (*param, bool) {
 	return nil, false
 }
 
-// misspelledParam returns the lbd parameter that name spells with other letter case, so that a
-// typo such as `checkhealthintervalseconds` is an error instead of a `SET` sent to every proxy.
-func misspelledParam(name string) (string, bool) {
+// misspelledParam returns the lbd or source parameter that name spells with other letter case,
+// so that a typo such as `checkhealthintervalseconds` is an error instead of a `SET` sent to
+// every proxy.
+func misspelledParam(name string, sourceParams []string) (string, bool) {
 	for _, p := range params {
 		if p.name != name && strings.EqualFold(p.name, name) {
 			return p.name, true
+		}
+	}
+	for _, p := range sourceParams {
+		if p != name && strings.EqualFold(p, name) {
+			return p, true
+		}
+	}
+	for _, p := range allSourceParams() {
+		if strings.EqualFold(p, name) {
+			return p + " (it belongs to another DSN network)", true
 		}
 	}
 	return "", false

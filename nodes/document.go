@@ -1,0 +1,163 @@
+package nodes
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Document is the per-schema JSON document that lb-driver's config-server stores (in etcd under
+// <prefix>/<schema>, or in a file) and that lbd's etcd source and config-server read:
+//
+//	{"schema":"im_user","auth.enable":true,"api.keys":["k1"],"proxy":["10.0.0.1:2883","10.0.0.2:2883"],
+//	 "az.list":{"az1":["10.1.0.0/16"]},"az.proxy":{"az1":["10.1.0.5:2883"]},"proxy.policy":"az"}
+//
+// The az.* fields and proxy.policy are lbd's AZ extension; lb-driver's Java server ignores
+// fields it does not know.
+type Document struct {
+	Schema      string              `json:"schema"`
+	AuthEnable  bool                `json:"auth.enable,omitempty"`
+	APIKeys     []string            `json:"api.keys,omitempty"`
+	Proxy       []string            `json:"proxy"`
+	AZList      map[string][]string `json:"az.list,omitempty"`      // AZ name → CIDR blocks of clients in it
+	AZProxy     map[string][]string `json:"az.proxy,omitempty"`     // AZ name → that AZ's proxies
+	ProxyPolicy string              `json:"proxy.policy,omitempty"` // "default" (everyone gets proxy) or "az"
+}
+
+// Proxy policies.
+const (
+	PolicyDefault = "default"
+	PolicyAZ      = "az"
+)
+
+// rawDocument accepts api.keys of any JSON scalar type: lb-driver stringifies them.
+type rawDocument struct {
+	Document
+	APIKeys []json.RawMessage `json:"api.keys"`
+}
+
+// ParseDocument reads and validates a document. wantSchema, when not "", must equal the
+// document's schema (etcd keys and file entries name the schema they hold). The rules follow
+// lb-driver's config-server: schema required; proxy present, non-empty, every entry host:port;
+// auth.enable needs at least one api key. lbd adds: az.proxy entries valid, az.list entries valid
+// CIDR blocks, proxy.policy "default", "az" or absent.
+func ParseDocument(data []byte, wantSchema string) (*Document, error) {
+	var raw rawDocument
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("nodes: document is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("nodes: document has trailing data after the JSON object")
+	}
+	d := raw.Document
+	d.APIKeys = nil
+	for _, k := range raw.APIKeys {
+		var s string
+		if json.Unmarshal(k, &s) != nil {
+			s = string(k) // a number or boolean, as lb-driver stringifies it
+		}
+		d.APIKeys = append(d.APIKeys, s)
+	}
+	for i, p := range d.Proxy {
+		d.Proxy[i] = strings.TrimSpace(p)
+	}
+	if err := d.Validate(wantSchema); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Validate checks the document as ParseDocument does.
+func (d *Document) Validate(wantSchema string) error {
+	if d.Schema == "" {
+		return errors.New("nodes: document has no schema")
+	}
+	if wantSchema != "" && d.Schema != wantSchema {
+		return fmt.Errorf("nodes: document is for schema %q, stored under %q", d.Schema, wantSchema)
+	}
+	if d.AuthEnable && len(d.APIKeys) == 0 {
+		return fmt.Errorf("nodes: schema %q: auth.enable is true but api.keys is empty", d.Schema)
+	}
+	if err := checkList(d.Proxy); err != nil {
+		return fmt.Errorf("nodes: schema %q: proxy: %w", d.Schema, err)
+	}
+	for az, list := range d.AZProxy {
+		if err := checkList(list); err != nil {
+			return fmt.Errorf("nodes: schema %q: az.proxy[%q]: %w", d.Schema, az, err)
+		}
+	}
+	for az, blocks := range d.AZList {
+		for _, b := range blocks {
+			if _, err := netip.ParsePrefix(strings.TrimSpace(b)); err != nil {
+				return fmt.Errorf("nodes: schema %q: az.list[%q]: %q is not a CIDR block", d.Schema, az, b)
+			}
+		}
+	}
+	switch d.ProxyPolicy {
+	case "", PolicyDefault, PolicyAZ:
+	default:
+		return fmt.Errorf("nodes: schema %q: proxy.policy %q, want %q or %q", d.Schema, d.ProxyPolicy, PolicyDefault, PolicyAZ)
+	}
+	return nil
+}
+
+func checkList(list []string) error {
+	if len(list) == 0 {
+		return ErrEmptySet
+	}
+	seen := make(map[string]bool, len(list))
+	for _, a := range list {
+		if err := CheckAddr(a); err != nil {
+			return err
+		}
+		if seen[a] {
+			return fmt.Errorf("%q is listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// AZOf returns the AZ whose CIDR blocks contain ip, or "" when none does or ip is not an IP.
+func (d *Document) AZOf(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	addr = addr.Unmap()
+	azs := make([]string, 0, len(d.AZList))
+	for az := range d.AZList {
+		azs = append(azs, az)
+	}
+	slices.Sort(azs) // deterministic when blocks overlap
+	for _, az := range azs {
+		for _, b := range d.AZList[az] {
+			if p, err := netip.ParsePrefix(strings.TrimSpace(b)); err == nil && p.Contains(addr) {
+				return az
+			}
+		}
+	}
+	return ""
+}
+
+// ListMD5 is the version lb-driver's config-server gives a proxy list: the lowercase hex MD5 of
+// the compact JSON array of the list sorted in string order, e.g. MD5 of
+// ["10.0.0.1:3306","10.0.0.2:3306"]. Java and Go clients compare it as an opaque string, so it
+// must match the Java server's byte for byte.
+func ListMD5(list []string) string {
+	sorted := slices.Clone(list)
+	slices.Sort(sorted)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // fastjson2 does not escape <, > and &
+	enc.Encode(sorted)       // a []string always encodes
+	sum := md5.Sum(bytes.TrimRight(b.Bytes(), "\n"))
+	return hex.EncodeToString(sum[:])
+}

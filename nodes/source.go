@@ -1,0 +1,124 @@
+// Package nodes is where a Connector's proxy list comes from. A Source pushes whole, versioned
+// node sets; the Connector diffs each against what it has (new nodes first, then draining the
+// removed ones, never removing the last node that is up). The static list from the DSN, the
+// config-server client, etcd and DNS are Sources; users can plug in their own through
+// lbd.WithSource.
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Node is one proxy endpoint as a source reports it.
+type Node struct {
+	// Addr is "host:port", or "[v6addr]:port".
+	Addr string
+	// AZ is the node's availability zone, "" when the source does not know it.
+	AZ string
+	// Weight is the relative weight a source reported (DNS SRV records carry one); 0 when none.
+	// lbd balances by connection count and keeps it for information.
+	Weight int
+}
+
+// Set is a whole node list at one moment.
+type Set struct {
+	// Nodes are the proxies, without duplicates.
+	Nodes []Node
+	// Version identifies the set (an md5, an etcd revision, ...). Equal versions from one source
+	// mean equal sets; "" means the source has no version of its own.
+	Version string
+}
+
+// Addrs returns the nodes' addresses in order.
+func (s Set) Addrs() []string {
+	out := make([]string, len(s.Nodes))
+	for i, n := range s.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// Validate reports the first problem of a set that must not be applied: an empty set, a
+// malformed address or a duplicate.
+func (s Set) Validate() error {
+	if len(s.Nodes) == 0 {
+		return ErrEmptySet
+	}
+	seen := make(map[string]bool, len(s.Nodes))
+	for _, n := range s.Nodes {
+		if err := CheckAddr(n.Addr); err != nil {
+			return err
+		}
+		if seen[n.Addr] {
+			return fmt.Errorf("nodes: %q is listed twice", n.Addr)
+		}
+		seen[n.Addr] = true
+	}
+	return nil
+}
+
+// ErrEmptySet is what Validate returns for a set with no node; sources keep their current list
+// when they would get one.
+var ErrEmptySet = errors.New("nodes: empty node list")
+
+// CheckAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535.
+func CheckAddr(addr string) error {
+	if addr == "" {
+		return errors.New("nodes: empty address")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("nodes: %q is not host:port (IPv6 needs [addr]:port): %v", addr, err)
+	}
+	if strings.TrimSpace(host) == "" {
+		return fmt.Errorf("nodes: %q has no host", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("nodes: %q has port %q, want a number from 1 to 65535", addr, port)
+	}
+	return nil
+}
+
+// Source supplies node sets to a Connector.
+//
+// Start is called once. It returns the first set, fetching it if it must, or an error when no
+// set can be had (the Connector then fails to start). From then on the source follows changes
+// and calls update with each new whole set, from one goroutine at a time, until Close; update
+// must not block for long. A source never passes an empty or invalid set to update: such answers
+// keep the current list, and the source logs them once per change of condition.
+//
+// Close stops following changes and waits for the source's goroutines. It is idempotent.
+type Source interface {
+	Start(ctx context.Context, update func(Set)) (Set, error)
+	Close() error
+}
+
+// Static is a Source with a fixed list: it returns the list from Start and never updates.
+type Static []Node
+
+// StaticAddrs builds a Static source from addresses.
+func StaticAddrs(addrs ...string) Static {
+	s := make(Static, len(addrs))
+	for i, a := range addrs {
+		s[i] = Node{Addr: a}
+	}
+	return s
+}
+
+// Start implements Source.
+func (s Static) Start(context.Context, func(Set)) (Set, error) {
+	set := Set{Nodes: append([]Node(nil), s...)}
+	if err := set.Validate(); err != nil {
+		return Set{}, err
+	}
+	return set, nil
+}
+
+// Close implements Source; there is nothing to stop.
+func (Static) Close() error { return nil }

@@ -1,0 +1,167 @@
+package lbd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// SourceFactory builds the node source of a DSN network such as "lbetcd". Source packages
+// register one from their init function, so that importing the package for its side effect
+// makes the network usable:
+//
+//	import _ "github.com/lbd-go/lbd/nodes/etcd"
+type SourceFactory struct {
+	// Params are the DSN parameters the source reads; they are removed before go-sql-driver
+	// sees the DSN and handed to New.
+	Params []string
+	// New builds the source. It must not block: fetching happens in the source's Start.
+	New func(SourceConfig) (nodes.Source, error)
+}
+
+// SourceConfig is what a SourceFactory gets from the DSN and the Connector's options.
+type SourceConfig struct {
+	Network string            // the DSN network, e.g. "lbetcd"
+	Addrs   []string          // the entries between the network's parentheses, trimmed
+	Params  map[string]string // the DSN parameters listed in SourceFactory.Params that were set
+	Logger  *slog.Logger      // the Connector's logger
+	Clock   Clock             // the Connector's clock
+}
+
+var (
+	sourcesMu sync.RWMutex
+	sources   = map[string]SourceFactory{}
+)
+
+// RegisterSource makes a DSN network name select a node source. It panics when the name is
+// empty, is "lb", or is registered twice, or when New is nil: those are programming errors
+// found at init time, like sql.Register's.
+func RegisterSource(network string, f SourceFactory) {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	if network == "" || network == Network {
+		panic(fmt.Sprintf("lbd: RegisterSource: invalid network name %q", network))
+	}
+	if f.New == nil {
+		panic("lbd: RegisterSource: nil New for " + network)
+	}
+	if _, dup := sources[network]; dup {
+		panic("lbd: RegisterSource: network " + network + " registered twice")
+	}
+	sources[network] = f
+}
+
+func lookupSource(network string) (SourceFactory, bool) {
+	sourcesMu.RLock()
+	defer sourcesMu.RUnlock()
+	f, ok := sources[network]
+	return f, ok
+}
+
+// allSourceParams lists every registered source's parameters, for typo hints.
+func allSourceParams() []string {
+	sourcesMu.RLock()
+	defer sourcesMu.RUnlock()
+	var out []string
+	for _, f := range sources {
+		out = append(out, f.Params...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// knownSourcePackages tells users which import makes a network available.
+var knownSourcePackages = map[string]string{
+	"lbremote": "github.com/lbd-go/lbd/nodes/configserver",
+	"lbetcd":   "github.com/lbd-go/lbd/nodes/etcd",
+	"lbdns":    "github.com/lbd-go/lbd/nodes/dns",
+}
+
+func unknownNetworkError(network string) error {
+	if pkg, ok := knownSourcePackages[network]; ok {
+		return fmt.Errorf("lbd: DSN network %q needs its source package: import _ %q", network, pkg)
+	}
+	return fmt.Errorf("lbd: DSN network is %q, want %q as in user:pass@lb(host1:port1,host2:port2)/db, or a registered node source", network, Network)
+}
+
+// WithSource makes the Connector take its node list from src instead of the DSN: the set src's
+// Start returns is the first list, and later sets replace it (new nodes join after a good
+// probe; removed ones drain). The DSN may then name no node: user:pass@lb()/db. Close closes src.
+func WithSource(src nodes.Source) Option {
+	return func(o *options) error {
+		if src == nil {
+			return fmt.Errorf("lbd: WithSource: nil source")
+		}
+		o.source = src
+		return nil
+	}
+}
+
+// sourceStartTimeout bounds a source's first fetch; sources apply their own, shorter timeouts.
+const sourceStartTimeout = 2 * time.Minute
+
+// startSource builds the Connector's source (WithSource, or the DSN network's registered one),
+// takes its first set as the node list, and leaves later sets to applySet. A static DSN list
+// has no source.
+func (c *Connector) startSource() error {
+	src := c.opts.source
+	if src == nil && c.cfg.Network != Network && c.cfg.Network != "" {
+		f, ok := lookupSource(c.cfg.Network)
+		if !ok {
+			return unknownNetworkError(c.cfg.Network)
+		}
+		var err error
+		src, err = f.New(SourceConfig{
+			Network: c.cfg.Network,
+			Addrs:   slices.Clone(c.cfg.SourceAddrs),
+			Params:  maps.Clone(c.cfg.SourceParams),
+			Logger:  c.logger,
+			Clock:   c.opts.clock,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if src == nil {
+		if len(c.cfg.Nodes) == 0 {
+			return errNoNodes
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sourceStartTimeout)
+	defer cancel()
+	set, err := src.Start(ctx, c.applySet)
+	if err == nil {
+		err = set.Validate()
+	}
+	if err != nil {
+		src.Close()
+		return fmt.Errorf("lbd: node source: %w", err)
+	}
+	c.source = src
+	c.cfg.Nodes = set.Addrs()
+	return nil
+}
+
+// applySet is the source's update callback: it replaces the node list (SetNodes), waiting until
+// the Connector is fully built. An invalid set is logged and changes nothing.
+func (c *Connector) applySet(set nodes.Set) {
+	select {
+	case <-c.ready:
+	case <-c.stop:
+		return
+	}
+	if err := set.Validate(); err != nil {
+		c.logger.Warn("lbd: node source sent an invalid list; keeping the current one", "error", err.Error())
+		return
+	}
+	c.logger.Info("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
+	c.SetNodes(set.Addrs()) // logs a refused removal itself
+}

@@ -1,0 +1,113 @@
+package lbd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/nodestest"
+)
+
+func TestSourceDrivesTheNodeList(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	addrs := cl.Addrs()
+	src := nodestest.New(addrs[0], addrs[1])
+	logs := &logRecorder{}
+	dsn := strings.Replace(cl.DSN(""), strings.Join(addrs, ","), "", 1) // user:pass@lb()/db
+	c, err := NewConnector(dsn, append(fast(30*time.Millisecond, 30*time.Millisecond, time.Hour, logs), WithSource(src))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Config().Nodes; len(got) != 2 {
+		t.Fatalf("initial nodes %v, want the source's two", got)
+	}
+	if err := src.Push(nodestest.SetOf(addrs[1], addrs[2])); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the third proxy up and the first gone", func() bool {
+		s, ok := nodeState(c, addrs[2])
+		_, first := nodeState(c, addrs[0])
+		return ok && s == StateUp && !first
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !src.Closed() {
+		t.Fatal("Close did not close the source")
+	}
+}
+
+type failingSource struct{ closed bool }
+
+func (f *failingSource) Start(context.Context, func(nodes.Set)) (nodes.Set, error) {
+	return nodes.Set{}, errors.New("config-server said 500")
+}
+func (f *failingSource) Close() error { f.closed = true; return nil }
+
+func TestSourceThatCannotStart(t *testing.T) {
+	src := &failingSource{}
+	_, err := NewConnector("u:p@lb()/db", WithSource(src), WithLogger(discardLogger()))
+	if err == nil || !strings.Contains(err.Error(), "config-server said 500") {
+		t.Fatalf("NewConnector = %v, want the source's error", err)
+	}
+	if !src.closed {
+		t.Fatal("a source that failed to start was not closed")
+	}
+	if _, err := NewConnector("u:p@lb()/db", WithLogger(discardLogger())); !errors.Is(err, errNoNodes) {
+		t.Fatalf("no nodes and no source: %v, want errNoNodes", err)
+	}
+}
+
+func TestRegisterSourceRejectsBadNames(t *testing.T) {
+	for _, name := range []string{"", Network} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("RegisterSource(%q) did not panic", name)
+				}
+			}()
+			RegisterSource(name, SourceFactory{New: func(SourceConfig) (nodes.Source, error) { return nil, nil }})
+		}()
+	}
+}
+
+func TestRegisteredSourceNetwork(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	var got SourceConfig
+	RegisterSource("lbtestsrc", SourceFactory{
+		Params: []string{"testSourceKey"},
+		New: func(sc SourceConfig) (nodes.Source, error) {
+			got = sc
+			return nodes.StaticAddrs(cl.Addrs()...), nil
+		},
+	})
+	dsn := cl.User() + ":" + cl.Password() + "@lbtestsrc(anything, here)/" + cl.Database() + "?testSourceKey=v1&parseTime=true"
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SourceParams["testSourceKey"] != "v1" || cfg.MySQL.Params != nil || len(cfg.SourceAddrs) != 2 || cfg.SourceAddrs[1] != "here" {
+		t.Fatalf("parsed %+v / %+v", cfg, cfg.MySQL.Params)
+	}
+	if back, err := ParseDSN(cfg.FormatDSN()); err != nil || back.SourceParams["testSourceKey"] != "v1" {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	if _, err := ParseDSN(strings.Replace(dsn, "testSourceKey", "testsourcekey", 1)); err == nil {
+		t.Fatal("a misspelt source parameter was accepted")
+	}
+	c2, err := NewConnector(dsn, append(quiet(), WithLogger(discardLogger()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got.Network != "lbtestsrc" || got.Params["testSourceKey"] != "v1" {
+		t.Fatalf("factory got %+v", got)
+	}
+	if len(c2.Stats().Nodes) != 2 {
+		t.Fatalf("connector has %d nodes, want the source's 2", len(c2.Stats().Nodes))
+	}
+}
