@@ -45,7 +45,9 @@ func (b *balancer) addUpLocked(n *node) {
 	n.everUp = true
 	b.nodes[n.addr] = n
 	b.order = append(b.order, n)
-	b.idx.Insert(&n.entry)
+	if !n.standby {
+		b.idx.Insert(&n.entry)
+	}
 }
 
 // pick charges one connection to the least-loaded up node that is not in skip and returns it,
@@ -167,10 +169,12 @@ func (b *balancer) setStateLocked(n *node, to NodeState, reason string) transiti
 	from := n.state
 	n.state = to
 	switch {
-	case to == StateUp && !n.entry.Indexed():
+	case to == StateUp:
 		n.everUp = true
 		n.dialFailures = 0
-		b.idx.Insert(&n.entry)
+		if !n.standby && !n.entry.Indexed() {
+			b.idx.Insert(&n.entry)
+		}
 	case to != StateUp && n.entry.Indexed():
 		b.idx.Remove(&n.entry)
 	}

@@ -41,8 +41,9 @@ type Connector struct {
 
 	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
 
-	source nodes.Source  // nil for a static list
-	ready  chan struct{} // closed once the Connector is built; source updates wait for it
+	source     nodes.Source  // nil for a static list
+	initialSet nodes.Set     // the source's first set, standby flags included
+	ready      chan struct{} // closed once the Connector is built; source updates wait for it
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -115,10 +116,13 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := c.startSource(); err != nil {
 		return nil, err
 	}
-	for _, addr := range c.cfg.Nodes {
+	for i, addr := range c.cfg.Nodes {
 		n, err := c.newNode(addr)
 		if err != nil {
 			return nil, err
+		}
+		if i < len(c.initialSet.Nodes) {
+			n.standby = c.initialSet.Nodes[i].Standby
 		}
 		c.bal.addUpLocked(n) // no other goroutine sees bal yet
 	}

@@ -220,38 +220,3 @@ func (c *Connector) onConnError(w *conn, err error) {
 	}
 	c.triggerProbe(n)
 }
-
-// SetNodes replaces the node list at run time. Nodes not known before are added in state down
-// and take connections after one good probe; nodes no longer listed start draining: they take
-// no new connection, their idle connections close at once and their in-use ones at return, and
-// they leave Stats when their last connection closes. A list whose removals would leave no up
-// node applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
-// happen once one of the listed nodes is up. An empty or malformed list is an error and
-// changes nothing.
-func (c *Connector) SetNodes(addrs []string) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	if len(addrs) == 0 {
-		return errNoNodes
-	}
-	seen := make(map[string]bool, len(addrs))
-	for _, a := range addrs {
-		if err := checkNodeAddr(a); err != nil {
-			return err
-		}
-		if seen[a] {
-			return fmt.Errorf("lbd: proxy %q is listed twice", a)
-		}
-		seen[a] = true
-	}
-	added, err := c.bal.setNodes(append([]string(nil), addrs...), c.newNode)
-	for _, n := range added {
-		c.startProbing(n)
-		c.triggerProbe(n)
-	}
-	if err != nil {
-		c.logger.Warn("lbd: node list not fully applied", "error", err.Error())
-	}
-	return err
-}

@@ -24,6 +24,7 @@ type node struct {
 	dialFailures int   // consecutive failed dials
 	goodProbes   int   // consecutive good probes since the last failure
 	everUp       bool  // false for a node added at run time that has not yet passed a probe
+	standby      bool  // probed and tracked, but out of the pick index (see nodes.Node.Standby)
 	lastErr      error // last dial or probe failure, for errors and Stats
 
 	// Cumulative counters, read without the mutex by Stats.

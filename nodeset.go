@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // ErrNoUpNodeLeft is returned (wrapped) by SetNodes when applying the new list would remove
@@ -14,38 +16,90 @@ var ErrNoUpNodeLeft = errors.New("lbd: removal refused: it would leave no node u
 // errAwaitingProbe is the last error of a node added at run time until its first good probe.
 var errAwaitingProbe = errors.New("added to the node list; waiting for its first good probe")
 
+// SetNodes replaces the node list at run time. Nodes not known before are added in state down
+// and take connections after one good probe; nodes no longer listed start draining: they take
+// no new connection, their idle connections close at once and their in-use ones at return, and
+// they leave Stats when their last connection closes. A list whose removals would leave no up
+// node applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
+// happen once one of the listed nodes is up. An empty or malformed list is an error and
+// changes nothing.
+func (c *Connector) SetNodes(addrs []string) error {
+	return c.applyNodes(nodes.Set{Nodes: nodes.StaticAddrs(addrs...)})
+}
+
+// applyNodes is SetNodes for a whole set, whose nodes may be standby: probed, but taking no
+// new connection (a config-server's AZ set while the client has fallen back to the default set).
+func (c *Connector) applyNodes(set nodes.Set) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := set.Validate(); err != nil {
+		if errors.Is(err, nodes.ErrEmptySet) {
+			return errNoNodes
+		}
+		return fmt.Errorf("lbd: %w", err)
+	}
+	added, err := c.bal.setNodes(set.Nodes, c.newNode)
+	for _, n := range added {
+		c.startProbing(n)
+		c.triggerProbe(n)
+	}
+	if err != nil {
+		c.logger.Warn("lbd: node list not fully applied", "error", err.Error())
+	}
+	return err
+}
+
 // setNodes applies a whole new node list: new nodes are added first (down until one good
 // probe), then nodes no longer listed start draining, unless that would leave no up node.
 // newNode builds a node for an address; added returns the nodes the prober must start on.
-func (b *balancer) setNodes(addrs []string, newNode func(addr string) (*node, error)) (added []*node, err error) {
+func (b *balancer) setNodes(list []nodes.Node, newNode func(addr string) (*node, error)) (added []*node, err error) {
 	var tr []transition
 	b.mu.Lock()
-	for _, a := range addrs {
-		n, known := b.nodes[a]
+	desired := make([]string, 0, len(list))
+	for _, want := range list {
+		desired = append(desired, want.Addr)
+		n, known := b.nodes[want.Addr]
 		switch {
 		case !known:
-			if n, err = newNode(a); err != nil {
+			if n, err = newNode(want.Addr); err != nil {
 				b.mu.Unlock()
 				b.emit(tr)
 				return added, err
 			}
-			n.state, n.everUp, n.lastErr = StateDown, false, errAwaitingProbe
-			b.nodes[a] = n
+			n.state, n.everUp, n.lastErr, n.standby = StateDown, false, errAwaitingProbe, want.Standby
+			b.nodes[want.Addr] = n
 			b.order = append(b.order, n)
 			added = append(added, n)
+			continue
 		case n.state == StateDraining:
-			// Listed again before it drained: it gets its old counts back and must pass one probe.
+			// Listed again before it drained: it keeps its counts and must pass one probe.
 			n.everUp, n.goodProbes, n.lastErr = false, 0, errAwaitingProbe
 			tr = append(tr, b.setStateLocked(n, StateDown, "listed again; waiting for a good probe"))
 			added = append(added, n)
 		}
+		b.setStandbyLocked(n, want.Standby)
 	}
-	b.desired = addrs
+	b.desired = desired
 	more, err := b.applyRemovalsLocked()
 	tr = append(tr, more...)
 	b.mu.Unlock()
 	b.emit(tr)
 	return added, err
+}
+
+// setStandbyLocked moves an up node in or out of the pick index as its standby flag changes.
+func (b *balancer) setStandbyLocked(n *node, standby bool) {
+	if n.standby == standby {
+		return
+	}
+	n.standby = standby
+	switch {
+	case standby && n.entry.Indexed():
+		b.idx.Remove(&n.entry)
+	case !standby && n.state == StateUp && !n.entry.Indexed():
+		b.idx.Insert(&n.entry)
+	}
 }
 
 // applyDesiredLocked retries a removal that was refused earlier, once a node has come up.
@@ -58,7 +112,7 @@ func (b *balancer) applyDesiredLocked() []transition {
 }
 
 // applyRemovalsLocked drains every node not in b.desired, unless none of the desired nodes is
-// up; then it keeps b.desired for a later try and returns ErrNoUpNodeLeft.
+// up and active; then it keeps b.desired for a later try and returns ErrNoUpNodeLeft.
 func (b *balancer) applyRemovalsLocked() ([]transition, error) {
 	want := make(map[string]bool, len(b.desired))
 	for _, a := range b.desired {
@@ -69,7 +123,7 @@ func (b *balancer) applyRemovalsLocked() ([]transition, error) {
 	for _, n := range b.order {
 		switch {
 		case want[n.addr]:
-			if n.state == StateUp {
+			if n.state == StateUp && !n.standby {
 				upLeft++
 			}
 		case n.state != StateDraining:
@@ -96,4 +150,18 @@ func (b *balancer) applyRemovalsLocked() ([]transition, error) {
 	}
 	b.desired = nil
 	return tr, nil
+}
+
+// healthView shows node health to sources that follow it (nodes.HealthAware).
+type healthView struct{ b *balancer }
+
+// NodeHealth implements nodes.Health.
+func (h healthView) NodeHealth(addr string) (up bool, goodProbes int, ok bool) {
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	n, ok := h.b.nodes[addr]
+	if !ok || n.state == StateDraining {
+		return false, 0, false
+	}
+	return n.state == StateUp, n.goodProbes, true
 }

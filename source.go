@@ -135,6 +135,9 @@ func (c *Connector) startSource() error {
 		}
 		return nil
 	}
+	if ha, ok := src.(nodes.HealthAware); ok {
+		ha.UseHealth(healthView{c.bal})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), sourceStartTimeout)
 	defer cancel()
 	set, err := src.Start(ctx, c.applySet)
@@ -147,6 +150,7 @@ func (c *Connector) startSource() error {
 	}
 	c.source = src
 	c.cfg.Nodes = set.Addrs()
+	c.initialSet = set
 	return nil
 }
 
@@ -163,5 +167,5 @@ func (c *Connector) applySet(set nodes.Set) {
 		return
 	}
 	c.logger.Info("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
-	c.SetNodes(set.Addrs()) // logs a refused removal itself
+	c.applyNodes(set) // logs a refused removal itself
 }

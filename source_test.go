@@ -111,3 +111,55 @@ func TestRegisteredSourceNetwork(t *testing.T) {
 		t.Fatalf("connector has %d nodes, want the source's 2", len(c2.Stats().Nodes))
 	}
 }
+
+func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	a, b := cl.Addrs()[0], cl.Addrs()[1]
+	src := &healthSource{Manual: nodestest.New(a)}
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "", append(fast(20*time.Millisecond, 20*time.Millisecond, time.Hour, logs), WithSource(src))...)
+	if src.health == nil {
+		t.Fatal("a HealthAware source was not given the Connector's health view")
+	}
+	if err := src.Push(nodes.Set{Nodes: []nodes.Node{{Addr: a}, {Addr: b, Standby: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the standby node to pass probes", func() bool {
+		up, good, ok := src.health.NodeHealth(b)
+		return ok && up && good >= 2
+	})
+	db.SetMaxIdleConns(10)
+	holdAndRelease := func() {
+		for _, cn := range holdConns(t, db, 6) {
+			cn.Close()
+		}
+	}
+	holdAndRelease()
+	if ns, _ := c.Stats().Node(b); ns.Open != 0 || !ns.Standby || ns.State != StateUp {
+		t.Fatalf("standby node: %+v, want up, standby, no connection", ns)
+	}
+	if err := src.Push(nodes.Set{Nodes: []nodes.Node{{Addr: a}, {Addr: b}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the node to leave standby", func() bool {
+		ns, _ := c.Stats().Node(b)
+		return !ns.Standby
+	})
+	db.SetMaxIdleConns(0) // drop the pooled ones so new dials happen
+	db.SetMaxIdleConns(10)
+	holdAndRelease()
+	if ns, _ := c.Stats().Node(b); ns.Open == 0 {
+		t.Fatalf("node out of standby took no connection: %+v", ns)
+	}
+	if _, _, ok := src.health.NodeHealth("127.0.0.1:1"); ok {
+		t.Fatal("health view knows a node that is not listed")
+	}
+}
+
+// healthSource is a manual source that keeps the health view it is given.
+type healthSource struct {
+	*nodestest.Manual
+	health nodes.Health
+}
+
+func (h *healthSource) UseHealth(hv nodes.Health) { h.health = hv }

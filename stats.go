@@ -33,8 +33,9 @@ func (s Stats) Node(addr string) (NodeStats, bool) {
 // NodeStats describes one node. Open, Idle, State, LastProbe and LastError are current values;
 // the counters are cumulative since the Connector was created. Nothing here contains a password.
 type NodeStats struct {
-	Addr  string    // "host:port"
-	State NodeState // up, down or draining
+	Addr    string    // "host:port"
+	State   NodeState // up, down or draining
+	Standby bool      // probed, but taking no new connection (a source's fallback; see nodes.Node)
 
 	Open int // open physical connections, including dials in progress (probe connection excluded)
 	Idle int // of Open, how many sit idle in database/sql's pool
@@ -59,7 +60,7 @@ func (c *Connector) Stats() Stats {
 	copy(nodes, c.bal.order)
 	out := make([]NodeStats, len(nodes))
 	for i, n := range nodes {
-		out[i] = NodeStats{Addr: n.addr, State: n.state, Open: n.open()}
+		out[i] = NodeStats{Addr: n.addr, State: n.state, Standby: n.standby, Open: n.open()}
 		if n.lastErr != nil {
 			out[i].LastError = n.lastErr.Error()
 		}

@@ -23,6 +23,10 @@ type Node struct {
 	// Weight is the relative weight a source reported (DNS SRV records carry one); 0 when none.
 	// lbd balances by connection count and keeps it for information.
 	Weight int
+	// Standby nodes are probed and keep their state, but take no new connection. The
+	// config-server client marks its AZ's nodes standby while it has fallen back to the
+	// default set, so it sees the moment they recover.
+	Standby bool
 }
 
 // Set is a whole node list at one moment.
@@ -97,6 +101,21 @@ func CheckAddr(addr string) error {
 type Source interface {
 	Start(ctx context.Context, update func(Set)) (Set, error)
 	Close() error
+}
+
+// Health is the Connector's view of its nodes, for sources that react to it. It is safe for
+// concurrent use and does not block.
+type Health interface {
+	// NodeHealth reports whether addr is up (taking connections unless standby) and how many
+	// consecutive good probes it has had (0 after a failure). ok is false for a node the
+	// Connector does not know, or one that is draining.
+	NodeHealth(addr string) (up bool, goodProbes int, ok bool)
+}
+
+// HealthAware is implemented by sources that follow the health of their nodes. The Connector
+// calls UseHealth once, before Start.
+type HealthAware interface {
+	UseHealth(Health)
 }
 
 // Static is a Source with a fixed list: it returns the list from Start and never updates.
