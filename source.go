@@ -79,7 +79,7 @@ func allSourceParams() []string {
 
 // knownSourcePackages tells users which import makes a network available.
 var knownSourcePackages = map[string]string{
-	"lbremote": "github.com/lbd-go/lbd/nodes/configserver",
+	"lbremote": "github.com/lbd-go/lbd/nodes/remote",
 	"lbetcd":   "github.com/lbd-go/lbd/nodes/etcd",
 	"lbdns":    "github.com/lbd-go/lbd/nodes/dns",
 }
