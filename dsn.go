@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Network is the DSN network name that selects lbd's balanced dial:
@@ -202,16 +202,8 @@ func checkNodeAddr(addr string) error {
 	if addr == "" {
 		return fmt.Errorf("lbd: empty entry in the proxy list (check for a stray comma)")
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("lbd: proxy %q is not host:port (IPv6 needs [addr]:port): %v", addr, err)
-	}
-	if host == "" {
-		return fmt.Errorf("lbd: proxy %q has no host", addr)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("lbd: proxy %q has port %q, want a number from 1 to 65535", addr, port)
+	if err := nodes.CheckAddr(addr); err != nil {
+		return fmt.Errorf("lbd: proxy list: %w", err)
 	}
 	return nil
 }
