@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -351,5 +352,19 @@ func TestLbNetworkNeedsAConnector(t *testing.T) {
 	defer db.Close()
 	if err := db.Ping(); err == nil || !strings.Contains(err.Error(), "lbd Connector") {
 		t.Fatalf("ping through plain go-sql-driver = %v, want the lb-network error", err)
+	}
+}
+
+func TestConnectErrorMessageIsBounded(t *testing.T) {
+	e := &ConnectError{}
+	for i := range 50 {
+		e.Nodes = append(e.Nodes, &NodeError{Addr: "10.0.0." + strconv.Itoa(i) + ":1", Err: syscall.ECONNREFUSED})
+	}
+	msg := e.Error()
+	if !strings.Contains(msg, "and 30 more") || strings.Contains(msg, "10.0.0.20:1") {
+		t.Fatalf("message not bounded: %s", msg)
+	}
+	if len(e.Unwrap()) != 50 || !errors.Is(e, syscall.ECONNREFUSED) {
+		t.Fatal("Unwrap lost nodes")
 	}
 }

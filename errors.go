@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -53,6 +54,10 @@ func (e *ConnectError) Error() string {
 		b.WriteString("lbd: no proxy accepted a connection: ")
 	}
 	for i, n := range e.Nodes {
+		if i == maxNodesInError {
+			fmt.Fprintf(&b, "; and %d more", len(e.Nodes)-i)
+			break
+		}
 		if i > 0 {
 			b.WriteString("; ")
 		}
@@ -60,6 +65,10 @@ func (e *ConnectError) Error() string {
 	}
 	return b.String()
 }
+
+// maxNodesInError bounds the message of a ConnectError over a large cluster; Nodes and Unwrap
+// still hold every node.
+const maxNodesInError = 20
 
 // Unwrap returns every node's error.
 func (e *ConnectError) Unwrap() []error {
