@@ -45,6 +45,8 @@ type Connector struct {
 	initialSet nodes.Set     // the source's first set, standby flags included
 	ready      chan struct{} // closed once the Connector is built; source updates wait for it
 
+	recent recentFatal // latest fatal errors, for NodeOfError
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	stop      chan struct{}

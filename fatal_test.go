@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -123,5 +124,37 @@ func TestCustomSorterByOption(t *testing.T) {
 	db.Exec("SELECT 1")
 	if got := c.Stats().Nodes[0].FatalErrors; got != 1 {
 		t.Fatalf("fatal errors = %d with a sorter that calls everything fatal, want 1", got)
+	}
+}
+
+func TestNodeOfError(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	db, c := openDB(t, cl, "", quiet()...)
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	var served string
+	for _, ns := range c.Stats().Nodes {
+		if ns.Open == 1 {
+			served = ns.Addr
+		}
+	}
+	for _, p := range cl.Proxies() {
+		p.FailNext(1, errServerInitializing)
+	}
+	_, err := db.Exec("SELECT 1")
+	if err == nil {
+		t.Fatal("no error injected")
+	}
+	addr, ok := c.NodeOfError(fmt.Errorf("wrapped: %w", err))
+	if !ok || addr != served {
+		t.Fatalf("NodeOfError = %q, %v; want %q", addr, ok, served)
+	}
+	if _, ok := c.NodeOfError(errors.New("something else")); ok {
+		t.Fatal("NodeOfError matched an error it never saw")
+	}
+	if c.ExceptionSorter() == nil {
+		t.Fatal("no sorter reported")
 	}
 }

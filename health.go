@@ -203,20 +203,3 @@ func (c *Connector) logRebalance(retired []detect.Retired) {
 		c.logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
 	}
 }
-
-// onConnError is told every error a connection returns. A fatal error (per the exception
-// sorter) retires the connection: database/sql drops it at its return, so it is never reused.
-// FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down and
-// bring its probe forward.
-func (c *Connector) onConnError(w *conn, err error) {
-	if !c.sorter.IsFatal(err) {
-		return
-	}
-	w.markRetired()
-	n := w.node
-	n.fatalErrors.Add(1)
-	if n.recordFatal(c.opts.clock.Now(), c.opts.fatalThreshold, c.opts.fatalWindow) {
-		c.bal.markDown(n, fmt.Sprintf("%d fatal errors within %v, last: %v", c.opts.fatalThreshold, c.opts.fatalWindow, err))
-	}
-	c.triggerProbe(n)
-}

@@ -1,0 +1,115 @@
+package lbd
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/lbd-go/lbd/exception"
+)
+
+// onConnError is told every error a connection returns. A fatal error (per the exception
+// sorter) retires the connection: database/sql drops it at its return, so it is never reused.
+// FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down and
+// bring its probe forward.
+func (c *Connector) onConnError(w *conn, err error) {
+	if !c.sorter.IsFatal(err) {
+		return
+	}
+	w.markRetired()
+	n := w.node
+	n.fatalErrors.Add(1)
+	now := c.opts.clock.Now()
+	c.recent.add(err, n.addr, now)
+	if n.recordFatal(now, c.opts.fatalThreshold, c.opts.fatalWindow) {
+		c.bal.markDown(n, fmt.Sprintf("%d fatal errors within %v, last: %v", c.opts.fatalThreshold, c.opts.fatalWindow, err))
+	}
+	c.triggerProbe(n)
+}
+
+// ExceptionSorter returns the sorter the Connector judges errors with (WithExceptionSorter, or
+// the one the exceptionSorter DSN parameter names).
+func (c *Connector) ExceptionSorter() exception.Sorter { return c.sorter }
+
+// NodeOfError reports the node whose connection returned err (or an error err wraps) and had it
+// judged fatal within the last FatalErrorWindow. Errors are matched by identity (==), so it
+// answers for the very error value a caller got back; ok is false when no such error was
+// recorded, or when the same value came from two nodes (sentinels such as
+// mysql.ErrInvalidConn). ORM integrations use it to name the node in their logs.
+func (c *Connector) NodeOfError(err error) (addr string, ok bool) {
+	return c.recent.lookup(err, c.opts.clock.Now().Add(-c.opts.fatalWindow))
+}
+
+// recentFatal remembers the latest fatal errors and their nodes, a small ring.
+type recentFatal struct {
+	mu      sync.Mutex
+	entries [64]fatalEntry
+	next    int
+}
+
+type fatalEntry struct {
+	err  error
+	addr string
+	at   time.Time
+}
+
+func (r *recentFatal) add(err error, addr string, at time.Time) {
+	r.mu.Lock()
+	r.entries[r.next] = fatalEntry{err: err, addr: addr, at: at}
+	r.next = (r.next + 1) % len(r.entries)
+	r.mu.Unlock()
+}
+
+func (r *recentFatal) lookup(err error, since time.Time) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := ""
+	for _, e := range r.entries {
+		if e.err == nil || e.at.Before(since) || !wraps(err, e.err) {
+			continue
+		}
+		if found != "" && found != e.addr {
+			return "", false
+		}
+		found = e.addr
+	}
+	return found, found != ""
+}
+
+// wraps reports whether target is err or in err's wrap chain, by identity. Values of types that
+// cannot be compared are skipped rather than panicking.
+func wraps(err, target error) bool {
+	if !reflect.TypeOf(target).Comparable() {
+		return false
+	}
+	found := false
+	walk(err, func(e error) bool {
+		if reflect.TypeOf(e).Comparable() && e == target {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// walk visits err and everything it wraps (both Unwrap forms) until visit returns false.
+func walk(err error, visit func(error) bool) bool {
+	if err == nil {
+		return true
+	}
+	if !visit(err) {
+		return false
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return walk(u.Unwrap(), visit)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if !walk(e, visit) {
+				return false
+			}
+		}
+	}
+	return true
+}
