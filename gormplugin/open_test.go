@@ -1,0 +1,96 @@
+package gormplugin
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+// Open adds the plugin, and closing the *sql.DB closes the connector.
+func TestOpenAndClose(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	p := &Plugin{RetryReads: true}
+	cfg := &gorm.Config{Logger: &recLogger{}, Plugins: map[string]gorm.Plugin{Name: p}}
+	db, err := Open(cl.DSN(""), cfg, quiet()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Connector == nil || db.Config.Plugins[Name] != p {
+		t.Fatal("Open did not complete and use the listed plugin")
+	}
+	if s := p.sorter(); s != exception.Default {
+		t.Errorf("sorter for the DSN's default exceptionSorter = %T, want exception.Default", s)
+	}
+	var one int
+	if err := db.Raw("SELECT 1").Scan(&one).Error; err != nil || one != 1 {
+		t.Fatalf("SELECT 1 = %d, %v", one, err)
+	}
+	if err := sqlDB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Connector.Connect(context.Background()); !errors.Is(err, lbd.ErrClosed) {
+		t.Fatalf("Connect after closing the *sql.DB: %v, want lbd.ErrClosed", err)
+	}
+}
+
+// Open adds a plugin of its own when none is listed.
+func TestOpenAddsPlugin(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	db, err := Open(cl.DSN(""), &gorm.Config{Logger: &recLogger{}}, quiet()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := db.DB()
+	defer sqlDB.Close()
+	p, ok := db.Config.Plugins[Name].(*Plugin)
+	if !ok || p.Connector == nil || p.RetryReads {
+		t.Fatalf("plugin = %#v", db.Config.Plugins[Name])
+	}
+	if err := db.Use(&Plugin{}); !errors.Is(err, gorm.ErrRegistered) {
+		t.Fatalf("second plugin: %v, want gorm.ErrRegistered", err)
+	}
+}
+
+// A failed Open leaves nothing running (the leak check in TestMain sees the rest).
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open("root:@tcp(127.0.0.1:1)/test", nil); err == nil {
+		t.Error("Open accepted a DSN without the lb network")
+	}
+	cl := lbdtest.NewCluster(t, 2)
+	for _, p := range cl.Proxies() {
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(cl.DSN("timeout=1s"), &gorm.Config{Logger: &recLogger{}}, quiet()...); err == nil {
+		t.Error("Open succeeded with every proxy stopped")
+	}
+	other, err := lbd.NewConnector(cl.DSN(""), quiet()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	cfg := &gorm.Config{Plugins: map[string]gorm.Plugin{Name: &Plugin{Connector: other}}}
+	if _, err := Open(cl.DSN(""), cfg, quiet()...); err == nil {
+		t.Error("Open accepted a listed plugin bound to another connector")
+	}
+	cfg = &gorm.Config{Plugins: map[string]gorm.Plugin{Name: fakePlugin{}}}
+	if _, err := Open(cl.DSN(""), cfg, quiet()...); err == nil {
+		t.Error("Open accepted a foreign plugin under its name")
+	}
+}
+
+type fakePlugin struct{}
+
+func (fakePlugin) Name() string              { return Name }
+func (fakePlugin) Initialize(*gorm.DB) error { return nil }

@@ -1,0 +1,181 @@
+package sqlxadapter
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+// item is the row type of the scenario tables.
+type item struct {
+	ID   int64  `db:"id"`
+	Name string `db:"name"`
+	Qty  int    `db:"qty"`
+}
+
+// Errors the proxies inject.
+var (
+	// errInitializing is OceanBase's "client must close the connection" answer: fatal.
+	errInitializing = &mysql.MySQLError{Number: 8001, SQLState: [5]byte{'0', '8', '0', '0', '4'}, Message: "Server is initializing"}
+	// errNoTable fails one statement on a healthy session: not fatal.
+	errNoTable = &mysql.MySQLError{Number: 1146, SQLState: [5]byte{'4', '2', 'S', '0', '2'}, Message: "Table 'test.nope' doesn't exist"}
+)
+
+// quiet keeps the connector's loops out of the way: no probe or rebalance round runs during a
+// test, so the proxies count application statements and connections only, and no probe takes
+// an injected failure meant for the application.
+func quiet() []lbd.Option {
+	return []lbd.Option{
+		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		lbd.WithCheckHealthInterval(time.Hour),
+		lbd.WithCheckBalanceInterval(time.Hour),
+		lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
+	}
+}
+
+// fast probes every 50 ms, for tests that need nodes to go down and come back.
+func fast() []lbd.Option {
+	return []lbd.Option{
+		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		lbd.WithCheckHealthInterval(200 * time.Millisecond),
+		lbd.WithCheckBalanceInterval(time.Hour),
+	}
+}
+
+// env is one test's cluster, connector and sqlx handle.
+type env struct {
+	cl    *lbdtest.Cluster
+	c     *lbd.Connector
+	db    *sqlx.DB
+	table string
+}
+
+// setup starts a 3-proxy cluster and opens sqlx over it through NewDb, with a fresh table.
+// Everything is released at test end.
+func setup(t *testing.T, opts ...lbd.Option) *env {
+	t.Helper()
+	cl := lbdtest.NewCluster(t, 3)
+	c, err := lbd.NewConnector(cl.DSN("timeout=5s"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := NewDb(c)
+	t.Cleanup(func() { db.Close() })
+	e := &env{cl: cl, c: c, db: db, table: fmt.Sprintf("sqlxadapter_%d", rand.Uint64()%1_000_000_000)}
+	if _, err := db.Exec("CREATE TABLE " + e.table + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(64) NOT NULL, qty INT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, p := range e.cl.Proxies() {
+			p.FailNext(0, nil)
+		}
+		if _, err := e.db.Exec("DROP TABLE IF EXISTS " + e.table); err != nil {
+			t.Errorf("drop %s: %v", e.table, err)
+		}
+	})
+	return e
+}
+
+// q puts the test's table name in for "{t}".
+func (e *env) q(query string) string { return strings.ReplaceAll(query, "{t}", e.table) }
+
+// count returns the rows of the test's table.
+func (e *env) count(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := e.db.Get(&n, e.q("SELECT COUNT(*) FROM {t}")); err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	return n
+}
+
+// node returns the Stats entry of proxy i.
+func (e *env) node(t *testing.T, i int) lbd.NodeStats {
+	t.Helper()
+	ns, ok := e.c.Stats().Node(e.cl.Proxy(i).Addr())
+	if !ok {
+		t.Fatalf("no stats for proxy %d", i)
+	}
+	return ns
+}
+
+// onlyConn limits the pool to one connection, makes sure it is open and returns the index of
+// the proxy it goes through (from the connector's Stats, which leave probe connections out).
+func (e *env) onlyConn(t *testing.T) int {
+	t.Helper()
+	e.db.SetMaxOpenConns(1)
+	e.count(t)
+	var at int
+	waitFor(t, 5*time.Second, "exactly one open connection", func() bool {
+		total := 0
+		for i, ns := range e.c.Stats().Nodes {
+			if ns.Open > 0 {
+				total += ns.Open
+				at = i
+			}
+		}
+		return total == 1
+	})
+	if e.c.Stats().Nodes[at].Addr != e.cl.Proxy(at).Addr() {
+		t.Fatal("Stats lists the nodes in another order than the cluster")
+	}
+	return at
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closedConns is how many client connections through p have closed. A fatal error brings the
+// node's probe forward, and the probe's own connection goes through the proxy too, so the
+// proxy's open count alone does not show that the application's connection closed.
+func closedConns(p *lbdtest.Proxy) int64 { return p.TotalConns() - int64(p.OpenConns()) }
+
+// waitForClose waits until exactly one more connection through p has closed than before.
+func waitForClose(t *testing.T, p *lbdtest.Proxy, before int64) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the retired connection to close", func() bool { return closedConns(p) == before+1 })
+	time.Sleep(20 * time.Millisecond)
+	if got := closedConns(p); got != before+1 {
+		t.Fatalf("%d connections closed through the proxy, want 1", got-before)
+	}
+}
+
+// mysqlNumber returns the MySQL error number inside err, or 0.
+func mysqlNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// servedTable reports whether one of a proxy's recorded statements used table (rather than
+// being a probe).
+func servedTable(queries []string, table string) bool {
+	for _, q := range queries {
+		if strings.Contains(q, table) {
+			return true
+		}
+	}
+	return false
+}
