@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+func TestMain(m *testing.M) {
+	quietDriver()
+	goleak.VerifyTestMain(m)
+}
+
+// TestQuickstart runs the demo as `go run` does, shortened: the fault schedule scales with
+// the duration. Six seconds leave the fourth proxy (joining at 4.2 s) a rebalancing round or
+// two to get connections.
+func TestQuickstart(t *testing.T) {
+	out := &syncBuffer{}
+	sum, err := run(context.Background(), config{Duration: 6 * time.Second, Workers: 16, Log: out}, out)
+	t.Log("demo output:\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, sum)
+	if len(sum.Proxies) != 4 {
+		t.Fatalf("summary lists %d proxies, want 4 (3 at start, 1 added)", len(sum.Proxies))
+	}
+	for _, p := range sum.Proxies {
+		if p.State != "up" {
+			t.Errorf("proxy %s is %s at the end, want up", p.Addr, p.State)
+		}
+		if app := p.Statements - int64(p.Probes); app <= 0 {
+			t.Errorf("proxy %s relayed %d statements, %d of them probes: no application statement",
+				p.Addr, p.Statements, p.Probes)
+		}
+	}
+	for _, banner := range []string{"-- stopping proxy", "-- starting proxy", "-- adding proxy", "== summary"} {
+		if !strings.Contains(out.String(), banner) {
+			t.Errorf("output lacks %q", banner)
+		}
+	}
+}
+
+// TestQuickstartDSN runs the demo's -dsn mode, with in-memory proxies standing in for real
+// ones: no faults, no statement counts, and a table dropped at the end.
+func TestQuickstartDSN(t *testing.T) {
+	cluster := lbdtest.NewCluster(t, 2)
+	out := &syncBuffer{}
+	sum, err := run(context.Background(), config{DSN: cluster.DSN(""), Duration: 2 * time.Second, Workers: 4, Log: out}, out)
+	t.Log("demo output:\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, sum)
+	if !strings.Contains(out.String(), "Statements per proxy are unavailable") {
+		t.Error("output does not say that statements per proxy are unavailable")
+	}
+	if strings.Contains(out.String(), "-- stopping proxy") {
+		t.Error("faults were injected into proxies given by -dsn")
+	}
+	for _, p := range sum.Proxies {
+		if p.Statements != -1 {
+			t.Errorf("proxy %s: %d statements reported, want -1 (unknown)", p.Addr, p.Statements)
+		}
+	}
+	for _, p := range cluster.Proxies() {
+		if p.Statements() == 0 {
+			t.Errorf("proxy %s relayed no statement", p.Addr())
+		}
+	}
+}
+
+// TestQuickstartInterrupted checks that a cancelled run still ends cleanly with a summary.
+func TestQuickstartInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	out := &syncBuffer{}
+	sum, err := run(ctx, config{Duration: time.Minute, Workers: 4, Log: out}, out)
+	t.Log("demo output:\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, sum)
+	if !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "== summary") {
+		t.Error("output lacks the interruption notice or the summary")
+	}
+}
+
+func checkRows(t *testing.T, sum summary) {
+	t.Helper()
+	if sum.Written == 0 {
+		t.Error("no row written")
+	}
+	if sum.Counted != sum.Written {
+		t.Errorf("table holds %d rows, workload wrote %d", sum.Counted, sum.Written)
+	}
+	if sum.ReadBack == 0 || sum.ReadBack > sum.Written {
+		t.Errorf("%d rows read back of %d written", sum.ReadBack, sum.Written)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that lbd's logger and the demo can write to at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
