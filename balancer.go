@@ -142,7 +142,7 @@ func (b *balancer) probed(n *node, err error) {
 			need = 1
 		}
 		if n.state == StateDown && n.goodProbes >= need {
-			tr = append(tr, b.setStateLocked(n, StateUp, fmt.Sprintf("%d consecutive good probes", n.goodProbes)))
+			tr = append(tr, b.setStateLocked(n, StateUp, goodProbesReason(n.goodProbes)))
 			tr = append(tr, b.applyDesiredLocked()...)
 		}
 	}
@@ -205,3 +205,10 @@ func (b *balancer) emit(tr []transition) {
 
 // upCountLocked counts the up nodes.
 func (b *balancer) upCountLocked() int { return b.idx.Len() }
+
+func goodProbesReason(n int) string {
+	if n == 1 {
+		return "1 good probe"
+	}
+	return fmt.Sprintf("%d consecutive good probes", n)
+}

@@ -41,6 +41,7 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	}
 	added, err := c.bal.setNodes(set.Nodes, c.newNode)
 	for _, n := range added {
+		c.logger.Info("lbd: node added", "node", n.addr, "reason", errAwaitingProbe.Error())
 		c.startProbing(n)
 		c.triggerProbe(n)
 	}
