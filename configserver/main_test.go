@@ -1,0 +1,64 @@
+package configserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if any goroutine outlives the tests: every Server, backend and
+// prober must stop in Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestCloseLeavesNoGoroutine checks each backend, with the prober running, right after Close.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	t.Run("file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "s.json")
+		writeFile(t, path, `[{"schema":"a","proxy":["127.0.0.1:1"]}]`)
+		ignore := goleak.IgnoreCurrent()
+		fb, err := NewFile(FileConfig{Path: path, PollInterval: 10 * time.Millisecond, Logger: discard()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runAndClose(t, fb)
+		goleak.VerifyNone(t, ignore)
+	})
+	t.Run("etcd", func(t *testing.T) {
+		te := startEtcd(t)
+		te.put(keyA, `{"schema":"app_a","proxy":["127.0.0.1:1"]}`)
+		ignore := goleak.IgnoreCurrent()
+		be, _, _ := te.backend(t, func(c *EtcdConfig) { c.Logger = discard(); c.RefreshInterval = 10 * time.Millisecond })
+		runAndClose(t, be)
+		goleak.VerifyNone(t, ignore)
+	})
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// runAndClose starts a Server with a fast prober, uses it a little and closes it.
+func runAndClose(t *testing.T, b Backend) {
+	t.Helper()
+	s, err := New(context.Background(), Config{Backend: b, Logger: discard(), ProbeInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a few probe rounds, polls and full reads
+	for range 3 {
+		if rec := serve(s, http.MethodGet, "/reload", "127.0.0.1:1"); rec.Body.String() != `{"code":200}` {
+			t.Errorf("/reload: %s", rec.Body)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
