@@ -139,12 +139,21 @@ func (d *Document) AZOf(ip string) string {
 	slices.Sort(azs) // deterministic when blocks overlap
 	for _, az := range azs {
 		for _, b := range d.AZList[az] {
-			if p, err := netip.ParsePrefix(strings.TrimSpace(b)); err == nil && p.Contains(addr) {
+			if p, err := netip.ParsePrefix(strings.TrimSpace(b)); err == nil && unmapPrefix(p).Contains(addr) {
 				return az
 			}
 		}
 	}
 	return ""
+}
+
+// unmapPrefix turns an IPv4-mapped IPv6 block (::ffff:10.0.0.0/104) into its IPv4 form, so it
+// matches the IPv4 addresses it names.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if !p.Addr().Is4In6() || p.Bits() < 96 {
+		return p
+	}
+	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 }
 
 // ListMD5 is the version lb-driver's config-server gives a proxy list: the lowercase hex MD5 of

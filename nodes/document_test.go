@@ -35,6 +35,10 @@ func TestParseDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mapped := &Document{AZList: map[string][]string{"az2": {"::ffff:10.9.0.0/112"}}}
+	if got := mapped.AZOf("10.9.1.2"); got != "az2" {
+		t.Fatalf("an IPv4-mapped block did not match a plain IPv4 client: %q", got)
+	}
 	if d.Proxy[0] != "10.0.0.1:3306" || d.APIKeys[1] != "42" || d.AZOf("10.1.2.3") != "az1" || d.AZOf("10.2.0.1") != "" {
 		t.Fatalf("parsed %+v", d)
 	}
