@@ -50,6 +50,8 @@ type Connector struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	stop      chan struct{}
+	stopCtx   context.Context // done at Close: cuts in-flight dials short
+	cancelAll context.CancelFunc
 	loops     sync.WaitGroup
 }
 
@@ -113,6 +115,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		stop:   make(chan struct{}),
 		ready:  make(chan struct{}),
 	}
+	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	c.bal.onTransition = c.onTransition
 	if err := c.startSource(); err != nil {
@@ -161,21 +164,15 @@ func fixedTLSName(cfg *Config) string {
 	return t.ServerName
 }
 
-// newNode builds a node with its own go-sql-driver configs: the counted one dials through the
-// lb network, the probe one directly; with TLS each checks the node's own host name.
+// newNode builds a node with its go-sql-driver connector, dialing through the lb network with
+// the node's own address and, with TLS, its own host name.
 func (c *Connector) newNode(addr string) (*node, error) {
 	my := c.nodeConfig(addr)
-	counted, err := mysql.NewConnector(my)
+	connector, err := mysql.NewConnector(my)
 	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", addr, err)
 	}
-	pm := my.Clone()
-	pm.Net = "tcp"
-	probe, err := mysql.NewConnector(pm)
-	if err != nil {
-		return nil, fmt.Errorf("lbd: node %s: %w", addr, err)
-	}
-	return newNode(addr, counted, probe), nil
+	return newNode(addr, connector), nil
 }
 
 // nodeConfig is the go-sql-driver config for one node.
@@ -222,8 +219,15 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 		failures = append(failures, &NodeError{Addr: n.addr, State: StateUp, Err: err})
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lbd: %w (%s)", ctx.Err(), (&ConnectError{Nodes: failures}).Error())
+		if callerGaveUp(ctx) {
+			cause := ctx.Err()
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			return nil, fmt.Errorf("lbd: %w (%s)", cause, (&ConnectError{Nodes: failures}).Error())
+		}
+		if c.closed.Load() {
+			return nil, ErrClosed
 		}
 	}
 	return nil, c.connectError(failures)
@@ -246,16 +250,19 @@ func (c *Connector) connectError(tried []*NodeError) error {
 	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}
 }
 
-// connectNode makes one physical connection to n, whose count the pick already raised.
+// connectNode makes one physical connection to n, whose count the pick already raised. The
+// dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
+// cut short when the Connector closes.
 func (c *Connector) connectNode(ctx context.Context, n *node) (driver.Conn, error) {
 	t := &dialTicket{node: n, balancer: c.bal}
-	dctx := context.WithValue(ctx, ticketKey{}, t)
-	if timeout := c.cfg.MySQL.Timeout; timeout > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(dctx, timeout)
-		defer cancel()
+	timeout := c.cfg.MySQL.Timeout
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
 	}
-	dc, err := n.connector.Connect(dctx)
+	dctx, cancel := context.WithTimeout(context.WithValue(ctx, ticketKey{}, t), timeout)
+	defer cancel()
+	defer context.AfterFunc(c.stopCtx, cancel)()
+	dc, err := safeConnect(dctx, n.connector)
 	if err == nil {
 		if mc, ok := dc.(driverConn); ok {
 			return c.adopt(n, mc), nil
@@ -269,8 +276,8 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (driver.Conn, erro
 		c.bal.release(n)
 	}
 	switch {
-	case ctx.Err() != nil:
-		// The caller gave up; that says nothing about the node.
+	case callerGaveUp(ctx), c.closed.Load():
+		// That says nothing about the node.
 	case sameOnEveryNode(err):
 		n.dialFailed.Add(1)
 	default:
@@ -278,6 +285,33 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (driver.Conn, erro
 		c.triggerProbe(n)
 	}
 	return nil, err
+}
+
+// DefaultDialTimeout bounds one node's dial and handshake when the DSN sets no timeout, so a
+// proxy that accepts TCP but never greets cannot hold a Connect forever.
+const DefaultDialTimeout = 10 * time.Second
+
+// callerGaveUp reports whether the caller's context has ended or its deadline has passed. The
+// net package can report "i/o timeout" for the caller's deadline a moment before the context
+// itself says so, and that must not be blamed on the node.
+func callerGaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
+}
+
+// safeConnect runs go-sql-driver's Connect, turning a panic into an error: go-sql-driver
+// indexes into the server's handshake without checking its length, so a proxy that answers
+// garbage would otherwise crash the application.
+func safeConnect(ctx context.Context, dc driver.Connector) (conn driver.Conn, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			conn, err = nil, fmt.Errorf("lbd: the server's handshake could not be read (go-sql-driver: %v)", r)
+		}
+	}()
+	return dc.Connect(ctx)
 }
 
 // adopt wraps a new physical connection and registers it with its node. A node that went down
@@ -310,6 +344,7 @@ func (c *Connector) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.stop)
+		c.cancelAll()
 		if c.source != nil {
 			c.source.Close()
 		}

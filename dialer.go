@@ -21,7 +21,7 @@ func init() {
 // that count and gives it back when it closes.
 type dialTicket struct {
 	node     *node
-	balancer *balancer
+	balancer *balancer    // nil for a probe connection, which is not counted
 	conn     *trackedConn // set when the dial succeeded
 }
 
@@ -48,8 +48,17 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 		nc.Close()
 		return nil, errors.New("lbd: dial returned a non-TCP connection")
 	}
-	t.conn = &trackedConn{TCPConn: tcp, node: t.node, balancer: t.balancer}
-	return t.conn, nil
+	tc := &trackedConn{TCPConn: tcp, node: t.node, balancer: t.balancer}
+	if t.balancer != nil {
+		t.conn = tc // from here on the connection owns the node's count
+	}
+	greeting, err := readGreeting(ctx, tcp)
+	if err != nil {
+		tc.Close()
+		return nil, err
+	}
+	tc.pending = greeting
+	return tc, nil
 }
 
 // trackedConn is a node's TCP connection that gives the node's open count back exactly once,
@@ -59,8 +68,19 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 type trackedConn struct {
 	*net.TCPConn
 	node     *node
-	balancer *balancer
+	balancer *balancer // nil: not counted (probe connection)
 	closed   atomic.Bool
+	pending  []byte // the server's greeting, read and checked by the dialer, handed over first
+}
+
+// Read serves the checked greeting first, then the socket.
+func (c *trackedConn) Read(b []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(b, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.TCPConn.Read(b)
 }
 
 var _ syscall.Conn = (*trackedConn)(nil)
@@ -68,7 +88,7 @@ var _ syscall.Conn = (*trackedConn)(nil)
 // Close closes the socket and releases the node's count once.
 func (c *trackedConn) Close() error {
 	err := c.TCPConn.Close()
-	if c.closed.CompareAndSwap(false, true) {
+	if c.closed.CompareAndSwap(false, true) && c.balancer != nil {
 		c.balancer.release(c.node)
 	}
 	return err

@@ -28,7 +28,10 @@ type probeTarget struct {
 // holding 1 fails the probe.
 func (p *probeTarget) Probe(ctx context.Context) error {
 	if p.conn == nil {
-		pc, err := p.n.probeConnector.Connect(ctx)
+		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, &dialTicket{node: p.n}), p.n.connector) // an uncounted ticket
+		if sameOnEveryNode(err) {
+			return nil // the proxy is alive and answering; Connect reports the error to the caller
+		}
 		if err != nil {
 			return err
 		}

@@ -13,10 +13,10 @@ import (
 // keeps counting them.
 type node struct {
 	addr string
-	// connector dials counted application connections (network "lb", this node's address and
-	// TLS server name); probeConnector dials the uncounted probe connection (network "tcp").
-	connector      driver.Connector
-	probeConnector driver.Connector
+	// connector is go-sql-driver's for this node (network "lb", the node's address and TLS
+	// server name). The dial ticket decides whether a connection counts: the application's
+	// do, the probe's does not.
+	connector driver.Connector
 
 	// Guarded by the balancer's mutex.
 	entry        pick.Entry[*node] // open physical connections (dials in flight included) and pick-index links
@@ -50,12 +50,11 @@ type node struct {
 	fatalNext  int
 }
 
-func newNode(addr string, connector, probeConnector driver.Connector) *node {
+func newNode(addr string, connector driver.Connector) *node {
 	n := &node{
-		addr:           addr,
-		connector:      connector,
-		probeConnector: probeConnector,
-		conns:          make(map[*conn]struct{}),
+		addr:      addr,
+		connector: connector,
+		conns:     make(map[*conn]struct{}),
 	}
 	n.entry.Value = n
 	return n
