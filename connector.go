@@ -45,7 +45,8 @@ type Connector struct {
 	initialSet nodes.Set     // the source's first set, standby flags included
 	ready      chan struct{} // closed once the Connector is built; source updates wait for it
 
-	recent recentFatal // latest fatal errors, for NodeOfError
+	recent  recentFatal // latest fatal errors, for NodeOfError
+	applyMu sync.Mutex  // serialises node-list changes (SetNodes and source updates)
 
 	closed    atomic.Bool
 	closeOnce sync.Once

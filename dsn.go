@@ -176,25 +176,24 @@ func withPlaceholderAddr(dsn string) string {
 	return dsn[:at+1] + netPart + "(" + placeholderAddr + ")" + dsn[slash:]
 }
 
-// parseNodes splits the address list of an lb(...) DSN into validated host:port entries.
+// parseNodes splits the address list of an lb(...) DSN into validated, canonical host:port
+// entries (see nodes.Canonical).
 func parseNodes(addrs string) ([]string, error) {
-	if strings.TrimSpace(addrs) == "" {
-		return nil, errNoNodes
-	}
-	var nodes []string
+	var list []string
 	seen := make(map[string]bool)
 	for raw := range strings.SplitSeq(addrs, ",") {
 		addr := strings.TrimSpace(raw)
 		if err := checkNodeAddr(addr); err != nil {
 			return nil, err
 		}
+		addr, _ = nodes.Canonical(addr)
 		if seen[addr] {
 			return nil, fmt.Errorf("lbd: proxy %q is listed twice", addr)
 		}
 		seen[addr] = true
-		nodes = append(nodes, addr)
+		list = append(list, addr)
 	}
-	return nodes, nil
+	return list, nil
 }
 
 // checkNodeAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535.
@@ -244,13 +243,24 @@ func (c *Config) FormatDSN() string {
 	return b.String()
 }
 
-// String returns the DSN with the password replaced by "***", for logs and error messages.
+// String returns the DSN with the password, and the values of a source's secret parameters
+// (SourceFactory.Secrets), replaced by "***", for logs and error messages.
 func (c *Config) String() string {
-	if c.MySQL == nil || c.MySQL.Passwd == "" {
-		return c.FormatDSN()
+	if c.MySQL == nil {
+		return ""
 	}
 	red := *c
 	red.MySQL = c.MySQL.Clone()
-	red.MySQL.Passwd = "***"
+	if red.MySQL.Passwd != "" {
+		red.MySQL.Passwd = "***"
+	}
+	if f, ok := lookupSource(c.Network); ok && len(c.SourceParams) > 0 {
+		red.SourceParams = maps.Clone(c.SourceParams)
+		for _, k := range f.Secrets {
+			if _, set := red.SourceParams[k]; set {
+				red.SourceParams[k] = "***"
+			}
+		}
+	}
 	return red.FormatDSN()
 }

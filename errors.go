@@ -87,6 +87,7 @@ const (
 	errAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: wrong user or password
 	errBadDB                = 1049 // ER_BAD_DB_ERROR: unknown database
 	errAccessDeniedNoPasswd = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (MySQL/MariaDB): user needs another auth method
+	errUnknownSystemVar     = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE: a DSN parameter go-sql-driver sent as SET (often a typo)
 )
 
 // sameOnEveryNode reports errors that would be the same on every proxy.
@@ -96,7 +97,7 @@ func sameOnEveryNode(err error) bool {
 		return false
 	}
 	switch me.Number {
-	case errAccessDeniedDB, errAccessDenied, errBadDB, errAccessDeniedNoPasswd:
+	case errAccessDeniedDB, errAccessDenied, errBadDB, errAccessDeniedNoPasswd, errUnknownSystemVar:
 		return true
 	}
 	return false

@@ -95,5 +95,5 @@ func ExampleDriver() {
 	fmt.Println(err)
 	// Output:
 	// opened; no connection is made until the first statement
-	// lbd: invalid DSN parameter checkHealthIntervalSeconds="soon": must be a whole number of seconds greater than 0
+	// lbd: invalid DSN parameter checkHealthIntervalSeconds="soon": must be a whole number of seconds from 1 to 31622400
 }

@@ -97,7 +97,7 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "fatalErrorThreshold=2", fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
+	db, c := openDB(t, cl, "fatalErrorThreshold=2", fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	bad := cl.Proxy(0)
 	bad.FailNext(-1, errServerInitializing)
 	waitFor(t, 5*time.Second, "the failing node to go down", func() bool {

@@ -77,7 +77,7 @@ func (w *workload) finish() ([]error, []time.Time) {
 }
 
 func TestHungProxyIsTakenDown(t *testing.T) {
-	const interval, timeout = 200 * time.Millisecond, 300 * time.Millisecond
+	const interval, timeout = 300 * time.Millisecond, 300 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
 	db, c := openDB(t, cl, "timeout=300ms", fast(interval, timeout, time.Hour, logs)...)
@@ -163,7 +163,7 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "recoverCheckCount=3", fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
+	db, c := openDB(t, cl, "recoverCheckCount=3", fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxIdleConns(30)
 	db.SetMaxOpenConns(30)
 	for _, cn := range holdConns(t, db, 30) { // leave 10 idle connections on every proxy
@@ -204,7 +204,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 	const balance = 400 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", fast(100*time.Millisecond, 100*time.Millisecond, balance, logs)...)
+	db, c := openDB(t, cl, "", fast(250*time.Millisecond, 250*time.Millisecond, balance, logs)...)
 	db.SetMaxOpenConns(30)
 	db.SetMaxIdleConns(30)
 	w := startWorkload(db, 30, "SELECT 1")
@@ -241,7 +241,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 func TestDrainRemovedProxy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", fast(100*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond, logs)...)
+	db, c := openDB(t, cl, "", fast(250*time.Millisecond, 250*time.Millisecond, 200*time.Millisecond, logs)...)
 	db.SetMaxOpenConns(15)
 	db.SetMaxIdleConns(15)
 	w := startWorkload(db, 15, "SELECT 1")
@@ -302,7 +302,7 @@ func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 func TestAllDownFailsFastAndRecovers(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "recoverCheckCount=1", fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
+	db, c := openDB(t, cl, "recoverCheckCount=1", fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	for _, p := range cl.Proxies() {
 		p.Stop()
 	}

@@ -20,7 +20,7 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	before := goleak.IgnoreCurrent()
 	logs := &logRecorder{}
-	c, err := NewConnector(cl.DSN("logStats=true"), fast(100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond, logs)...)
+	c, err := NewConnector(cl.DSN("logStats=true"), fast(250*time.Millisecond, 250*time.Millisecond, 100*time.Millisecond, logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,12 +34,11 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 		return ErrClosed
 	}
 	if err := set.Validate(); err != nil {
-		if errors.Is(err, nodes.ErrEmptySet) {
-			return errNoNodes
-		}
-		return fmt.Errorf("lbd: %w", err)
+		return fmt.Errorf("lbd: node list not applied: %w", err)
 	}
-	added, err := c.bal.setNodes(set.Nodes, c.newNode)
+	c.applyMu.Lock() // one list at a time, so a node is never added and forgotten at once
+	defer c.applyMu.Unlock()
+	added, err := c.bal.setNodes(set.Canonical().Nodes, c.newNode)
 	for _, n := range added {
 		c.logger.Info("lbd: node added", "node", n.addr, "reason", errAwaitingProbe.Error())
 		c.startProbing(n)

@@ -123,11 +123,11 @@ func WithFatalErrorWindow(d time.Duration) Option {
 }
 
 // WithRecoverCheckCount sets how many consecutive good probes bring a down node back
-// (recoverCheckCount); n must be at least 1.
+// (recoverCheckCount); n must be from 1 to 1000.
 func WithRecoverCheckCount(n int) Option {
 	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("lbd: WithRecoverCheckCount: %d is less than 1", n)
+		if n < 1 || n > maxCount {
+			return fmt.Errorf("lbd: WithRecoverCheckCount: %d is not from 1 to %d", n, maxCount)
 		}
 		o.recoverCount = n
 		return nil
@@ -135,11 +135,11 @@ func WithRecoverCheckCount(n int) Option {
 }
 
 // WithFatalErrorThreshold sets how many fatal errors within the window take a node down
-// (fatalErrorThreshold); n must be at least 1.
+// (fatalErrorThreshold); n must be from 1 to 1000.
 func WithFatalErrorThreshold(n int) Option {
 	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("lbd: WithFatalErrorThreshold: %d is less than 1", n)
+		if n < 1 || n > maxCount {
+			return fmt.Errorf("lbd: WithFatalErrorThreshold: %d is not from 1 to %d", n, maxCount)
 		}
 		o.fatalThreshold = n
 		return nil

@@ -125,10 +125,18 @@ func misspelledParam(name string, sourceParams []string) (string, bool) {
 	return "", false
 }
 
+// Upper bounds of numeric parameters: far beyond any sensible setting, well inside what a
+// time.Duration or an allocation can hold.
+const (
+	maxSeconds = 366 * 24 * 3600 // a year
+	maxMillis  = 3600 * 1000     // an hour
+	maxCount   = 1000
+)
+
 func parseSeconds(v string, d *time.Duration) error {
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("must be a whole number of seconds greater than 0")
+	if err != nil || n <= 0 || n > maxSeconds {
+		return fmt.Errorf("must be a whole number of seconds from 1 to %d", maxSeconds)
 	}
 	*d = time.Duration(n) * time.Second
 	return nil
@@ -136,8 +144,8 @@ func parseSeconds(v string, d *time.Duration) error {
 
 func parseMillis(v string, d *time.Duration) error {
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("must be a whole number of milliseconds greater than 0")
+	if err != nil || n <= 0 || n > maxMillis {
+		return fmt.Errorf("must be a whole number of milliseconds from 1 to %d", maxMillis)
 	}
 	*d = time.Duration(n) * time.Millisecond
 	return nil
@@ -145,8 +153,8 @@ func parseMillis(v string, d *time.Duration) error {
 
 func parsePositiveInt(v string, n *int) error {
 	i, err := strconv.Atoi(v)
-	if err != nil || i <= 0 {
-		return fmt.Errorf("must be a whole number greater than 0")
+	if err != nil || i <= 0 || i > maxCount {
+		return fmt.Errorf("must be a whole number from 1 to %d", maxCount)
 	}
 	*n = i
 	return nil

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,8 @@ type SourceFactory struct {
 	// Params are the DSN parameters the source reads; they are removed before go-sql-driver
 	// sees the DSN and handed to New.
 	Params []string
+	// Secrets are the Params whose values Config.String masks (passwords, API keys).
+	Secrets []string
 	// New builds the source. It must not block: fetching happens in the source's Start.
 	New func(SourceConfig) (nodes.Source, error)
 }
@@ -85,6 +88,10 @@ var knownSourcePackages = map[string]string{
 }
 
 func unknownNetworkError(network string) error {
+	if strings.ContainsAny(network, ":@") {
+		// A DSN without its '@' makes user:password part of the "network": never echo it.
+		return fmt.Errorf("lbd: the DSN has no user:password@network(addresses) part; want user:pass@lb(host1:port1,host2:port2)/db")
+	}
 	if pkg, ok := knownSourcePackages[network]; ok {
 		return fmt.Errorf("lbd: DSN network %q needs its source package: import _ %q", network, pkg)
 	}

@@ -18,7 +18,7 @@ func TestSourceDrivesTheNodeList(t *testing.T) {
 	src := nodestest.New(addrs[0], addrs[1])
 	logs := &logRecorder{}
 	dsn := strings.Replace(cl.DSN(""), strings.Join(addrs, ","), "", 1) // user:pass@lb()/db
-	c, err := NewConnector(dsn, append(fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs), WithSource(src))...)
+	c, err := NewConnector(dsn, append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), WithSource(src))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
 	a, b := cl.Addrs()[0], cl.Addrs()[1]
 	src := &healthSource{Manual: nodestest.New(a)}
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", append(fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs), WithSource(src))...)
+	db, c := openDB(t, cl, "", append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), WithSource(src))...)
 	if src.health == nil {
 		t.Fatal("a HealthAware source was not given the Connector's health view")
 	}

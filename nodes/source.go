@@ -55,22 +55,48 @@ func (s Set) Validate() error {
 	}
 	seen := make(map[string]bool, len(s.Nodes))
 	for _, n := range s.Nodes {
-		if err := CheckAddr(n.Addr); err != nil {
+		c, err := Canonical(n.Addr)
+		if err != nil {
 			return err
 		}
-		if seen[n.Addr] {
+		if seen[c] {
 			return fmt.Errorf("nodes: %q is listed twice", n.Addr)
 		}
-		seen[n.Addr] = true
+		seen[c] = true
 	}
 	return nil
+}
+
+// Canonical returns a copy of the set with every address in canonical form (see Canonical).
+// The set must be valid.
+func (s Set) Canonical() Set {
+	out := Set{Version: s.Version, Nodes: make([]Node, len(s.Nodes))}
+	for i, n := range s.Nodes {
+		n.Addr, _ = Canonical(n.Addr)
+		out.Nodes[i] = n
+	}
+	return out
 }
 
 // ErrEmptySet is what Validate returns for a set with no node; sources keep their current list
 // when they would get one.
 var ErrEmptySet = errors.New("nodes: empty node list")
 
-// CheckAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535.
+// Canonical returns addr in the one spelling lbd uses to tell nodes apart: surrounding space
+// trimmed, host in lower case, port in plain decimal ("H.example:02883" → "h.example:2883").
+// It fails as CheckAddr does.
+func Canonical(addr string) (string, error) {
+	addr = strings.TrimSpace(addr)
+	if err := CheckAddr(addr); err != nil {
+		return "", err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return net.JoinHostPort(strings.ToLower(host), strconv.Itoa(n)), nil
+}
+
+// CheckAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535 written in
+// decimal digits, and a host without spaces.
 func CheckAddr(addr string) error {
 	if addr == "" {
 		return errors.New("nodes: empty address")
@@ -82,8 +108,11 @@ func CheckAddr(addr string) error {
 	if strings.TrimSpace(host) == "" {
 		return fmt.Errorf("nodes: %q has no host", addr)
 	}
+	if strings.ContainsAny(host, " \t\r\n,/") {
+		return fmt.Errorf("nodes: %q has a space, comma or slash in its host", addr)
+	}
 	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
+	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
 		return fmt.Errorf("nodes: %q has port %q, want a number from 1 to 65535", addr, port)
 	}
 	return nil
