@@ -9,9 +9,10 @@ import (
 // Connection states as lbd sees them through database/sql's hooks: database/sql calls IsValid
 // when a connection comes back to its pool and ResetSession when it hands it out again.
 const (
-	connInUse  int32 = iota // checked out (or just dialed)
+	connFresh  int32 = iota // dialed, no operation yet: handed to a caller, or parked idle by database/sql
+	connInUse               // checked out and used
 	connIdle                // in database/sql's free list
-	connClosed              // closed by database/sql or retired while idle
+	connClosed              // closed by database/sql, or retired while idle or fresh
 )
 
 // driverConn is everything go-sql-driver's connection implements; lbd's wrapper keeps every one
@@ -55,10 +56,11 @@ var (
 // enter marks the connection in use before any byte is sent. database/sql does not always call
 // ResetSession before use (a connection opened in the background and parked idle is handed out
 // without it), so every operation claims the connection itself. It fails only when lbd already
-// closed the idle connection, in which case nothing was sent and driver.ErrBadConn tells
-// database/sql to retry on another connection.
+// closed the idle or fresh connection, in which case nothing was sent and driver.ErrBadConn
+// tells database/sql to retry on another connection.
 func (c *conn) enter() error {
-	if c.state.CompareAndSwap(connIdle, connInUse) || c.state.Load() == connInUse {
+	if c.state.Load() == connInUse || c.state.CompareAndSwap(connIdle, connInUse) ||
+		c.state.CompareAndSwap(connFresh, connInUse) {
 		return nil
 	}
 	return driver.ErrBadConn
@@ -71,11 +73,12 @@ func (c *conn) retire() bool {
 	return c.retireIfIdle()
 }
 
-// retireIfIdle closes the connection at once if it is idle in the pool, and reports whether it
-// did. database/sql still holds the (now closed) connection and drops it at checkout, where
-// ResetSession answers driver.ErrBadConn before any byte is sent.
+// retireIfIdle closes the connection at once if it is idle in the pool or fresh (never used:
+// it may sit in the pool without database/sql ever having called IsValid), and reports whether
+// it did. database/sql still holds the (now closed) connection; its next operation or checkout
+// answers driver.ErrBadConn before any byte is sent, and database/sql moves on.
 func (c *conn) retireIfIdle() bool {
-	if !c.state.CompareAndSwap(connIdle, connClosed) {
+	if !c.state.CompareAndSwap(connIdle, connClosed) && !c.state.CompareAndSwap(connFresh, connClosed) {
 		return false
 	}
 	c.markRetired()
@@ -92,7 +95,11 @@ func (c *conn) markRetired() bool {
 	return false
 }
 
-func (c *conn) isIdle() bool { return c.state.Load() == connIdle }
+// isIdle reports a connection not in use: idle in the pool, or fresh.
+func (c *conn) isIdle() bool {
+	s := c.state.Load()
+	return s == connIdle || s == connFresh
+}
 
 func (c *conn) closePhysical() error {
 	c.node.untrack(c)
@@ -128,7 +135,8 @@ func (c *conn) IsValid() bool {
 	if c.retired.Load() {
 		return false
 	}
-	if !c.state.CompareAndSwap(connInUse, connIdle) && c.state.Load() != connIdle {
+	if !c.state.CompareAndSwap(connInUse, connIdle) && !c.state.CompareAndSwap(connFresh, connIdle) &&
+		c.state.Load() != connIdle {
 		return false
 	}
 	return c.dc.IsValid()

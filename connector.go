@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,17 +150,18 @@ func cloneConfig(cfg *Config) *Config {
 	return &cp
 }
 
-// fixedTLSName returns the TLS server name the user set explicitly, if any. go-sql-driver
-// fills ServerName from the address only when the address is a single host:port; with a list
-// it cannot, so a name present then was set by the user (e.g. one certificate for all proxies).
+// fixedTLSName returns the TLS server name the user set explicitly, if any. go-sql-driver fills
+// ServerName from the DSN's address when it is a single host:port (one proxy, or one
+// config-server or etcd endpoint of a source); a name equal to that host was derived, not chosen,
+// and each node then checks its own host instead.
 func fixedTLSName(cfg *Config) string {
 	t := cfg.MySQL.TLS
 	if t == nil || t.InsecureSkipVerify || t.ServerName == "" {
 		return ""
 	}
-	if len(cfg.Nodes) == 1 {
-		if host, _, err := net.SplitHostPort(cfg.Nodes[0]); err == nil && host == t.ServerName {
-			return "" // derived from the one node, not chosen by the user
+	if addrs := append(slices.Clone(cfg.Nodes), cfg.SourceAddrs...); len(addrs) == 1 {
+		if host, _, err := net.SplitHostPort(addrs[0]); err == nil && strings.EqualFold(host, t.ServerName) {
+			return ""
 		}
 	}
 	return t.ServerName

@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 func TestConnectionsSpreadEvenly(t *testing.T) {
@@ -322,6 +323,16 @@ func TestTLSChecksEachNodesOwnName(t *testing.T) {
 	one, _ := ParseDSN("u:p@lb(a.example:1)/db?tls=true")
 	if name := fixedTLSName(one); name != "" {
 		t.Errorf("fixedTLSName = %q for a name derived from the only node, want none", name)
+	}
+	RegisterSource("lbtlssrc", SourceFactory{New: func(SourceConfig) (nodes.Source, error) {
+		return nodes.StaticAddrs("proxy-a.example:2883"), nil
+	}})
+	viaSource, err := ParseDSN("u:p@lbtlssrc(configserver.example:8080)/db?tls=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := fixedTLSName(viaSource); name != "" {
+		t.Errorf("fixedTLSName = %q, derived from the source's one address; want none", name)
 	}
 }
 

@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
@@ -194,4 +195,30 @@ func replayServer(t *testing.T, packet []byte) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// A connection database/sql opened but never used may sit in its pool without IsValid ever
+// being called; retiring it must close it at once, and its first use must fail before sending.
+func TestFreshConnectionIsRetiredAtOnce(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	_, c := openDB(t, cl, "", quiet()...)
+	dc, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dc.(*conn)
+	if !w.retire() {
+		t.Fatal("a fresh connection was not closed at once")
+	}
+	if got := c.Stats().Nodes[0].Open; got != 0 {
+		t.Fatalf("open = %d after retiring the fresh connection", got)
+	}
+	before := cl.Proxy(0).Statements()
+	if _, err := w.ExecContext(context.Background(), "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
+		t.Fatalf("use of a retired fresh connection = %v, want driver.ErrBadConn", err)
+	}
+	if cl.Proxy(0).Statements() != before {
+		t.Fatal("a statement reached the proxy over a retired connection")
+	}
+	w.Close()
 }
