@@ -138,11 +138,11 @@ func ParseDSN(dsn string) (*Config, error) {
 			delete(my.Params, key)
 			continue
 		}
-		if right, ok := misspelledParam(key, source.Params); ok {
-			return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
-		}
 		p, ok := lookupParam(key)
 		if !ok {
+			if right, typo := misspelledParam(key, source.Params); typo {
+				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
+			}
 			continue // go-sql-driver's: a session variable to SET on each connection
 		}
 		if err := p.parse(cfg, value); err != nil {

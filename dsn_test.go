@@ -117,6 +117,8 @@ var dsnCases = []struct {
 	{name: "empty sorter", dsn: "u:p@lb(10.0.0.1:1)/db?exceptionSorter=", wantErr: "exceptionSorter"},
 	{name: "bad unsupportedMethodBehavior", dsn: "u:p@lb(10.0.0.1:1)/db?unsupportedMethodBehavior=explode", wantErr: "unsupportedMethodBehavior"},
 	{name: "misspelt parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkhealthintervalseconds=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
+	{name: "near-miss parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthIntervalSecond=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
+	{name: "session variable passes", dsn: "u:p@lb(10.0.0.1:1)/db?sql_mode=%27ANSI%27&transaction_isolation=%27READ-COMMITTED%27"},
 	{name: "bad driver parameter", dsn: "u:p@lb(10.0.0.1:1)/db?parseTime=maybe", wantErr: "invalid DSN"},
 	{name: "secret not in parameter error", dsn: "u:hunter2@lb(10.0.0.1:1)/db?logStats=2", wantErr: "logStats"},
 }

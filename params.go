@@ -122,7 +122,46 @@ func misspelledParam(name string, sourceParams []string) (string, bool) {
 			return p + " (it belongs to another DSN network)", true
 		}
 	}
+	// A near miss (checkHealthIntervalSecond) would go to every proxy as a SET and fail each
+	// connection with 1193; say so at parse time instead. Session variables are snake_case and
+	// far from lbd's camelCase names.
+	if len(name) >= 8 {
+		for _, p := range append(paramNames(), sourceParams...) {
+			if editDistance(strings.ToLower(p), strings.ToLower(name)) <= 2 {
+				return p, true
+			}
+		}
+	}
 	return "", false
+}
+
+func paramNames() []string {
+	out := make([]string, len(params))
+	for i, p := range params {
+		out[i] = p.name
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Upper bounds of numeric parameters: far beyond any sensible setting, well inside what a
