@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -175,4 +176,30 @@ func (c *Connector) applySet(set nodes.Set) {
 	}
 	c.logger.Info("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
 	c.applyNodes(set) // logs a refused removal itself
+}
+
+// Duration reads the source parameter name as a whole number of units (time.Second,
+// time.Millisecond), from 1 up to a day. An absent parameter gives 0, for the source to
+// replace with its default; anything else is an error naming the parameter.
+func (sc SourceConfig) Duration(name string, unit time.Duration) (time.Duration, error) {
+	v, set := sc.Params[name]
+	if !set {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > int64(24*time.Hour/unit) {
+		return 0, fmt.Errorf("lbd: invalid DSN parameter %s=%q: must be a whole number of %s from 1 to %d (a day)",
+			name, v, unitName(unit), int64(24*time.Hour/unit))
+	}
+	return time.Duration(n) * unit, nil
+}
+
+func unitName(unit time.Duration) string {
+	switch unit {
+	case time.Second:
+		return "seconds"
+	case time.Millisecond:
+		return "milliseconds"
+	}
+	return unit.String() + " units"
 }

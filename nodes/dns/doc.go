@@ -1,0 +1,45 @@
+// Package dns is a node source that finds the proxies in DNS, as a Kubernetes headless
+// service or a service registry with a DNS interface publishes them, and resolves the names
+// again on a timer.
+//
+// Importing the package for its side effect registers the DSN network "lbdns":
+//
+//	import _ "github.com/lbd-go/lbd/nodes/dns"
+//
+//	user:pass@lbdns(proxies.db.svc.cluster.local:2883)/db?dnsRefreshIntervalSeconds=10
+//	user:pass@lbdns(_mysql._tcp.proxies.example)/db
+//
+// # Names
+//
+// Each entry between the parentheses is one of:
+//
+//   - "host:port": the host's A and AAAA records; every address is a node on that port, an
+//     IPv6 one written "[addr]:port". An IP literal stands for itself.
+//   - "_service._proto.name", without a port: the name's SRV records; every record is a node
+//     "target:port" with the record's port, and its weight becomes Node.Weight. Targets stay
+//     host names (the trailing dot dropped): the Connector resolves them with the system
+//     resolver when it dials, not with dnsServer. Priorities are not used: every target is a
+//     node. A target of "." (service not offered) is skipped.
+//
+// All entries are resolved and their nodes merged, without duplicates, sorted by address. The
+// set's Version is a hash of that sorted answer, so the same answer always has the same
+// version.
+//
+// # DSN parameters
+//
+//	dnsRefreshIntervalSeconds  10      how often the names are resolved again
+//	dnsTimeoutMillis           2000    bounds each lookup
+//	dnsServer                  system  "host:port" of the DNS server to ask instead of the
+//	                                   system resolver (port 53 when omitted); useful to ask a
+//	                                   service registry's DNS interface, and in tests
+//
+// # Failures
+//
+// Start resolves every entry; a failure of any of them is an error and the Connector does not
+// start. Afterwards a round in which any lookup fails (no answer in time, NXDOMAIN, or an
+// answer without a usable record) keeps the current list, so that a resolver's hiccup never
+// drains proxies: a source would rather serve a stale list than half of one. The source logs
+// one line when such a condition starts or changes ("DNS lookup failed", with each failing
+// name and the reason) and one when answers come back ("DNS answers again"), not one per
+// round.
+package dns

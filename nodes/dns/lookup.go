@@ -1,0 +1,165 @@
+package dns
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// Kinds of failed lookups. A condition is the set of (name, kind) pairs of a round, so a
+// reason whose text varies (a source port, an attempt count) is still the same condition.
+const (
+	kindNotFound = "no such host"   // NXDOMAIN, or a name with no record of the type asked
+	kindEmpty    = "empty answer"   // an answer without a usable record
+	kindTimeout  = "timeout"        // no answer within the timeout
+	kindInvalid  = "invalid answer" // records that do not make a valid node list
+	kindError    = "lookup error"   // anything else: refused, server failure, malformed
+)
+
+// failure is one name's failed lookup in a round.
+type failure struct {
+	name string
+	kind string
+	err  error
+}
+
+func (f failure) String() string { return f.name + ": " + f.err.Error() }
+
+// classify names the kind of a lookup error.
+func classify(ctx context.Context, err error) string {
+	var de *net.DNSError
+	switch {
+	case errors.As(err, &de) && de.IsNotFound:
+		return kindNotFound
+	case errors.As(err, &de) && de.IsTimeout, errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil:
+		return kindTimeout
+	}
+	return kindError
+}
+
+// round resolves every entry. It returns the merged set when all of them answered with at
+// least one usable record, and otherwise the failures.
+func (s *Source) round(ctx context.Context) (nodes.Set, []failure) {
+	byAddr := map[string]nodes.Node{}
+	var failed []failure
+	for _, e := range s.entries {
+		found, err := s.lookup(ctx, e)
+		switch {
+		case err != nil:
+			failed = append(failed, failure{e.name, classify(ctx, err), err})
+			continue
+		case len(found) == 0:
+			failed = append(failed, failure{e.name, kindEmpty, errors.New("the answer holds no usable record")})
+			continue
+		}
+		for _, n := range found {
+			if old, dup := byAddr[n.Addr]; !dup || n.Weight > old.Weight {
+				byAddr[n.Addr] = n
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return nodes.Set{}, failed
+	}
+	set := nodes.Set{Nodes: make([]nodes.Node, 0, len(byAddr))}
+	for _, n := range byAddr {
+		set.Nodes = append(set.Nodes, n)
+	}
+	slices.SortFunc(set.Nodes, func(a, b nodes.Node) int { return strings.Compare(a.Addr, b.Addr) })
+	if err := set.Validate(); err != nil {
+		return nodes.Set{}, []failure{{strings.Join(s.cfg.Names, ","), kindInvalid, err}}
+	}
+	set.Version = version(set.Nodes)
+	return set, nil
+}
+
+// lookup resolves one entry within the timeout.
+func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if e.srv {
+		_, records, err := s.cfg.Resolver.LookupSRV(ctx, "", "", e.name)
+		if err != nil {
+			return nil, s.namingServer(err)
+		}
+		out := make([]nodes.Node, 0, len(records))
+		for _, r := range records {
+			target := strings.TrimSuffix(r.Target, ".")
+			if target == "" {
+				continue // "." : the service is not offered there
+			}
+			if r.Port == 0 {
+				return nil, fmt.Errorf("SRV record for %s has port 0", r.Target)
+			}
+			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight)})
+		}
+		return out, nil
+	}
+	ips, err := s.cfg.Resolver.LookupIPAddr(ctx, e.host)
+	if err != nil {
+		return nil, s.namingServer(err)
+	}
+	out := make([]nodes.Node, 0, len(ips))
+	for _, ip := range ips {
+		a, ok := netip.AddrFromSlice(ip.IP)
+		if !ok {
+			continue
+		}
+		a = a.Unmap()
+		if a.Is6() && ip.Zone != "" {
+			a = a.WithZone(ip.Zone)
+		}
+		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String()})
+	}
+	return out, nil
+}
+
+// namingServer makes a lookup error name the server that was asked: with Config.Server, Go's
+// resolver still reports the system's server, whose address it did not dial.
+func (s *Source) namingServer(err error) error {
+	var de *net.DNSError
+	if s.cfg.Server == "" || !errors.As(err, &de) {
+		return err
+	}
+	fixed := *de
+	fixed.Server = s.cfg.Server
+	return &fixed
+}
+
+// version is a stable hash of a sorted node list: the same answer always gets the same
+// version, in any process.
+func version(ns []nodes.Node) string {
+	h := sha256.New()
+	for _, n := range ns {
+		fmt.Fprintf(h, "%s %d\n", n.Addr, n.Weight)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// condition is the comparable form of a round's failures.
+func condition(failed []failure) string {
+	parts := make([]string, len(failed))
+	for i, f := range failed {
+		parts[i] = f.name + "=" + f.kind
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ";")
+}
+
+// describe renders failures for a log line or an error.
+func describe(failed []failure) string {
+	parts := make([]string, len(failed))
+	for i, f := range failed {
+		parts[i] = f.String()
+	}
+	return strings.Join(parts, "; ")
+}

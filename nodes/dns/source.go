@@ -1,0 +1,138 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// ErrClosed is what Start returns after Close.
+var ErrClosed = errors.New("dns: source closed")
+
+// Source is a nodes.Source that resolves DNS names on a timer. Build it with New; the zero
+// value is not usable. It is safe for concurrent use.
+type Source struct {
+	cfg     Config
+	entries []entry
+	ctx     context.Context // canceled by Close
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	done    chan struct{} // closed when the refresh goroutine has returned
+
+	closeOnce sync.Once
+
+	// Owned by the refresh goroutine once Start has returned.
+	update  func(nodes.Set)
+	version string // of the set the Connector has
+	problem string // the current failure condition, "" when the last round answered
+}
+
+// New checks cfg and fills in its defaults; it does not resolve anything yet, Start does.
+// Errors name the Config field at fault.
+func New(cfg Config) (*Source, error) {
+	cfg, entries, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Source{cfg: cfg, entries: entries, ctx: ctx, cancel: cancel}, nil
+}
+
+// Start implements nodes.Source: it resolves every name and returns the merged nodes, then
+// resolves them again every refresh interval until Close. It fails when any name cannot be
+// resolved to at least one node (or ctx ends first), after Close, and when called twice.
+func (s *Source) Start(ctx context.Context, update func(nodes.Set)) (nodes.Set, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nodes.Set{}, ErrClosed
+	case s.started:
+		s.mu.Unlock()
+		return nodes.Set{}, errors.New("dns: Start called twice")
+	}
+	s.started = true
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	set, failed := s.round(ctx)
+	if len(failed) > 0 {
+		return nodes.Set{}, fmt.Errorf("dns: resolving %v: %s", s.cfg.Names, describe(failed))
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nodes.Set{}, ErrClosed
+	}
+	s.update, s.version, s.done = update, set.Version, make(chan struct{})
+	go s.refresh()
+	return set, nil
+}
+
+// refresh is the source's one goroutine: a round of lookups every refresh interval, so
+// update is never called concurrently.
+func (s *Source) refresh() {
+	defer close(s.done)
+	t := s.cfg.Clock.NewTimer(s.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C():
+		}
+		set, failed := s.round(s.ctx)
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.apply(set, failed)
+		t.Reset(s.cfg.RefreshInterval)
+	}
+}
+
+// apply passes a new answer on, or keeps the list and logs a change of failure condition.
+func (s *Source) apply(set nodes.Set, failed []failure) {
+	if len(failed) > 0 {
+		if c := condition(failed); c != s.problem {
+			s.problem = c
+			s.cfg.Logger.Warn("lbd: DNS lookup failed; keeping the current node list",
+				"names", s.cfg.Names, "reason", describe(failed))
+		}
+		return
+	}
+	if s.problem != "" {
+		s.problem = ""
+		s.cfg.Logger.Info("lbd: DNS answers again", "names", s.cfg.Names, "nodes", len(set.Nodes), "version", set.Version)
+	}
+	if set.Version == s.version {
+		return
+	}
+	s.version = set.Version
+	s.update(set)
+}
+
+// Close implements nodes.Source: it stops the lookups and waits for the source's goroutine. It
+// is idempotent, may be called before Start, and returns nil.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.mu.Lock()
+		s.closed = true
+		done := s.done
+		s.mu.Unlock()
+		if done != nil {
+			<-done
+		}
+	})
+	return nil
+}

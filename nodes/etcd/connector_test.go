@@ -1,0 +1,232 @@
+package etcd_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes/etcd"
+)
+
+// The Connector's timings in these tests. A probe's timeout is capped at the health interval,
+// and one failed probe takes a node down: much below 200ms, a busy machine running the race
+// detector makes probes miss their deadline and takes every node down at once.
+const (
+	healthInterval  = 200 * time.Millisecond
+	balanceInterval = 200 * time.Millisecond
+)
+
+// fastOptions are the Connector's timings for these tests, logging into l.
+func fastOptions(l *slog.Logger) []lbd.Option {
+	return []lbd.Option{
+		lbd.WithCheckHealthInterval(healthInterval),
+		lbd.WithCheckHealthTimeout(healthInterval),
+		lbd.WithCheckBalanceInterval(balanceInterval),
+		lbd.WithLogger(l),
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// openDB opens a pool over c sized for the workload; it closes (with c) at test end.
+func openDB(t testing.TB, c *lbd.Connector) *sql.DB {
+	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(workers)
+	db.SetMaxIdleConns(workers)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// The workload: workers goroutines, each running SELECT 1 and pausing thinkTime, so that the
+// load leaves the Connector's probes the time they need.
+const (
+	workers   = 10
+	thinkTime = 10 * time.Millisecond
+)
+
+// workload runs SELECT 1 from several goroutines until stop, counting failures.
+type workload struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ok     atomic.Int64
+	failed atomic.Int64
+	first  atomic.Value // the first error
+}
+
+func startWorkload(t testing.TB, db *sql.DB) *workload {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &workload{cancel: cancel}
+	for range workers {
+		w.wg.Go(func() {
+			for ctx.Err() == nil {
+				var one int
+				if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
+					if w.failed.Add(1) == 1 {
+						w.first.Store(err)
+					}
+				} else {
+					w.ok.Add(1)
+				}
+				time.Sleep(thinkTime)
+			}
+		})
+	}
+	t.Cleanup(w.stop)
+	return w
+}
+
+func (w *workload) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// check stops the workload and fails the test if any statement failed or none ran.
+func (w *workload) check(t testing.TB) {
+	t.Helper()
+	w.stop()
+	if n := w.failed.Load(); n > 0 {
+		t.Fatalf("%d of %d statements failed; first: %v", n, n+w.ok.Load(), w.first.Load())
+	}
+	if w.ok.Load() == 0 {
+		t.Fatal("the workload ran no statement")
+	}
+	t.Logf("workload: %d statements, no error", w.ok.Load())
+}
+
+func nodeOpen(c *lbd.Connector, addr string) (int, bool) {
+	n, ok := c.Stats().Node(addr)
+	return n.Open, ok
+}
+
+// Writing the key under load moves connections onto a new proxy and drains a removed one,
+// without one failed statement. The Connector is configured through the DSN alone.
+func TestScaleOutAndInUnderLoad(t *testing.T) {
+	srv := startEtcd(t)
+	cl := lbdtest.NewCluster(t, 3)
+	addrs := cl.Addrs()
+	srv.put(testKey, doc("im_user", addrs[0], addrs[1]))
+
+	dsn := cl.User() + ":" + cl.Password() + "@lbetcd(" + srv.Endpoint() + ")/" + cl.Database() +
+		"?etcdKey=" + url.QueryEscape(testKey) + "&etcdDialTimeoutMillis=1000"
+	l := &logs{}
+	c, err := lbd.NewConnector(dsn, fastOptions(l.logger())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, c)
+	if n := len(c.Stats().Nodes); n != 2 {
+		t.Fatalf("%d nodes at start, want the key's 2", n)
+	}
+	w := startWorkload(t, db)
+	waitFor(t, 5*time.Second, "load on both listed proxies", func() bool {
+		a, _ := nodeOpen(c, addrs[0])
+		b, _ := nodeOpen(c, addrs[1])
+		return a > 0 && b > 0
+	})
+
+	written := time.Now()
+	srv.put(testKey, doc("im_user", addrs[0], addrs[1], addrs[2]))
+	waitFor(t, 5*time.Second, "the third proxy up", func() bool {
+		n, ok := c.Stats().Node(addrs[2])
+		return ok && n.State == lbd.StateUp
+	})
+	up := time.Since(written)
+	waitFor(t, 5*time.Second, "connections on the third proxy", func() bool {
+		n, _ := nodeOpen(c, addrs[2])
+		return n > 0
+	})
+	moved := time.Since(written)
+	t.Logf("third proxy up %v after the write, holding connections after %v", up.Round(time.Millisecond), moved.Round(time.Millisecond))
+	// One probe, then the next rebalancing round; two rounds leave room for a busy machine.
+	if limit := up + 2*balanceInterval + 100*time.Millisecond; moved > limit {
+		t.Errorf("connections reached the third proxy %v after the write, want within two balance intervals of it being up (%v)", moved, limit)
+	}
+
+	srv.put(testKey, doc("im_user", addrs[1], addrs[2]))
+	waitFor(t, 5*time.Second, "the first proxy drained and gone", func() bool {
+		_, listed := c.Stats().Node(addrs[0])
+		return !listed && cl.Proxy(0).OpenConns() == 0
+	})
+	statements := cl.Proxy(0).Statements()
+	time.Sleep(100 * time.Millisecond)
+	if cl.Proxy(0).Statements() != statements {
+		t.Error("the removed proxy still receives statements")
+	}
+	w.check(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.count("lbd: etcd"); n != 0 {
+		t.Errorf("the source logged trouble:\n%s", l.all())
+	}
+}
+
+// Stopping etcd under load changes nothing for the application and is logged once; once etcd
+// is back, writes to the key are followed again.
+func TestEtcdOutageUnderLoad(t *testing.T) {
+	srv := startEtcd(t)
+	cl := lbdtest.NewCluster(t, 3)
+	addrs := cl.Addrs()
+	srv.put(testKey, doc("im_user", addrs[0], addrs[1]))
+
+	l := &logs{}
+	src, err := etcd.New(etcd.Config{
+		Endpoints:       []string{srv.Endpoint()},
+		Key:             testKey,
+		DialTimeout:     300 * time.Millisecond,
+		RefreshInterval: 100 * time.Millisecond,
+		Logger:          l.logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := cl.User() + ":" + cl.Password() + "@lb()/" + cl.Database()
+	c, err := lbd.NewConnector(dsn, append(fastOptions(discard()), lbd.WithSource(src))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, c)
+	w := startWorkload(t, db)
+
+	stopping := time.Now()
+	srv.stop()
+	t.Logf("etcd stopped in %v", time.Since(stopping))
+	waitFor(t, 5*time.Second, "the unreachable line", func() bool { return l.count("etcd unreachable") > 0 })
+	before := cl.Proxy(0).Statements() + cl.Proxy(1).Statements()
+	time.Sleep(time.Second) // several failed reads while the application keeps going
+	if after := cl.Proxy(0).Statements() + cl.Proxy(1).Statements(); after-before < 100 {
+		t.Errorf("only %d statements ran during the outage", after-before)
+	}
+	if n := l.count("etcd unreachable"); n != 1 {
+		t.Fatalf("%d unreachable lines, want 1:\n%s", n, l.all())
+	}
+	if n := len(c.Stats().Nodes); n != 2 {
+		t.Fatalf("%d nodes during the outage, want 2", n)
+	}
+
+	restarted := time.Now()
+	srv.start()
+	waitFor(t, 10*time.Second, "the reachable-again line", func() bool { return l.count("etcd reachable again") > 0 })
+	t.Logf("source reached etcd %v after its restart", time.Since(restarted).Round(time.Millisecond))
+	srv.put(testKey, doc("im_user", addrs[0], addrs[1], addrs[2]))
+	waitFor(t, 10*time.Second, "connections on the third proxy", func() bool {
+		n, _ := nodeOpen(c, addrs[2])
+		return n > 0
+	})
+	t.Logf("third proxy in use %v after the restart", time.Since(restarted).Round(time.Millisecond))
+	w.check(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := l.count("etcd unreachable"), l.count("reachable again"); n != 1 || m != 1 {
+		t.Fatalf("%d unreachable and %d reachable-again lines, want 1 each:\n%s", n, m, l.all())
+	}
+}
