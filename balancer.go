@@ -212,3 +212,10 @@ func goodProbesReason(n int) string {
 	}
 	return fmt.Sprintf("%d consecutive good probes", n)
 }
+
+// state returns n's current state.
+func (b *balancer) state(n *node) NodeState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return n.state
+}

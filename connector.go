@@ -126,6 +126,9 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	for i, addr := range c.cfg.Nodes {
 		n, err := c.newNode(addr)
 		if err != nil {
+			if c.source != nil {
+				c.source.Close()
+			}
 			return nil, err
 		}
 		if i < len(c.initialSet.Nodes) {
@@ -324,10 +327,7 @@ func (c *Connector) adopt(n *node, mc driverConn) *conn {
 	w := &conn{dc: mc, node: n, connector: c}
 	n.track(w)
 	c.bal.dialed(n, nil)
-	c.bal.mu.Lock()
-	up := n.state == StateUp
-	c.bal.mu.Unlock()
-	if !up {
+	if c.bal.state(n) != StateUp {
 		w.markRetired()
 	}
 	return w

@@ -16,3 +16,6 @@
 // lbd's own DSN parameters keep the names and defaults of NetEase's Java lb-driver and are
 // removed before go-sql-driver sees the DSN. See ParseDSN and the README.
 package lbd
+
+// Version is lbd's version, sent to config-servers as clientVersion.
+const Version = "0.1.0"

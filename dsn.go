@@ -140,6 +140,9 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		p, ok := lookupParam(key)
 		if !ok {
+			if other, ok := otherNetworksParam(key); ok {
+				return nil, fmt.Errorf("lbd: DSN parameter %q is read by the node source of another network, not by %s(...)", other, my.Net)
+			}
 			if right, typo := misspelledParam(key, source.Params); typo {
 				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
 			}

@@ -40,7 +40,7 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	defer c.applyMu.Unlock()
 	added, err := c.bal.setNodes(set.Canonical().Nodes, c.newNode)
 	for _, n := range added {
-		c.logger.Info("lbd: node added", "node", n.addr, "reason", errAwaitingProbe.Error())
+		c.logger.Info("lbd: node added", "node", n.addr, "state", c.bal.state(n).String())
 		c.startProbing(n)
 		c.triggerProbe(n)
 	}
@@ -56,6 +56,10 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 func (b *balancer) setNodes(list []nodes.Node, newNode func(addr string) (*node, error)) (added []*node, err error) {
 	var tr []transition
 	b.mu.Lock()
+	// With no node taking connections, new ones are trusted until a dial or probe says
+	// otherwise, as the DSN's are at start-up: waiting for their first probe would fail every
+	// Connect in between.
+	trustNew := b.idx.Len() == 0
 	desired := make([]string, 0, len(list))
 	for _, want := range list {
 		desired = append(desired, want.Addr)
@@ -67,9 +71,14 @@ func (b *balancer) setNodes(list []nodes.Node, newNode func(addr string) (*node,
 				b.emit(tr)
 				return added, err
 			}
-			n.state, n.everUp, n.lastErr, n.standby = StateDown, false, errAwaitingProbe, want.Standby
-			b.nodes[want.Addr] = n
-			b.order = append(b.order, n)
+			n.standby = want.Standby
+			if trustNew && !want.Standby {
+				b.addUpLocked(n)
+			} else {
+				n.state, n.everUp, n.lastErr = StateDown, false, errAwaitingProbe
+				b.nodes[want.Addr] = n
+				b.order = append(b.order, n)
+			}
 			added = append(added, n)
 			continue
 		case n.state == StateDraining:

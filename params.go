@@ -117,11 +117,6 @@ func misspelledParam(name string, sourceParams []string) (string, bool) {
 			return p, true
 		}
 	}
-	for _, p := range allSourceParams() {
-		if strings.EqualFold(p, name) {
-			return p + " (it belongs to another DSN network)", true
-		}
-	}
 	// A near miss (checkHealthIntervalSecond) would go to every proxy as a SET and fail each
 	// connection with 1193; say so at parse time instead. Session variables are snake_case and
 	// far from lbd's camelCase names.

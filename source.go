@@ -37,6 +37,9 @@ type SourceConfig struct {
 	Params  map[string]string // the DSN parameters listed in SourceFactory.Params that were set
 	Logger  *slog.Logger      // the Connector's logger
 	Clock   Clock             // the Connector's clock
+	// RecoverCheckCount is the Connector's recoverCheckCount: the good probes after which it
+	// brings a down node back (a source that switches between node sets may wait for the same).
+	RecoverCheckCount int
 }
 
 var (
@@ -67,6 +70,17 @@ func lookupSource(network string) (SourceFactory, bool) {
 	defer sourcesMu.RUnlock()
 	f, ok := sources[network]
 	return f, ok
+}
+
+// otherNetworksParam finds name (in any letter case) among the parameters of registered sources:
+// set on a DSN of another network, it would otherwise be sent to the proxies as a SET.
+func otherNetworksParam(name string) (string, bool) {
+	for _, p := range allSourceParams() {
+		if strings.EqualFold(p, name) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // allSourceParams lists every registered source's parameters, for typo hints.
@@ -132,6 +146,8 @@ func (c *Connector) startSource() error {
 			Params:  maps.Clone(c.cfg.SourceParams),
 			Logger:  c.logger,
 			Clock:   c.opts.clock,
+
+			RecoverCheckCount: c.opts.recoverCount,
 		})
 		if err != nil {
 			return err
@@ -174,7 +190,7 @@ func (c *Connector) applySet(set nodes.Set) {
 		c.logger.Warn("lbd: node source sent an invalid list; keeping the current one", "error", err.Error())
 		return
 	}
-	c.logger.Info("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
+	c.logger.Debug("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
 	c.applyNodes(set) // logs a refused removal itself
 }
 

@@ -4,8 +4,10 @@ package lbd
 type NodeState int32
 
 const (
+	// StateUnknown is the zero value: no node has it (Stats.Node answers it with ok false).
+	StateUnknown NodeState = iota
 	// StateUp: the node takes new connections.
-	StateUp NodeState = iota
+	StateUp
 	// StateDown: the node is blocked (failed probes or dials); it takes no new connection and
 	// comes back after recoverCheckCount consecutive good probes.
 	StateDown
@@ -15,7 +17,7 @@ const (
 	StateDraining
 )
 
-// String returns "up", "down" or "draining".
+// String returns "up", "down", "draining", or "unknown" for the zero value.
 func (s NodeState) String() string {
 	switch s {
 	case StateUp:

@@ -1,0 +1,240 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// cacheFiles lists the files in dir.
+func cacheFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestCacheFile(t *testing.T) {
+	const key = "cache-key-never-stored"
+	cs := newFakeCS(t)
+	cs.setKey(key)
+	cs.setList("im_user", "10.0.0.1:2883", "10.0.0.2:2883")
+	dir := filepath.Join(t.TempDir(), "made", "here")
+	_, u, _ := startSource(t, Config{
+		Servers: []string{cs.addr()}, Schema: "im_user", APIKey: key, CacheDir: dir,
+		PollInterval: 5 * time.Millisecond,
+	}, nil)
+
+	files := cacheFiles(t, dir)
+	if len(files) != 1 || !strings.HasPrefix(files[0], "remote-") || !strings.HasSuffix(files[0], ".json") {
+		t.Fatalf("cache dir holds %v, want one remote-*.json", files)
+	}
+	path := filepath.Join(dir, files[0])
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("cache file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("cache dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
+	}
+	read := func() cacheFile {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), key) || strings.Contains(files[0], key) {
+			t.Fatalf("the cache holds the API key:\n%s", data)
+		}
+		var cf cacheFile
+		if err := json.Unmarshal(data, &cf); err != nil {
+			t.Fatalf("cache file is not JSON: %v\n%s", err, data)
+		}
+		return cf
+	}
+	cf := read()
+	want := []string{"10.0.0.1:2883", "10.0.0.2:2883"}
+	if cf.Schema != "im_user" || !slices.Equal(cf.Nodes, want) || cf.MD5 != nodes.ListMD5(want) || cf.SavedAt.IsZero() {
+		t.Fatalf("cache content %+v", cf)
+	}
+
+	// A change rewrites the same file, leaving no temporary file behind.
+	next := []string{"10.0.0.3:2883"}
+	cs.setList("im_user", next...)
+	waitFor(t, 5*time.Second, "the change", func() bool { return u.count() == 1 })
+	if cf := read(); !slices.Equal(cf.Nodes, next) || cf.MD5 != nodes.ListMD5(next) {
+		t.Fatalf("cache not updated: %+v", cf)
+	}
+	if files := cacheFiles(t, dir); len(files) != 1 {
+		t.Fatalf("cache dir holds %v after a rewrite, want the one file", files)
+	}
+}
+
+// One file per (config-server list, schema, AZ): another AZ or schema does not see it, and the
+// same servers in another order do.
+func TestCacheFileNames(t *testing.T) {
+	a := newDiskCache("d", "s", []server{{base: "http://a:1"}, {base: "http://b:1"}})
+	b := newDiskCache("d", "s", []server{{base: "http://b:1"}, {base: "http://a:1"}})
+	other := newDiskCache("d", "s2", []server{{base: "http://a:1"}, {base: "http://b:1"}})
+	fewer := newDiskCache("d", "s", []server{{base: "http://a:1"}})
+	if a.path("az=") != b.path("az=") {
+		t.Error("the same servers in another order use another file")
+	}
+	for _, p := range []string{a.path("az=az1;ip="), a.path("policy=default"), other.path("az="), fewer.path("az=")} {
+		if p == a.path("az=") {
+			t.Errorf("%s shared by different sets", p)
+		}
+	}
+}
+
+// Scenario 13: every config-server is down at start-up. With a cache from an earlier run the
+// source starts from it and says so; without one Start fails naming each server.
+func TestStartWhileEveryServerIsDown(t *testing.T) {
+	const key = "k-top-secret"
+	dir := t.TempDir()
+	cs := newFakeCS(t)
+	cs.setList("im_user", "10.0.0.1:2883", "10.0.0.2:2883")
+	cs.setKey(key)
+	dead := deadAddr(t)
+	cfg := Config{Servers: []string{dead, cs.addr()}, Schema: "im_user", APIKey: key, CacheDir: dir, AZ: "az1"}
+	src, _, first := startSource(t, cfg, nil)
+	src.Close()
+	cs.close()
+
+	logs := &logRecorder{}
+	cfg.Logger = logs.logger()
+	src, _, set := startSource(t, cfg, nil)
+	src.Close()
+	if !slices.Equal(set.Addrs(), first.Addrs()) || set.Version != first.Version {
+		t.Fatalf("started from %v (%s), want the cached %v (%s)", set.Addrs(), set.Version, first.Addrs(), first.Version)
+	}
+	if n := logs.count("WARN", "starting from the node list cached by an earlier run", dead, cs.addr()); n != 1 {
+		logs.dump(t)
+		t.Fatalf("%d warnings about starting from the cache, want 1", n)
+	}
+
+	for name, c := range map[string]Config{
+		"no cache":     {Servers: cfg.Servers, Schema: "im_user", APIKey: key, CacheDir: t.TempDir()},
+		"cache off":    {Servers: cfg.Servers, Schema: "im_user", APIKey: key, DisableCache: true},
+		"another AZ":   {Servers: cfg.Servers, Schema: "im_user", APIKey: key, CacheDir: dir, AZ: "az2"},
+		"another list": {Servers: cfg.Servers[:1], Schema: "im_user", APIKey: key, CacheDir: dir, AZ: "az1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			_, err = src.Start(context.Background(), func(nodes.Set) {})
+			if err == nil {
+				t.Fatal("Start succeeded without a config-server or cache")
+			}
+			for _, s := range c.Servers {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("the error does not name %s: %v", s, err)
+				}
+			}
+			if !errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), key) {
+				t.Errorf("error %v: want ErrUnreachable, without the key", err)
+			}
+		})
+	}
+}
+
+// A refused API key or an unknown schema is a configuration mistake that the cache must not
+// hide.
+func TestCacheDoesNotHideConfigurationMistakes(t *testing.T) {
+	dir := t.TempDir()
+	cs := newFakeCS(t)
+	cs.setList("s", "10.0.0.1:1")
+	cfg := Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: "k", CacheDir: dir}
+	src, _, _ := startSource(t, cfg, nil)
+	src.Close()
+
+	cs.setKey("another")
+	src, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Start(context.Background(), func(nodes.Set) {}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("Start = %v, want ErrForbidden", err)
+	}
+	cs.setKey("")
+	cs.dropSchema("s")
+	src, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Start(context.Background(), func(nodes.Set) {}); !errors.Is(err, ErrUnknownSchema) {
+		t.Fatalf("Start = %v, want ErrUnknownSchema", err)
+	}
+}
+
+func TestCorruptCacheIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	cs := newFakeCS(t)
+	cs.setList("s", "10.0.0.1:1")
+	cfg := Config{Servers: []string{cs.addr()}, Schema: "s", CacheDir: dir}
+	src, _, _ := startSource(t, cfg, nil)
+	src.Close()
+	cs.close()
+	files := cacheFiles(t, dir)
+	for _, bad := range []string{"{not json", `{"schema":"s","variant":"az=;ip=","md5":"x","nodes":[]}`,
+		`{"schema":"other","variant":"az=;ip=","md5":"x","nodes":["10.0.0.1:1"]}`,
+		`{"schema":"s","variant":"az=;ip=","md5":"x","nodes":["10.0.0.1"]}`} {
+		if err := os.WriteFile(filepath.Join(dir, files[0]), []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		logs := &logRecorder{}
+		c := cfg
+		c.Logger = logs.logger()
+		src, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = src.Start(context.Background(), func(nodes.Set) {})
+		src.Close()
+		if err == nil || !strings.Contains(err.Error(), "unusable") {
+			t.Errorf("cache %s: Start = %v, want an error about the unusable cache", bad, err)
+		}
+		if logs.count("WARN", "ignoring a corrupt") != 1 {
+			logs.dump(t)
+			t.Errorf("cache %s: no warning", bad)
+		}
+	}
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", home)
+	t.Setenv("HOME", home)
+	want, err := DefaultCacheDir()
+	if err != nil {
+		t.Skipf("no user cache directory here: %v", err)
+	}
+	if !strings.HasPrefix(want, home) || filepath.Base(want) != "lbd" {
+		t.Fatalf("DefaultCacheDir = %q, want lbd under %s", want, home)
+	}
+	cs := newFakeCS(t)
+	cs.setList("s", "10.0.0.1:1")
+	src, _, _ := startSource(t, Config{Servers: []string{cs.addr()}, Schema: "s"}, nil)
+	src.Close()
+	if files := cacheFiles(t, want); len(files) != 1 {
+		t.Fatalf("default cache dir holds %v", files)
+	}
+}

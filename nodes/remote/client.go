@@ -1,0 +1,283 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// fetchPath is lb-driver's one endpoint for drivers.
+const fetchPath = "/fetch_sql_proxy_list"
+
+// policyDefault asks for the default (whole) set whatever the client's AZ.
+const policyDefault = nodes.PolicyDefault
+
+// maxAnswer bounds the body read from a config-server.
+const maxAnswer = 8 << 20
+
+// client speaks the config-server protocol. Its methods are called from one goroutine at a
+// time (Start, then the refresh goroutine), so its state needs no lock.
+type client struct {
+	schema  string
+	apiKey  string
+	az      string
+	ip      string // configured; "" means the local address is found and sent
+	timeout time.Duration
+	backoff time.Duration // before trying again to find the local address
+	clk     clock.Clock
+	http    *http.Client
+	tr      *http.Transport
+	notes   *notes
+
+	// The local address, found once from a connection to a config-server.
+	learnedIP string
+	nextLearn time.Time
+	// localAddr connects to hostPort and returns the connection's local address; a test
+	// replaces it.
+	localAddr func(ctx context.Context, hostPort string) (net.Addr, error)
+}
+
+func newClient(s settings, n *notes) *client {
+	dialer := &net.Dialer{Timeout: s.Timeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 nil, // the config-server must see the client's own address
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       s.TLS,
+		TLSHandshakeTimeout:   s.Timeout,
+		ResponseHeaderTimeout: s.Timeout,
+		MaxIdleConnsPerHost:   1,
+		IdleConnTimeout:       max(3*s.PollInterval, 30*time.Second),
+	}
+	c := &client{
+		schema:  s.Schema,
+		apiKey:  s.APIKey,
+		az:      s.AZ,
+		ip:      s.IP,
+		timeout: s.Timeout,
+		backoff: s.AZRefreshInterval,
+		clk:     s.Clock,
+		http:    &http.Client{Transport: tr},
+		tr:      tr,
+		notes:   n,
+	}
+	c.localAddr = func(ctx context.Context, hostPort string) (net.Addr, error) {
+		conn, err := dialer.DialContext(ctx, "tcp", hostPort)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		return conn.LocalAddr(), nil
+	}
+	return c
+}
+
+// close drops the idle keep-alive connections (and their goroutines).
+func (c *client) close() { c.tr.CloseIdleConnections() }
+
+// query is what varies between two requests.
+type query struct {
+	md5    string // the md5 of the list the client has for this variant; "" for none
+	policy string // "" (the config-server decides) or policyDefault
+}
+
+// answer is a config-server's usable answer.
+type answer struct {
+	unchanged bool     // code 304: the client's md5 is current
+	md5       string   // code 200: the list's version
+	list      []string // code 200: the list, validated, in the server's order
+}
+
+// wireAnswer is the JSON body; lb-driver's config-server writes code, md5 and data, and
+// clients skip fields they do not know.
+type wireAnswer struct {
+	Code *int              `json:"code"`
+	MD5  string            `json:"md5"`
+	Data []json.RawMessage `json:"data"`
+	Msg  string            `json:"msg"`
+}
+
+// fetch asks one config-server for the schema's list. The request carries the md5 the client
+// has (so an unchanged list costs a 304), the AZ when one is configured, the client's IP when
+// known, clientFeatureLevel and clientVersion. The error is a *ServerError.
+func (c *client) fetch(ctx context.Context, srv server, q query) (answer, *ServerError) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	ip, serr := c.reportedIP(ctx, srv)
+	if serr != nil {
+		return answer{}, serr
+	}
+	v := url.Values{}
+	v.Set("schema", c.schema)
+	if q.md5 != "" {
+		v.Set("md5", q.md5)
+	}
+	if c.az != "" {
+		v.Set("az", c.az)
+	}
+	if ip != "" {
+		v.Set("ip", ip)
+	}
+	v.Set("clientFeatureLevel", strconv.Itoa(ClientFeatureLevel))
+	v.Set("clientVersion", clientVersion())
+	if q.policy != "" {
+		v.Set("policy", q.policy)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.base+fetchPath+"?"+v.Encode(), nil)
+	if err != nil {
+		return answer{}, newServerError(srv, ErrBadAnswer, "request", "cannot build the request: "+err.Error())
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", clientVersion())
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return answer{}, unreachable(srv, err, c.timeout.String())
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return answer{}, unreachable(srv, err, c.timeout.String())
+	}
+	if len(body) > maxAnswer {
+		return answer{}, newServerError(srv, ErrBadAnswer, "too large", fmt.Sprintf("the answer is larger than %d bytes", maxAnswer))
+	}
+	return decodeAnswer(srv, resp.StatusCode, body, q.md5 != "")
+}
+
+// decodeAnswer turns an HTTP answer into a usable list, or says why it is not one. sentMD5
+// tells whether a 304 makes sense.
+func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *ServerError) {
+	var w wireAnswer
+	jsonErr := json.Unmarshal(body, &w)
+	if status == http.StatusForbidden || (jsonErr == nil && status == http.StatusOK && w.Code != nil && *w.Code == http.StatusForbidden) {
+		detail := ""
+		if jsonErr == nil && w.Msg != "" {
+			detail = "the config-server says: " + clip(w.Msg)
+		}
+		return answer{}, newServerError(srv, ErrForbidden, "", detail)
+	}
+	if status != http.StatusOK {
+		return answer{}, badStatus(srv, status)
+	}
+	if jsonErr != nil {
+		return answer{}, newServerError(srv, ErrBadAnswer, "json", "the body is not JSON: "+clip(jsonErr.Error()))
+	}
+	if w.Code == nil {
+		return answer{}, newServerError(srv, ErrBadAnswer, "no code", "the JSON answer has no code")
+	}
+	switch *w.Code {
+	case http.StatusNotModified:
+		if !sentMD5 {
+			return answer{}, newServerError(srv, ErrBadAnswer, "code 304", "code 304 (unchanged) to a request without md5")
+		}
+		return answer{unchanged: true}, nil
+	case http.StatusNotFound:
+		return answer{}, newServerError(srv, ErrUnknownSchema, "", "")
+	case http.StatusOK:
+	default:
+		return answer{}, newServerError(srv, ErrBadAnswer, "code "+strconv.Itoa(*w.Code), fmt.Sprintf("answer code %d", *w.Code))
+	}
+	if len(w.Data) == 0 {
+		return answer{}, newServerError(srv, ErrEmptyList, "", "")
+	}
+	list := make([]string, 0, len(w.Data))
+	seen := make(map[string]bool, len(w.Data))
+	for _, raw := range w.Data {
+		var entry string
+		if err := json.Unmarshal(raw, &entry); err != nil {
+			return answer{}, newServerError(srv, ErrMalformedEntry, "", fmt.Sprintf("entry %s is not a string", clip(string(bytes.TrimSpace(raw)))))
+		}
+		entry = strings.TrimSpace(entry)
+		if err := nodes.CheckAddr(entry); err != nil {
+			return answer{}, newServerError(srv, ErrMalformedEntry, "", strings.TrimPrefix(err.Error(), "nodes: "))
+		}
+		if seen[entry] {
+			return answer{}, newServerError(srv, ErrMalformedEntry, "", fmt.Sprintf("%q is listed twice", entry))
+		}
+		seen[entry] = true
+		list = append(list, entry)
+	}
+	md5 := strings.TrimSpace(w.MD5)
+	if md5 == "" {
+		md5 = nodes.ListMD5(list) // what lb-driver's config-server would have sent
+	}
+	return answer{md5: md5, list: list}, nil
+}
+
+// clip shortens text from a config-server for an error message.
+func clip(s string) string {
+	const n = 200
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// reportedIP returns the IP to send: the configured one, or the local address of a connection
+// to a config-server, found once and remembered. When that connection fails the config-server
+// is unreachable (the error); when it gives no usable address the request goes without ip
+// (the config-server then uses the request's source address) and the next try waits for the
+// back-off (AZRefreshInterval), since every try costs a connection.
+func (c *client) reportedIP(ctx context.Context, srv server) (string, *ServerError) {
+	if c.ip != "" {
+		return c.ip, nil
+	}
+	if c.learnedIP != "" {
+		return c.learnedIP, nil
+	}
+	now := c.clk.Now()
+	if now.Before(c.nextLearn) {
+		return "", nil
+	}
+	addr, err := c.localAddr(ctx, srv.hostPort)
+	if err != nil {
+		return "", unreachable(srv, err, c.timeout.String())
+	}
+	ip, err := usableIP(addr)
+	if err != nil {
+		c.nextLearn = now.Add(c.backoff)
+		c.notes.ipUnknown(err, c.backoff)
+		return "", nil
+	}
+	c.learnedIP = ip
+	c.notes.ipKnown(ip)
+	return ip, nil
+}
+
+// usableIP extracts a specific IP from a connection's local address.
+func usableIP(a net.Addr) (string, error) {
+	if a == nil {
+		return "", errors.New("the connection has no local address")
+	}
+	var ip netip.Addr
+	switch x := a.(type) {
+	case *net.TCPAddr:
+		ip, _ = netip.AddrFromSlice(x.IP)
+	default:
+		ap, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return "", fmt.Errorf("local address %q is not an IP address", a.String())
+		}
+		ip = ap.Addr()
+	}
+	ip = ip.Unmap().WithZone("")
+	if !ip.IsValid() || ip.IsUnspecified() {
+		return "", fmt.Errorf("local address %q is not a usable IP address", a.String())
+	}
+	return ip.String(), nil
+}
