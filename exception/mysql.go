@@ -71,10 +71,15 @@ func (mysqlSorter) Classify(err error) (bool, string) {
 // net package cut short because of it) is not counted as a network timeout;
 // a socket read or write deadline is.
 func Classify(err error) (fatal bool, reason string) {
+	return classify(err, true)
+}
+
+// classify applies the default rules; oceanBase false leaves 8000-8999 to the other rules.
+func classify(err error, oceanBase bool) (fatal bool, reason string) {
 	if err == nil {
 		return false, ""
 	}
-	if reason = serverReason(err); reason != "" {
+	if reason = serverReason(err, oceanBase); reason != "" {
 		return true, reason
 	}
 	if reason = transportReason(err); reason != "" {
@@ -88,22 +93,22 @@ func Classify(err error) (fatal bool, reason string) {
 
 // serverReason returns the reason of the first fatal *mysql.MySQLError in
 // err's tree, or "" if there is none.
-func serverReason(err error) string {
+func serverReason(err error, oceanBase bool) string {
 	var reason string
 	walk(err, func(e error) bool {
 		me, ok := e.(*mysql.MySQLError)
 		if !ok || me == nil {
 			return false
 		}
-		reason = numberReason(me)
+		reason = numberReason(me, oceanBase)
 		return reason != ""
 	})
 	return reason
 }
 
 // numberReason applies the number and SQLSTATE rules to one server error.
-func numberReason(me *mysql.MySQLError) string {
-	if IsOceanBaseFatalCode(int(me.Number)) {
+func numberReason(me *mysql.MySQLError, oceanBase bool) string {
+	if oceanBase && IsOceanBaseFatalCode(int(me.Number)) {
 		return ReasonOceanBase
 	}
 	if r, ok := fatalNumbers[me.Number]; ok {

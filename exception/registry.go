@@ -25,7 +25,7 @@ var registry = struct {
 	sync.RWMutex
 	sorters map[string]Sorter
 }{
-	sorters: map[string]Sorter{DefaultName: Default},
+	sorters: map[string]Sorter{DefaultName: Default, TiDBName: TiDB},
 }
 
 // Register makes s available under name, so that a data source name can

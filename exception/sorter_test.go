@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestSorterFunc(t *testing.T) {
@@ -56,5 +58,25 @@ func TestSorterFuncWrapsDefault(t *testing.T) {
 	}
 	if s.IsFatal(errors.New("other")) {
 		t.Error("unrelated error reported fatal")
+	}
+}
+
+func TestTiDBSorterLeavesTheOceanBaseRangeAlone(t *testing.T) {
+	writeConflict := &mysql.MySQLError{Number: 8005, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Write conflict"}
+	if !Default.IsFatal(writeConflict) {
+		t.Fatal("the default sorter should call 8005 fatal (OceanBase's rule)")
+	}
+	if TiDB.IsFatal(writeConflict) {
+		t.Fatal("the TiDB sorter called a write conflict fatal")
+	}
+	initializing := &mysql.MySQLError{Number: 8001, SQLState: [5]byte{'0', '8', '0', '0', '4'}}
+	if fatal, reason := TiDB.(Classifier).Classify(initializing); !fatal || reason != ReasonSQLState08 {
+		t.Fatalf("8001 with SQLSTATE 08004 = %v %q, want fatal by SQLSTATE", fatal, reason)
+	}
+	if !TiDB.IsFatal(io.EOF) || !TiDB.IsFatal(&mysql.MySQLError{Number: 1040}) {
+		t.Fatal("the TiDB sorter lost a default rule")
+	}
+	if s, ok := Lookup(TiDBName); !ok || s != TiDB {
+		t.Fatal("the TiDB sorter is not registered")
 	}
 }
