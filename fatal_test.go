@@ -87,11 +87,11 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 	if failures > 3 {
 		t.Fatalf("%d statements failed, want at most the threshold (3)", failures)
 	}
-	downs := logs.find("lbd: node state changed", "node", bad.Addr(), "to", "down")
+	downs := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "down")
 	if len(downs) != 1 {
 		t.Fatalf("%d down transitions logged, want 1", len(downs))
 	}
-	t.Logf("%d application errors before the node went down: %s", failures, downs[0].attrs["reason"])
+	t.Logf("%d application errors before the node went down: %s", failures, downs[0].Attrs["reason"])
 }
 
 func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
@@ -110,7 +110,7 @@ func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 		s, _ := nodeState(c, bad.Addr())
 		return s == StateUp
 	})
-	if len(logs.find("lbd: node state changed", "node", bad.Addr(), "to", "up")) != 1 {
+	if len(logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "up")) != 1 {
 		t.Fatal("no single up transition logged")
 	}
 }

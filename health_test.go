@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +21,7 @@ func fast(health, timeout, balance time.Duration, logs *logRecorder) []Option {
 		WithCheckHealthTimeout(timeout),
 		WithCheckBalanceInterval(balance),
 		WithJitter(func(time.Duration) time.Duration { return 0 }),
-		WithLogger(slog.New(logs)),
+		WithLogger(logs.Logger()),
 	}
 }
 
@@ -104,7 +103,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 		s, _ := nodeState(c, hung.Addr())
 		return s == StateDown
 	})
-	downAt := logs.find("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].at
+	downAt := logs.Match("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].At
 	took := downAt.Sub(hungAt)
 	t.Logf("hung proxy down after %v (interval %v, timeout capped at %v)", took, interval, min(timeout, interval))
 	if limit := interval + min(timeout, interval) + 400*time.Millisecond; took > limit { // slack for a loaded machine
@@ -149,8 +148,8 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 		b, _ := nodeState(c, stopped.Addr())
 		return a == StateDown && b == StateDown
 	})
-	hungDown := logs.find("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].at.Sub(at)
-	stoppedDown := logs.find("lbd: node state changed", "node", stopped.Addr(), "to", "down")[0].at.Sub(at)
+	hungDown := logs.Match("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].At.Sub(at)
+	stoppedDown := logs.Match("lbd: node state changed", "node", stopped.Addr(), "to", "down")[0].At.Sub(at)
 	t.Logf("stopped proxy down after %v, hung proxy after %v", stoppedDown, hungDown)
 	if stoppedDown > interval+400*time.Millisecond {
 		t.Errorf("stopped proxy took %v, want within one interval (%v)", stoppedDown, interval)
@@ -189,8 +188,8 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 		s, _ := nodeState(c, p.Addr())
 		return s == StateUp
 	})
-	ups := logs.find("lbd: node state changed", "node", p.Addr(), "to", "up")
-	if len(ups) != 1 || !strings.HasPrefix(ups[0].attrs["reason"], "3 consecutive good probes") {
+	ups := logs.Match("lbd: node state changed", "node", p.Addr(), "to", "up")
+	if len(ups) != 1 || !strings.HasPrefix(ups[0].Attrs["reason"], "3 consecutive good probes") {
 		t.Fatalf("up transitions = %+v, want one after 3 consecutive good probes", ups)
 	}
 	for i := range 500 {
@@ -268,7 +267,7 @@ func TestDrainRemovedProxy(t *testing.T) {
 	if errs, _ := w.finish(); len(errs) > 0 {
 		t.Fatalf("%d application errors while draining, first: %v", len(errs), errs[0])
 	}
-	if len(logs.find("lbd: node drained and removed", "node", removed)) != 1 {
+	if len(logs.Match("lbd: node drained and removed", "node", removed)) != 1 {
 		t.Fatal("no log line for the drained node")
 	}
 }
@@ -288,7 +287,7 @@ func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 			t.Fatalf("node %s is %v (present %v) after a refused removal, want up", a, s, ok)
 		}
 	}
-	if len(logs.find("lbd: node list not fully applied")) != 1 {
+	if len(logs.Match("lbd: node list not fully applied")) != 1 {
 		t.Fatal("refused removal was not logged")
 	}
 	if err := c.SetNodes(nil); err == nil {
@@ -333,22 +332,22 @@ func TestLogStatsWritesOneLinePerNode(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
 	dsn := strings.Replace(cl.DSN("logStats=true"), cl.User()+":"+cl.Password()+"@", cl.User()+":s3cretpw@", 1)
-	c, err := NewConnector(dsn, append(quiet(), WithLogger(slog.New(logs)), WithStatsInterval(20*time.Millisecond))...)
+	c, err := NewConnector(dsn, append(quiet(), WithLogger(logs.Logger()), WithStatsInterval(20*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	waitFor(t, 5*time.Second, "stats lines for both nodes", func() bool {
-		return len(logs.find("lbd stats", "node", cl.Addrs()[0])) > 0 && len(logs.find("lbd stats", "node", cl.Addrs()[1])) > 0
+		return len(logs.Match("lbd stats", "node", cl.Addrs()[0])) > 0 && len(logs.Match("lbd stats", "node", cl.Addrs()[1])) > 0
 	})
-	for _, rec := range logs.find("lbd stats") {
-		for k, v := range rec.attrs {
+	for _, rec := range logs.Match("lbd stats") {
+		for k, v := range rec.Attrs {
 			if strings.Contains(v, "s3cretpw") {
 				t.Fatalf("stats attribute %s contains the password", k)
 			}
 		}
-		if rec.attrs["state"] != "up" {
-			t.Fatalf("stats line %+v, want state up", rec.attrs)
+		if rec.Attrs["state"] != "up" {
+			t.Fatalf("stats line %+v, want state up", rec.Attrs)
 		}
 	}
 }

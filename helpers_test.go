@@ -7,10 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -39,17 +39,7 @@ func openDB(t testing.TB, cl *lbdtest.Cluster, params string, opts ...Option) (*
 	return db, c
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitFor = testkit.WaitFor
 
 // openCounts returns Stats' open count per proxy, in the cluster's order.
 func openCounts(c *Connector, cl *lbdtest.Cluster) []int {
@@ -101,53 +91,8 @@ func tableName(prefix string) string {
 	return fmt.Sprintf("%s_%d", prefix, rand.Uint64()%1_000_000_000)
 }
 
-// logRecorder is a slog handler that keeps every record, for tests that check what lbd logs.
-type logRecorder struct {
-	mu   sync.Mutex
-	recs []logRecord
-}
-
-type logRecord struct {
-	msg   string
-	level slog.Level
-	attrs map[string]string
-	at    time.Time
-}
-
-func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
-func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	lr := logRecord{msg: rec.Message, level: rec.Level, attrs: map[string]string{}, at: time.Now()}
-	rec.Attrs(func(a slog.Attr) bool {
-		lr.attrs[a.Key] = a.Value.String()
-		return true
-	})
-	r.mu.Lock()
-	r.recs = append(r.recs, lr)
-	r.mu.Unlock()
-	return nil
-}
-
-// find returns the records with this message whose attributes include every pair in match.
-func (r *logRecorder) find(msg string, match ...string) []logRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []logRecord
-next:
-	for _, rec := range r.recs {
-		if rec.msg != msg {
-			continue
-		}
-		for i := 0; i+1 < len(match); i += 2 {
-			if rec.attrs[match[i]] != match[i+1] {
-				continue next
-			}
-		}
-		out = append(out, rec)
-	}
-	return out
-}
+// logRecorder keeps what lbd logs, for tests that check it.
+type logRecorder = testkit.Logs
 
 // nodeState returns addr's state in c's Stats, and false when addr is not there.
 func nodeState(c *Connector, addr string) (NodeState, bool) {

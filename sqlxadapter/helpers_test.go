@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -133,17 +134,7 @@ func (e *env) onlyConn(t *testing.T) int {
 	return at
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitFor = testkit.WaitFor
 
 // closedConns is how many client connections through p have closed. A fatal error brings the
 // node's probe forward, and the probe's own connection goes through the proxy too, so the

@@ -101,7 +101,7 @@ func TestConnectorFollowsSRVRecords(t *testing.T) {
 		lbd.WithCheckHealthInterval(200*time.Millisecond),
 		lbd.WithCheckHealthTimeout(200*time.Millisecond),
 		lbd.WithCheckBalanceInterval(200*time.Millisecond),
-		lbd.WithLogger(l.logger()))
+		lbd.WithLogger(l.Logger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +127,10 @@ func TestConnectorFollowsSRVRecords(t *testing.T) {
 	})
 
 	srv.remove(name)
-	waitFor(t, 5*time.Second, "the failure line", func() bool { return l.count("DNS lookup failed") > 0 })
+	waitFor(t, 5*time.Second, "the failure line", func() bool { return l.Count("DNS lookup failed") > 0 })
 	time.Sleep(1500 * time.Millisecond) // another round
-	if n := len(c.Stats().Nodes); n != 2 || l.count("DNS lookup failed") != 1 {
-		t.Fatalf("%d nodes while the name is gone, want 2; log:\n%s", n, l.all())
+	if n := len(c.Stats().Nodes); n != 2 || l.Count("DNS lookup failed") != 1 {
+		t.Fatalf("%d nodes while the name is gone, want 2; log:\n%s", n, l.All())
 	}
 	w.check(t)
 	if err := db.Close(); err != nil {

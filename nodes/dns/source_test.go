@@ -23,7 +23,7 @@ func newSource(t testing.TB, srv *dnsServer, l *logs, names ...string) *dns.Sour
 		Server:          srv.addr,
 		Timeout:         time.Second,
 		RefreshInterval: refresh,
-		Logger:          l.logger(),
+		Logger:          l.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestARecords(t *testing.T) {
 	l := &logs{}
 	src := newSource(t, srv, l, "proxies.test:2883")
 	var got updates
-	set, err := src.Start(context.Background(), got.push)
+	set, err := src.Start(context.Background(), got.Push)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,19 +59,19 @@ func TestARecords(t *testing.T) {
 
 	srv.setIPs("proxies.test", "::1", "127.0.0.1", "127.0.0.2") // the same answer in another order
 	rounds(t, srv, 6)
-	if got.len() != 0 {
-		t.Fatalf("an unchanged answer was passed on: %v", got.last().Addrs())
+	if got.Len() != 0 {
+		t.Fatalf("an unchanged answer was passed on: %v", got.Last().Addrs())
 	}
 
 	srv.setIPs("proxies.test", "127.0.0.1", "127.0.0.3")
-	waitFor(t, 5*time.Second, "the changed answer", func() bool { return got.len() == 1 })
-	if s := got.last(); !slices.Equal(s.Addrs(), []string{"127.0.0.1:2883", "127.0.0.3:2883"}) || s.Version == first {
+	waitFor(t, 5*time.Second, "the changed answer", func() bool { return got.Len() == 1 })
+	if s := got.Last(); !slices.Equal(s.Addrs(), []string{"127.0.0.1:2883", "127.0.0.3:2883"}) || s.Version == first {
 		t.Fatalf("update %v version %q", s.Addrs(), s.Version)
 	}
 
 	srv.setIPs("proxies.test", "127.0.0.2", "::1", "127.0.0.1")
-	waitFor(t, 5*time.Second, "the first answer again", func() bool { return got.len() == 2 })
-	if v := got.last().Version; v != first {
+	waitFor(t, 5*time.Second, "the first answer again", func() bool { return got.Len() == 2 })
+	if v := got.Last().Version; v != first {
 		t.Fatalf("the first answer came back with version %q, had %q", v, first)
 	}
 	if n := sourceGoroutines(); n == 0 {
@@ -86,11 +86,11 @@ func TestARecords(t *testing.T) {
 	if err := src.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := src.Start(context.Background(), got.push); !errors.Is(err, dns.ErrClosed) {
+	if _, err := src.Start(context.Background(), got.Push); !errors.Is(err, dns.ErrClosed) {
 		t.Fatalf("Start after Close = %v, want ErrClosed", err)
 	}
-	if len(l.find("lbd: DNS")) != 0 {
-		t.Fatalf("unexpected log lines:\n%s", l.all())
+	if len(l.Find("lbd: DNS")) != 0 {
+		t.Fatalf("unexpected log lines:\n%s", l.All())
 	}
 }
 
@@ -99,7 +99,7 @@ func TestSRVRecords(t *testing.T) {
 	srv.setSRV("_mysql._tcp.proxies.test", record{"db1.example", 3306, 10}, record{"localhost", 2883, 20}, record{"localhost", 2884, 0})
 	src := newSource(t, srv, &logs{}, "_mysql._tcp.proxies.test")
 	var got updates
-	set, err := src.Start(context.Background(), got.push)
+	set, err := src.Start(context.Background(), got.Push)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +108,9 @@ func TestSRVRecords(t *testing.T) {
 		t.Fatalf("Start = %+v, want %+v", set.Nodes, want)
 	}
 	srv.setSRV("_mysql._tcp.proxies.test", record{"localhost", 2885, 5}, record{".", 0, 0})
-	waitFor(t, 5*time.Second, "the new SRV answer", func() bool { return got.len() == 1 })
-	if want := []nodes.Node{{Addr: "localhost:2885", Weight: 5}}; !slices.Equal(got.last().Nodes, want) {
-		t.Fatalf("update %+v, want %+v", got.last().Nodes, want)
+	waitFor(t, 5*time.Second, "the new SRV answer", func() bool { return got.Len() == 1 })
+	if want := []nodes.Node{{Addr: "localhost:2885", Weight: 5}}; !slices.Equal(got.Last().Nodes, want) {
+		t.Fatalf("update %+v, want %+v", got.Last().Nodes, want)
 	}
 }
 
@@ -123,7 +123,7 @@ func TestSeveralNames(t *testing.T) {
 	l := &logs{}
 	src := newSource(t, srv, l, "a.test:2883", "b.test:2883", "_mysql._tcp.c.test")
 	var got updates
-	set, err := src.Start(context.Background(), got.push)
+	set, err := src.Start(context.Background(), got.Push)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +131,11 @@ func TestSeveralNames(t *testing.T) {
 		t.Fatalf("Start = %v, want %v", set.Addrs(), want)
 	}
 	srv.remove("b.test")
-	waitFor(t, 5*time.Second, "the failure line", func() bool { return l.count("DNS lookup failed") == 1 })
+	waitFor(t, 5*time.Second, "the failure line", func() bool { return l.Count("DNS lookup failed") == 1 })
 	rounds(t, srv, 10)
-	lines := l.find("DNS lookup failed")
-	if len(lines) != 1 || got.len() != 0 || !strings.Contains(lines[0].attrs["reason"], "b.test") {
-		t.Fatalf("%d updates and these lines, want none and one naming b.test:\n%s", got.len(), l.all())
+	lines := l.Find("DNS lookup failed")
+	if len(lines) != 1 || got.Len() != 0 || !strings.Contains(lines[0].Attrs["reason"], "b.test") {
+		t.Fatalf("%d updates and these lines, want none and one naming b.test:\n%s", got.Len(), l.All())
 	}
 }
 
@@ -156,23 +156,23 @@ func TestFailuresKeepTheList(t *testing.T) {
 			l := &logs{}
 			src := newSource(t, srv, l, "proxies.test:2883")
 			var got updates
-			if _, err := src.Start(context.Background(), got.push); err != nil {
+			if _, err := src.Start(context.Background(), got.Push); err != nil {
 				t.Fatal(err)
 			}
 			c.breakIt(srv)
-			waitFor(t, 5*time.Second, "the failure line", func() bool { return l.count("DNS lookup failed") > 0 })
+			waitFor(t, 5*time.Second, "the failure line", func() bool { return l.Count("DNS lookup failed") > 0 })
 			rounds(t, srv, 10)
-			lines := l.find("DNS lookup failed")
-			if len(lines) != 1 || got.len() != 0 {
-				t.Fatalf("%d updates and %d failure lines, want 0 and 1:\n%s", got.len(), len(lines), l.all())
+			lines := l.Find("DNS lookup failed")
+			if len(lines) != 1 || got.Len() != 0 {
+				t.Fatalf("%d updates and %d failure lines, want 0 and 1:\n%s", got.Len(), len(lines), l.All())
 			}
-			if r := lines[0].attrs["reason"]; !strings.Contains(r, "proxies.test") || !strings.Contains(r, c.kind) {
+			if r := lines[0].Attrs["reason"]; !strings.Contains(r, "proxies.test") || !strings.Contains(r, c.kind) {
 				t.Fatalf("reason %q does not name the name and %q", r, c.kind)
 			}
 			srv.setIPs("proxies.test", "127.0.0.3")
-			waitFor(t, 5*time.Second, "the new answer", func() bool { return got.len() == 1 })
-			if !slices.Equal(got.last().Addrs(), []string{"127.0.0.3:2883"}) || l.count("DNS answers again") != 1 {
-				t.Fatalf("update %v; log:\n%s", got.last().Addrs(), l.all())
+			waitFor(t, 5*time.Second, "the new answer", func() bool { return got.Len() == 1 })
+			if !slices.Equal(got.Last().Addrs(), []string{"127.0.0.3:2883"}) || l.Count("DNS answers again") != 1 {
+				t.Fatalf("update %v; log:\n%s", got.Last().Addrs(), l.All())
 			}
 		})
 	}
@@ -240,7 +240,7 @@ func TestInjectedResolver(t *testing.T) {
 		{"none:3", ""},
 		{"_x._tcp.none", ""},
 	} {
-		src, err := dns.New(dns.Config{Names: []string{c.name}, Resolver: res, Logger: (&logs{}).logger()})
+		src, err := dns.New(dns.Config{Names: []string{c.name}, Resolver: res, Logger: (&logs{}).Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,7 +117,7 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 	dsn := cl.User() + ":" + cl.Password() + "@lbetcd(" + srv.Endpoint() + ")/" + cl.Database() +
 		"?etcdKey=" + url.QueryEscape(testKey) + "&etcdDialTimeoutMillis=1000"
 	l := &logs{}
-	c, err := lbd.NewConnector(dsn, fastOptions(l.logger())...)
+	c, err := lbd.NewConnector(dsn, fastOptions(l.Logger())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +164,8 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := l.count("lbd: etcd"); n != 0 {
-		t.Errorf("the source logged trouble:\n%s", l.all())
+	if n := l.Count("lbd: etcd"); n != 0 {
+		t.Errorf("the source logged trouble:\n%s", l.All())
 	}
 }
 
@@ -183,7 +183,7 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 		Key:             testKey,
 		DialTimeout:     300 * time.Millisecond,
 		RefreshInterval: 100 * time.Millisecond,
-		Logger:          l.logger(),
+		Logger:          l.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -199,14 +199,14 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 	stopping := time.Now()
 	srv.stop()
 	t.Logf("etcd stopped in %v", time.Since(stopping))
-	waitFor(t, 5*time.Second, "the unreachable line", func() bool { return l.count("etcd unreachable") > 0 })
+	waitFor(t, 5*time.Second, "the unreachable line", func() bool { return l.Count("etcd unreachable") > 0 })
 	before := cl.Proxy(0).Statements() + cl.Proxy(1).Statements()
 	time.Sleep(time.Second) // several failed reads while the application keeps going
 	if after := cl.Proxy(0).Statements() + cl.Proxy(1).Statements(); after-before < 100 {
 		t.Errorf("only %d statements ran during the outage", after-before)
 	}
-	if n := l.count("etcd unreachable"); n != 1 {
-		t.Fatalf("%d unreachable lines, want 1:\n%s", n, l.all())
+	if n := l.Count("etcd unreachable"); n != 1 {
+		t.Fatalf("%d unreachable lines, want 1:\n%s", n, l.All())
 	}
 	if n := len(c.Stats().Nodes); n != 2 {
 		t.Fatalf("%d nodes during the outage, want 2", n)
@@ -214,7 +214,7 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 
 	restarted := time.Now()
 	srv.start()
-	waitFor(t, 10*time.Second, "the reachable-again line", func() bool { return l.count("etcd reachable again") > 0 })
+	waitFor(t, 10*time.Second, "the reachable-again line", func() bool { return l.Count("etcd reachable again") > 0 })
 	t.Logf("source reached etcd %v after its restart", time.Since(restarted).Round(time.Millisecond))
 	srv.put(testKey, doc("im_user", addrs[0], addrs[1], addrs[2]))
 	waitFor(t, 10*time.Second, "connections on the third proxy", func() bool {
@@ -226,7 +226,7 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := l.count("etcd unreachable"), l.count("reachable again"); n != 1 || m != 1 {
-		t.Fatalf("%d unreachable and %d reachable-again lines, want 1 each:\n%s", n, m, l.all())
+	if n, m := l.Count("etcd unreachable"), l.Count("reachable again"); n != 1 || m != 1 {
+		t.Fatalf("%d unreachable and %d reachable-again lines, want 1 each:\n%s", n, m, l.All())
 	}
 }

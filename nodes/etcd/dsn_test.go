@@ -78,13 +78,13 @@ func TestDSNAuthentication(t *testing.T) {
 	base := cl.User() + ":" + cl.Password() + "@lbetcd(" + srv.Endpoint() + ")/" + cl.Database() +
 		"?etcdKey=" + escapedKey + "&etcdDialTimeoutMillis=1000&etcdUser=root&etcdPassword="
 	l := &logs{}
-	_, err := lbd.NewConnector(base+"wrong-"+secret, lbd.WithLogger(l.logger()))
+	_, err := lbd.NewConnector(base+"wrong-"+secret, lbd.WithLogger(l.Logger()))
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("a wrong password: NewConnector = %v, want an error without the password", err)
 	}
 	t.Logf("wrong password: %v", err)
 
-	c, err := lbd.NewConnector(base+url.QueryEscape(secret), append(fastOptions(l.logger()), lbd.WithCheckHealthInterval(time.Hour))...)
+	c, err := lbd.NewConnector(base+url.QueryEscape(secret), append(fastOptions(l.Logger()), lbd.WithCheckHealthInterval(time.Hour))...)
 	if err != nil {
 		t.Fatalf("the right password: %v", err)
 	}
@@ -98,8 +98,8 @@ func TestDSNAuthentication(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(l.all(), secret) {
-		t.Fatalf("a log line shows the password:\n%s", l.all())
+	if strings.Contains(l.All(), secret) {
+		t.Fatalf("a log line shows the password:\n%s", l.All())
 	}
 }
 

@@ -22,7 +22,7 @@ func newSource(t testing.TB, srv *etcdServer, l *logs, refresh time.Duration) *e
 		Key:             testKey,
 		DialTimeout:     time.Second,
 		RefreshInterval: refresh,
-		Logger:          l.logger(),
+		Logger:          l.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestStartAndFollow(t *testing.T) {
 	l := &logs{}
 	src := newSource(t, srv, l, time.Hour) // changes must come from the watch alone
 	var got updates
-	set, err := src.Start(context.Background(), got.push)
+	set, err := src.Start(context.Background(), got.Push)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,18 +46,18 @@ func TestStartAndFollow(t *testing.T) {
 	}
 
 	rev = srv.put(testKey, doc("im_user", "10.0.0.1:2883", "10.0.0.2:2883", "10.0.0.3:2883"))
-	waitFor(t, 5*time.Second, "the three-proxy list", func() bool { return got.len() == 1 })
-	if s := got.last(); len(s.Nodes) != 3 || s.Version != strconv.FormatInt(rev, 10) {
+	waitFor(t, 5*time.Second, "the three-proxy list", func() bool { return got.Len() == 1 })
+	if s := got.Last(); len(s.Nodes) != 3 || s.Version != strconv.FormatInt(rev, 10) {
 		t.Fatalf("update %v version %q, want three nodes at revision %d", s.Addrs(), s.Version, rev)
 	}
 
 	// The same list in another order, then a new one: only the new one is passed on.
 	srv.put(testKey, doc("im_user", "10.0.0.3:2883", "10.0.0.1:2883", "10.0.0.2:2883"))
 	srv.put(testKey, doc("im_user", "10.0.0.4:2883"))
-	waitFor(t, 5*time.Second, "the one-proxy list", func() bool { return got.len() >= 2 })
+	waitFor(t, 5*time.Second, "the one-proxy list", func() bool { return got.Len() >= 2 })
 	time.Sleep(50 * time.Millisecond)
-	if n := got.len(); n != 2 || !slices.Equal(got.last().Addrs(), []string{"10.0.0.4:2883"}) {
-		t.Fatalf("%d updates, last %v; want 2, the last with 10.0.0.4 alone", n, got.last().Addrs())
+	if n := got.Len(); n != 2 || !slices.Equal(got.Last().Addrs(), []string{"10.0.0.4:2883"}) {
+		t.Fatalf("%d updates, last %v; want 2, the last with 10.0.0.4 alone", n, got.Last().Addrs())
 	}
 	if n := sourceGoroutines(); n == 0 {
 		t.Fatal("no goroutine of the source found while it runs")
@@ -71,11 +71,11 @@ func TestStartAndFollow(t *testing.T) {
 	if err := src.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := src.Start(context.Background(), got.push); err == nil {
+	if _, err := src.Start(context.Background(), got.Push); err == nil {
 		t.Fatal("Start after Close succeeded")
 	}
-	if warn := l.find("lbd: etcd"); len(warn) != 0 {
-		t.Fatalf("unexpected log lines:\n%s", l.all())
+	if warn := l.Find("lbd: etcd"); len(warn) != 0 {
+		t.Fatalf("unexpected log lines:\n%s", l.All())
 	}
 }
 
@@ -130,30 +130,30 @@ func TestInvalidDocumentKeepsTheList(t *testing.T) {
 	l := &logs{}
 	src := newSource(t, srv, l, 50*time.Millisecond)
 	var got updates
-	if _, err := src.Start(context.Background(), got.push); err != nil {
+	if _, err := src.Start(context.Background(), got.Push); err != nil {
 		t.Fatal(err)
 	}
 	rev := srv.put(testKey, `{"schema":"im_user","proxy":["10.0.0.1:2883",`)
-	waitFor(t, 5*time.Second, "the invalid-document log line", func() bool { return l.count("invalid document") > 0 })
+	waitFor(t, 5*time.Second, "the invalid-document log line", func() bool { return l.Count("invalid document") > 0 })
 	time.Sleep(300 * time.Millisecond) // six more full reads of the same bad document
-	lines := l.find("invalid document")
+	lines := l.Find("invalid document")
 	if len(lines) != 1 {
-		t.Fatalf("%d invalid-document lines, want 1:\n%s", len(lines), l.all())
+		t.Fatalf("%d invalid-document lines, want 1:\n%s", len(lines), l.All())
 	}
-	if a := lines[0].attrs; a["key"] != testKey || a["revision"] != strconv.FormatInt(rev, 10) || !strings.Contains(a["reason"], "JSON") {
+	if a := lines[0].Attrs; a["key"] != testKey || a["revision"] != strconv.FormatInt(rev, 10) || !strings.Contains(a["reason"], "JSON") {
 		t.Fatalf("log line %v lacks key, revision %d or reason", a, rev)
 	}
-	if got.len() != 0 {
-		t.Fatalf("an invalid document produced update %v", got.last().Addrs())
+	if got.Len() != 0 {
+		t.Fatalf("an invalid document produced update %v", got.Last().Addrs())
 	}
 
 	srv.put(testKey, doc("im_user", "10.0.0.3:2883"))
-	waitFor(t, 5*time.Second, "the valid document's list", func() bool { return got.len() == 1 })
-	if !slices.Equal(got.last().Addrs(), []string{"10.0.0.3:2883"}) {
-		t.Fatalf("update %v, want 10.0.0.3:2883", got.last().Addrs())
+	waitFor(t, 5*time.Second, "the valid document's list", func() bool { return got.Len() == 1 })
+	if !slices.Equal(got.Last().Addrs(), []string{"10.0.0.3:2883"}) {
+		t.Fatalf("update %v, want 10.0.0.3:2883", got.Last().Addrs())
 	}
-	if n := l.count("valid document again"); n != 1 {
-		t.Fatalf("%d recovery lines, want 1:\n%s", n, l.all())
+	if n := l.Count("valid document again"); n != 1 {
+		t.Fatalf("%d recovery lines, want 1:\n%s", n, l.All())
 	}
 }
 
@@ -163,20 +163,20 @@ func TestDeletedKeyKeepsTheList(t *testing.T) {
 	l := &logs{}
 	src := newSource(t, srv, l, 50*time.Millisecond)
 	var got updates
-	if _, err := src.Start(context.Background(), got.push); err != nil {
+	if _, err := src.Start(context.Background(), got.Push); err != nil {
 		t.Fatal(err)
 	}
 	srv.del(testKey)
-	waitFor(t, 5*time.Second, "the deleted-key log line", func() bool { return l.count("key deleted") > 0 })
+	waitFor(t, 5*time.Second, "the deleted-key log line", func() bool { return l.Count("key deleted") > 0 })
 	time.Sleep(300 * time.Millisecond)
-	if n := l.count("key deleted"); n != 1 || got.len() != 0 {
-		t.Fatalf("%d deleted-key lines and %d updates, want 1 and 0:\n%s", n, got.len(), l.all())
+	if n := l.Count("key deleted"); n != 1 || got.Len() != 0 {
+		t.Fatalf("%d deleted-key lines and %d updates, want 1 and 0:\n%s", n, got.Len(), l.All())
 	}
 	// The same list written back: nothing to pass on, but the condition is over.
 	srv.put(testKey, doc("im_user", "10.0.0.1:2883"))
-	waitFor(t, 5*time.Second, "the recovery line", func() bool { return l.count("valid document again") == 1 })
-	if got.len() != 0 {
-		t.Fatalf("the unchanged list was passed on: %v", got.last().Addrs())
+	waitFor(t, 5*time.Second, "the recovery line", func() bool { return l.Count("valid document again") == 1 })
+	if got.Len() != 0 {
+		t.Fatalf("the unchanged list was passed on: %v", got.Last().Addrs())
 	}
 }
 
@@ -192,14 +192,14 @@ func TestCompactedWatchIsReplaced(t *testing.T) {
 		Key:             testKey,
 		DialTimeout:     time.Second,
 		RefreshInterval: time.Hour, // only the watch can bring changes
-		Logger:          l.logger(),
+		Logger:          l.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	var got updates
-	if _, err := src.Start(context.Background(), got.push); err != nil {
+	if _, err := src.Start(context.Background(), got.Push); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // let the watch be set up
@@ -209,17 +209,17 @@ func TestCompactedWatchIsReplaced(t *testing.T) {
 	srv.compact(srv.put(testKey, doc("im_user", "10.0.0.3:2883")))
 	fw.setCut(false)
 	waitFor(t, 10*time.Second, "the list written while cut off", func() bool {
-		return slices.Equal(got.last().Addrs(), []string{"10.0.0.3:2883"})
+		return slices.Equal(got.Last().Addrs(), []string{"10.0.0.3:2883"})
 	})
-	if ended := l.find("watch ended"); len(ended) == 0 || !strings.Contains(ended[0].attrs["reason"], "compacted") {
-		t.Fatalf("no log of the compacted watch:\n%s", l.all())
+	if ended := l.Find("watch ended"); len(ended) == 0 || !strings.Contains(ended[0].Attrs["reason"], "compacted") {
+		t.Fatalf("no log of the compacted watch:\n%s", l.All())
 	}
 
 	srv.put(testKey, doc("im_user", "10.0.0.4:2883"))
 	waitFor(t, 5*time.Second, "a change through the new watch", func() bool {
-		return slices.Equal(got.last().Addrs(), []string{"10.0.0.4:2883"})
+		return slices.Equal(got.Last().Addrs(), []string{"10.0.0.4:2883"})
 	})
-	if n := got.len(); n != 2 {
+	if n := got.Len(); n != 2 {
 		t.Fatalf("%d updates, want 2", n)
 	}
 }
