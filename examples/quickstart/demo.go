@@ -23,7 +23,7 @@ import (
 // and 10 s) suit production.
 const (
 	healthInterval  = 500 * time.Millisecond
-	healthTimeout   = 300 * time.Millisecond
+	healthTimeout   = 500 * time.Millisecond
 	balanceInterval = time.Second
 )
 

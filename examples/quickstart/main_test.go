@@ -19,11 +19,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestQuickstart runs the demo as `go run` does, shortened: the fault schedule scales with
-// the duration. Six seconds leave the fourth proxy (joining at 4.2 s) a rebalancing round or
+// the duration. Eight seconds leave the fourth proxy (joining at 5.6 s) two rebalancing rounds or
 // two to get connections.
 func TestQuickstart(t *testing.T) {
 	out := &syncBuffer{}
-	sum, err := run(context.Background(), config{Duration: 6 * time.Second, Workers: 16, Log: out}, out)
+	sum, err := run(context.Background(), config{Duration: 8 * time.Second, Workers: 16, Log: out}, out)
 	t.Log("demo output:\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
