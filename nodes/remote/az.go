@@ -183,19 +183,20 @@ func (s *Source) settle() {
 	if !addsNodes(s.def.list, s.az.list) {
 		s.setMode(modeNormal)
 		s.fb.nextTry = s.s.Clock.Now().Add(s.s.PollInterval)
-		s.push()
+		// Logged before the push, so whoever sees the new set can already see why.
 		s.notes.once("fallback", "no other node "+s.az.md5+" "+s.def.md5, slog.LevelInfo,
 			"lbd: every node of the list is unreachable, and the default set has no other node to fall back to",
 			"nodes", strings.Join(s.az.list, ","))
+		s.push()
 		return
 	}
 	if s.fb.mode != modeDegraded {
 		s.setMode(modeDegraded)
 	}
-	s.push()
 	s.notes.once("fallback", "degraded", slog.LevelWarn,
 		"lbd: every node of the AZ set is unreachable; degraded to the default set, the AZ set's nodes stay probed as standby",
 		"az_nodes", strings.Join(s.az.list, ","), "default_nodes", len(s.def.list))
+	s.push()
 }
 
 // goBack returns to the az set alone: the default set's other nodes drain away.
@@ -203,7 +204,6 @@ func (s *Source) goBack(node string, good int) {
 	was := s.fb.mode
 	s.setMode(modeNormal)
 	s.fb.nextTry = time.Time{}
-	s.push()
 	s.notes.change("fallback", "")
 	if was == modeDegraded {
 		s.notes.emit(slog.LevelInfo, "lbd: a node of the AZ set is reachable again; back to the AZ set",
@@ -212,6 +212,7 @@ func (s *Source) goBack(node string, good int) {
 		s.notes.emit(slog.LevelInfo, "lbd: a node of the AZ set is reachable again; no fallback needed",
 			"node", node, "good_probes", good)
 	}
+	s.push() // after the log line, so whoever sees the new set can already see why
 }
 
 // defaultFromCache takes the default set from the disk cache, when no config-server gave it.

@@ -77,6 +77,7 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	if !src.Degraded() {
 		t.Error("Degraded() is false")
 	}
+	waitFor(t, 5*time.Second, "the degrade warning", func() bool { return logs.count("WARN", "degraded to the default set") >= 1 })
 	if n := logs.count("WARN", "degraded to the default set"); n != 1 {
 		logs.dump(t)
 		t.Errorf("%d degrade warnings, want 1", n)
@@ -105,6 +106,8 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	if src.Degraded() {
 		t.Error("Degraded() is still true")
 	}
+	// The line is logged just after the set is pushed.
+	waitFor(t, 5*time.Second, "the line about going back", func() bool { return logs.count("INFO", "back to the AZ set", nodeA) >= 1 })
 	if n := logs.count("INFO", "back to the AZ set", nodeA); n != 1 {
 		logs.dump(t)
 		t.Errorf("%d lines about going back, want 1", n)
