@@ -282,8 +282,13 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (driver.Conn, erro
 		c.bal.release(n)
 	}
 	switch {
-	case callerGaveUp(ctx), c.closed.Load():
-		// That says nothing about the node.
+	case c.closed.Load():
+	case callerGaveUp(ctx):
+		// That says nothing certain about the node, but a dial still stalled when the caller's
+		// deadline passed may be a hung proxy: have it probed now rather than at its turn.
+		if ctx.Err() != context.Canceled {
+			c.triggerProbe(n)
+		}
 	case sameOnEveryNode(err):
 		n.dialFailed.Add(1)
 	default:

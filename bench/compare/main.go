@@ -1,0 +1,530 @@
+// Command compare measures lbd against the setups it replaces. One mixed SQL workload (point
+// selects, small inserts, SELECT 1) runs three ways over the same in-process lbdtest proxy
+// cluster: straight to one proxy (the floor: no balancing at all), through HAProxy in TCP mode
+// with leastconn and MySQL health checks (when haproxy is installed), and through lbd over every
+// proxy. A fault phase then hangs one proxy under load and measures how each balancer copes.
+// The results land in a README with PNG charts.
+//
+//	go run ./bench/compare                                # in-memory backend
+//	go run ./bench/compare -mysql-dsn 'root:@tcp(127.0.0.1:3306)/test'
+//	go run ./bench/compare -duration 2s -runs 1 -workers 1,4   # a quick smoke run
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+// config holds the command-line settings.
+type config struct {
+	duration     time.Duration
+	workers      []int
+	proxies      int
+	runs         int
+	out          string
+	mysqlDSN     string
+	checkUser    string
+	stmtTimeout  time.Duration
+	faultWorkers int
+	fault        bool
+	verbose      bool
+}
+
+// parseWorkers reads a comma-separated list of positive worker counts.
+func parseWorkers(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad worker count %q", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no worker count given")
+	}
+	return out, nil
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	var cfg config
+	var workers string
+	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "measured time of each load phase (the fault phase scales with it)")
+	fs.StringVar(&workers, "workers", "1,4,16,64", "comma-separated worker counts")
+	fs.IntVar(&cfg.proxies, "proxies", 3, "number of proxies in the cluster")
+	fs.IntVar(&cfg.runs, "runs", 3, "repetitions; the report shows medians")
+	fs.StringVar(&cfg.out, "out", "bench/results", "directory for README.md, results.json and the charts")
+	fs.StringVar(&cfg.mysqlDSN, "mysql-dsn", "", "go-sql-driver DSN of a real MySQL/MariaDB for the proxies to relay to (default: $"+lbdtest.EnvBackendDSN+", else an in-memory backend)")
+	fs.StringVar(&cfg.checkUser, "haproxy-check-user", "", "MySQL user for HAProxy's mysql-check, must log in without password (default: the cluster's user when its password is empty, else \"haproxy\")")
+	fs.DurationVar(&cfg.stmtTimeout, "stmt-timeout", time.Second, "context deadline of every statement")
+	fs.IntVar(&cfg.faultWorkers, "fault-workers", 16, "workers during the fault phase")
+	fs.BoolVar(&cfg.fault, "fault", true, "run the fault phase")
+	fs.BoolVar(&cfg.verbose, "v", false, "print the balancer's view of the hung proxy whenever it changes during the fault phase")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	var err error
+	if cfg.workers, err = parseWorkers(workers); err != nil {
+		return cfg, err
+	}
+	switch {
+	case cfg.duration <= 0:
+		return cfg, errors.New("-duration must be positive")
+	case cfg.proxies < 2:
+		return cfg, errors.New("-proxies must be at least 2")
+	case cfg.runs < 1:
+		return cfg, errors.New("-runs must be at least 1")
+	case cfg.stmtTimeout <= 0:
+		return cfg, errors.New("-stmt-timeout must be positive")
+	case cfg.faultWorkers < 1:
+		return cfg, errors.New("-fault-workers must be at least 1")
+	}
+	return cfg, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
+	}
+	// go-sql-driver logs every connection cut under it (HAProxy shutting sessions of a downed
+	// server does that on purpose); the workload counts those as errors instead.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is the shared state of one invocation.
+type bench struct {
+	cfg     config
+	cluster *lbdtest.Cluster
+	proxies []*lbdtest.Proxy
+	stmts   statements
+	haproxy *haproxyProc
+	warmup  time.Duration
+	seed    uint64
+}
+
+// backendInfo describes the database behind the proxies.
+type backendInfo struct {
+	External bool   // a real server in its own process, not the in-memory one
+	Desc     string // for the report
+}
+
+func run(ctx context.Context, cfg config) error {
+	began := time.Now()
+	if cfg.mysqlDSN == "" {
+		cfg.mysqlDSN = os.Getenv(lbdtest.EnvBackendDSN)
+	}
+	if cfg.mysqlDSN != "" {
+		if _, err := mysql.ParseDSN(cfg.mysqlDSN); err != nil {
+			return fmt.Errorf("-mysql-dsn: %w", err)
+		}
+		os.Setenv(lbdtest.EnvBackendDSN, cfg.mysqlDSN)
+	} else {
+		os.Unsetenv(lbdtest.EnvBackendDSN)
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+
+	cluster, err := lbdtest.Start(cfg.proxies)
+	if err != nil {
+		return fmt.Errorf("start proxies: %w", err)
+	}
+	defer func() {
+		if err := cluster.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "compare: closing the proxies:", err)
+		}
+	}()
+	b := &bench{
+		cfg:     cfg,
+		cluster: cluster,
+		proxies: cluster.Proxies(),
+		warmup:  min(2*time.Second, max(cfg.duration/10, 200*time.Millisecond)),
+		seed:    rand.Uint64(),
+	}
+
+	// The table is created and dropped on the backend itself, so setup statements do not show
+	// in the proxies' counters.
+	admin, err := openPlain(adminDSN(cluster))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	backend, err := describeBackend(ctx, admin, cfg.mysqlDSN != "")
+	if err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	table := fmt.Sprintf("lbd_compare_%d_%04x", time.Now().Unix(), rand.IntN(1<<16))
+	if err := createTable(ctx, admin, table); err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(dctx, "DROP TABLE IF EXISTS "+table); err != nil {
+			fmt.Fprintln(os.Stderr, "compare: dropping", table+":", err)
+		}
+	}()
+	b.stmts = newStatements(table)
+	fmt.Printf("backend: %s; %d proxies; table %s\n", backend.Desc, cfg.proxies, table)
+
+	ha := b.startHAProxy(ctx)
+	if ha.proc != nil {
+		b.haproxy = ha.proc
+		defer ha.proc.Stop()
+	}
+
+	user, pass, db := cluster.User(), cluster.Password(), cluster.Database()
+	lbdDSN := cluster.DSN(clientParams)
+	direct := plainTarget("direct", "direct to one proxy", user, pass, b.proxies[0].Addr(), db)
+	lbdDefaults := lbdTarget("lbd", "lbd (defaults)", lbdDSN)
+	targets := []target{direct}
+	if b.haproxy != nil {
+		t := plainTarget("haproxy", "HAProxy leastconn", user, pass, b.haproxy.Addr(), db)
+		t.haproxy = b.haproxy
+		targets = append(targets, t)
+	}
+	targets = append(targets, lbdDefaults)
+
+	faultTargets := []target{}
+	if b.haproxy != nil {
+		faultTargets = append(faultTargets, targets[1])
+	}
+	faultTargets = append(faultTargets,
+		lbdTarget("lbd", "lbd (defaults: probe every 5 s, 3 s timeout)", lbdDSN),
+		lbdTarget("lbd-tuned", "lbd (tuned: probe every 1 s, 500 ms timeout)", lbdDSN,
+			lbd.WithCheckHealthInterval(time.Second), lbd.WithCheckHealthTimeout(500*time.Millisecond)),
+	)
+
+	res := &results{
+		Began:       began,
+		Config:      cfg,
+		Backend:     backend,
+		HAProxy:     ha,
+		Targets:     targets,
+		FaultTarget: faultTargets,
+		FaultTiming: faultTimingFor(cfg.duration),
+		Warmup:      b.warmup,
+	}
+	for run := 1; run <= cfg.runs; run++ {
+		for _, w := range cfg.workers {
+			for _, t := range targets {
+				pr, err := b.runPhase(ctx, t, w, run, w == cdfWorkers(cfg.workers))
+				if err != nil {
+					return fmt.Errorf("run %d, %s, %d workers: %w", run, t.Label, w, err)
+				}
+				fmt.Printf("run %d/%d %3d workers %-22s %9.0f stmt/s  p50 %s  p99 %s  p99.9 %s ms  cpu %.1fs  cv %s  errors %d\n",
+					run, cfg.runs, w, t.Label, pr.Throughput, fmtMs(pr.P50), fmtMs(pr.P99), fmtMs(pr.P999),
+					pr.ClientCPU, fmtPct(pr.ShareCV), pr.Errors)
+				res.Phases = append(res.Phases, pr)
+			}
+		}
+		if !cfg.fault {
+			continue
+		}
+		for _, t := range faultTargets {
+			fr, err := b.runFault(ctx, t, run, res.FaultTiming)
+			if err != nil {
+				return fmt.Errorf("run %d, fault phase, %s: %w", run, t.Label, err)
+			}
+			fmt.Printf("run %d/%d fault %-45s errors %d (timeouts %d)  counter quiet after %s  last failed stmt %s  down after %s  back up %s  recovered %s\n",
+				run, cfg.runs, t.Label, fr.Errors, fr.Timeouts, fmtSec(fr.CounterStop), fmtSec(fr.LastFailed),
+				fmtSec(fr.MarkedDown), fmtSec(fr.BackUp), fmtRecovered(fr.Recovered, fr.Watch))
+			res.Faults = append(res.Faults, fr)
+		}
+	}
+	res.Took = time.Since(began)
+	if err := writeReport(cfg.out, res); err != nil {
+		return err
+	}
+	if err := writeCharts(cfg.out, res); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s/README.md in %s\n", cfg.out, res.Took.Round(time.Second))
+	return nil
+}
+
+// adminDSN reaches the backend directly, bypassing every proxy.
+func adminDSN(c *lbdtest.Cluster) string {
+	addr := c.BackendAddr()
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	return fmt.Sprintf("%s:%s@%s(%s)/%s?timeout=5s", c.User(), c.Password(), network, addr, c.Database())
+}
+
+// describeBackend names the server behind the proxies.
+func describeBackend(ctx context.Context, admin *sql.DB, external bool) (backendInfo, error) {
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return backendInfo{}, err
+	}
+	if !external {
+		return backendInfo{Desc: "in-memory go-mysql-server inside the measuring process (serialises statements; reports version " + version + ")"}, nil
+	}
+	kind := "MySQL"
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		kind = "MariaDB"
+	}
+	return backendInfo{External: true, Desc: fmt.Sprintf("%s %s, a separate process on this machine", kind, version)}, nil
+}
+
+// haproxyInfo records how HAProxy was set up, or why it was not.
+type haproxyInfo struct {
+	proc      *haproxyProc
+	Version   string // first line of `haproxy -v`
+	Check     string // description of the health check in use
+	Missing   string // why HAProxy is not part of this run; "" when it is
+	CheckNote string // why the check is weaker than asked for; "" when it is not
+	Config    string // the configuration it ran with
+}
+
+// startHAProxy starts HAProxy in front of the proxies when it is installed.
+func (b *bench) startHAProxy(ctx context.Context) haproxyInfo {
+	path, err := exec.LookPath("haproxy")
+	if err != nil {
+		msg := "haproxy is not installed; the HAProxy setup is skipped. Install it with: apt-get install haproxy"
+		fmt.Println(msg)
+		return haproxyInfo{Missing: msg}
+	}
+	user := b.cfg.checkUser
+	if user == "" {
+		user = "haproxy"
+		if b.cluster.Password() == "" {
+			user = b.cluster.User()
+		}
+	}
+	info := haproxyInfo{}
+	if err := checkUserWorks(ctx, b.proxies[0].Addr(), user); err != nil {
+		info.CheckNote = fmt.Sprintf("user %q cannot log in without a password (%v), so HAProxy falls back to a plain TCP connect check, which cannot see a hung proxy. "+
+			"To get the MySQL check on MariaDB/MySQL: CREATE USER '%s'@'127.0.0.1'; (no password, no privileges needed) and pass -haproxy-check-user %s.", user, err, user, user)
+		fmt.Println("haproxy:", info.CheckNote)
+		user = ""
+	}
+	addrs := make([]string, len(b.proxies))
+	for i, p := range b.proxies {
+		addrs[i] = p.Addr()
+	}
+	proc, err := startHAProxy(path, addrs, user)
+	if err != nil {
+		msg := "haproxy is installed but could not be started, so the HAProxy setup is skipped: " + err.Error()
+		fmt.Println(msg)
+		return haproxyInfo{Missing: msg}
+	}
+	info.proc = proc
+	info.Version, _, _ = strings.Cut(proc.version, " - ")
+	info.Config = renderHAProxyConfig(reportSpec(proc.spec))
+	s := proc.spec
+	if user != "" {
+		info.Check = fmt.Sprintf("option mysql-check user %s post-41 (a MySQL login, then QUIT), inter %s, fall %d, rise %d, timeout check %s",
+			user, ms(s.Inter), s.Fall, s.Rise, ms(s.CheckTimeout))
+	} else {
+		info.Check = fmt.Sprintf("plain TCP connect check, inter %s, fall %d, rise %d", ms(s.Inter), s.Fall, s.Rise)
+	}
+	fmt.Printf("haproxy: %s on %s, %s\n", info.Version, proc.Addr(), info.Check)
+	return info
+}
+
+// cdfWorkers is the worker count whose latencies are kept for the CDF chart: 16 when measured,
+// else the largest count below it, else the smallest.
+func cdfWorkers(ws []int) int {
+	best := -1
+	for _, w := range ws {
+		if w == 16 {
+			return 16
+		}
+		if w < 16 && w > best {
+			best = w
+		}
+	}
+	if best > 0 {
+		return best
+	}
+	m := ws[0]
+	for _, w := range ws {
+		m = min(m, w)
+	}
+	return m
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// selfCPU returns the user+system CPU seconds this process has used.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// statementCounts snapshots every proxy's statement counter.
+func (b *bench) statementCounts() []int64 {
+	out := make([]int64, len(b.proxies))
+	for i, p := range b.proxies {
+		out[i] = p.Statements()
+	}
+	return out
+}
+
+// connCounts returns the application connections per proxy: from lbd's Stats when c is set
+// (the probe connection is not counted there), else from the proxies' own counters.
+func (b *bench) connCounts(c *lbd.Connector) []int {
+	out := make([]int, len(b.proxies))
+	if c != nil {
+		st := c.Stats()
+		for i, p := range b.proxies {
+			if n, ok := st.Node(p.Addr()); ok {
+				out[i] = n.Open
+			}
+		}
+		return out
+	}
+	for i, p := range b.proxies {
+		out[i] = p.OpenConns()
+	}
+	return out
+}
+
+// settle waits, at most 3 s, until no client connection is open through any proxy, so that one
+// phase's connections do not leak into the next one's figures.
+func (b *bench) settle() {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		open := 0
+		for _, p := range b.proxies {
+			open += p.OpenConns()
+		}
+		if open == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runPhase runs the workload on t with workers workers: a warm-up, then a measured window of
+// cfg.duration.
+func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLat bool) (phaseResult, error) {
+	db, conn, err := t.open(workers)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	defer func() {
+		db.Close()
+		b.settle()
+	}()
+	now := time.Now()
+	l := &load{
+		db:          db,
+		stmts:       b.stmts,
+		workers:     workers,
+		stmtTimeout: b.cfg.stmtTimeout,
+		from:        now.Add(b.warmup),
+		to:          now.Add(b.warmup + b.cfg.duration),
+		seed:        b.seed + uint64(run),
+	}
+	l.until = l.to
+	l.start()
+	defer l.finish()
+	if err := sleepUntil(ctx, l.from); err != nil {
+		return phaseResult{}, err
+	}
+	cpu0, ha0, st0 := selfCPU(), b.haproxyCPU(t), b.statementCounts()
+	if err := sleepUntil(ctx, l.to); err != nil {
+		return phaseResult{}, err
+	}
+	cpu1, ha1, st1 := selfCPU(), b.haproxyCPU(t), b.statementCounts()
+	conns := b.connCounts(conn)
+	l.finish()
+
+	ok, errs, _, samples := l.totals()
+	lat := l.latencies()
+	slices.Sort(lat)
+	per := make([]int64, len(st0))
+	share := make([]float64, len(st0))
+	for i := range st0 {
+		per[i] = st1[i] - st0[i]
+		share[i] = float64(per[i])
+	}
+	secs := l.to.Sub(l.from).Seconds()
+	pr := phaseResult{
+		Target:       t.Key,
+		Workers:      workers,
+		Run:          run,
+		Seconds:      secs,
+		Statements:   ok,
+		Errors:       errs,
+		Throughput:   float64(ok) / secs,
+		P50:          num(percentile(lat, 50)),
+		P99:          num(percentile(lat, 99)),
+		P999:         num(percentile(lat, 99.9)),
+		ClientCPU:    cpu1 - cpu0,
+		HAProxyCPU:   ha1 - ha0,
+		PerProxy:     per,
+		ShareCV:      num(cv(share)),
+		Conns:        conns,
+		ErrorSamples: samples,
+	}
+	if keepLat {
+		pr.lat = lat
+	}
+	return pr, nil
+}
+
+// haproxyCPU is HAProxy's CPU time when t goes through it, else 0.
+func (b *bench) haproxyCPU(t target) float64 {
+	if t.haproxy == nil {
+		return 0
+	}
+	return t.haproxy.CPUSeconds()
+}
