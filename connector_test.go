@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -324,9 +325,7 @@ func TestTLSChecksEachNodesOwnName(t *testing.T) {
 	if name := fixedTLSName(one); name != "" {
 		t.Errorf("fixedTLSName = %q for a name derived from the only node, want none", name)
 	}
-	RegisterSource("lbtlssrc", SourceFactory{New: func(SourceConfig) (nodes.Source, error) {
-		return nodes.StaticAddrs("proxy-a.example:2883"), nil
-	}})
+	registerTestSources.Do(registerTLSTestSource)
 	viaSource, err := ParseDSN("u:p@lbtlssrc(configserver.example:8080)/db?tls=true")
 	if err != nil {
 		t.Fatal(err)
@@ -378,4 +377,14 @@ func TestConnectErrorMessageIsBounded(t *testing.T) {
 	if len(e.Unwrap()) != 50 || !errors.Is(e, syscall.ECONNREFUSED) {
 		t.Fatal("Unwrap lost nodes")
 	}
+}
+
+// registerTestSources makes test source registrations survive -count=N (RegisterSource panics
+// on a second registration of a name).
+var registerTestSources sync.Once
+
+func registerTLSTestSource() {
+	RegisterSource("lbtlssrc", SourceFactory{New: func(SourceConfig) (nodes.Source, error) {
+		return nodes.StaticAddrs("proxy-a.example:2883"), nil
+	}})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,12 +80,18 @@ func TestRegisterSourceRejectsBadNames(t *testing.T) {
 func TestRegisteredSourceNetwork(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	var got SourceConfig
-	RegisterSource("lbtestsrc", SourceFactory{
-		Params: []string{"testSourceKey"},
-		New: func(sc SourceConfig) (nodes.Source, error) {
-			got = sc
-			return nodes.StaticAddrs(cl.Addrs()...), nil
-		},
+	newSource := func(sc SourceConfig) (nodes.Source, error) {
+		got = sc
+		return nodes.StaticAddrs(cl.Addrs()...), nil
+	}
+	testSourceNew.Store(&newSource)
+	registerTestSource.Do(func() {
+		RegisterSource("lbtestsrc", SourceFactory{
+			Params: []string{"testSourceKey"},
+			New: func(sc SourceConfig) (nodes.Source, error) {
+				return (*testSourceNew.Load())(sc)
+			},
+		})
 	})
 	dsn := cl.User() + ":" + cl.Password() + "@lbtestsrc(anything, here)/" + cl.Database() + "?testSourceKey=v1&parseTime=true"
 	cfg, err := ParseDSN(dsn)
@@ -163,3 +171,8 @@ type healthSource struct {
 }
 
 func (h *healthSource) UseHealth(hv nodes.Health) { h.health = hv }
+
+var (
+	registerTestSource sync.Once
+	testSourceNew      atomic.Pointer[func(SourceConfig) (nodes.Source, error)]
+)
