@@ -3,7 +3,6 @@ package gormplugin
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -199,26 +198,8 @@ func (e *env) onlyConn(t *testing.T) int {
 
 var waitFor = testkit.WaitFor
 
-// mysqlNumber returns the MySQL error number inside err, or 0.
-func mysqlNumber(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-// closedConns is how many client connections through p have closed. A fatal error brings the
-// node's probe forward, and the probe's own connection goes through the proxy too, so the
-// proxy's open count alone does not show that the application's connection closed.
-func closedConns(p *lbdtest.Proxy) int64 { return p.TotalConns() - int64(p.OpenConns()) }
-
-// waitForClose waits until exactly one more connection through p has closed than before.
-func waitForClose(t *testing.T, p *lbdtest.Proxy, before int64) {
-	t.Helper()
-	waitFor(t, 5*time.Second, "the retired connection to close", func() bool { return closedConns(p) == before+1 })
-	time.Sleep(20 * time.Millisecond)
-	if got := closedConns(p); got != before+1 {
-		t.Fatalf("%d connections closed through the proxy, want 1", got-before)
-	}
-}
+var (
+	mysqlNumber  = testkit.MySQLNumber
+	closedConns  = testkit.ClosedConns
+	waitForClose = testkit.WaitForClose
+)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/configserver"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes/remote"
 )
@@ -61,12 +62,9 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 
 // ---- logs ----
 
-// logCapture is a slog.Handler target keeping every record as one line "LEVEL message k=v ...".
-// Its lines are printed when the test fails.
-type logCapture struct {
-	mu    sync.Mutex
-	lines []string
-}
+// logCapture keeps every record as one line "LEVEL message k=v ..."; its lines are printed when
+// the test fails.
+type logCapture struct{ testkit.Logs }
 
 func newLogCapture(t testing.TB, name string) *logCapture {
 	lc := &logCapture{}
@@ -80,13 +78,9 @@ func newLogCapture(t testing.TB, name string) *logCapture {
 	return lc
 }
 
-func (lc *logCapture) logger() *slog.Logger { return slog.New(&captureHandler{lc: lc}) }
+func (lc *logCapture) logger() *slog.Logger { return lc.Logger() }
 
-func (lc *logCapture) all() []string {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	return slices.Clone(lc.lines)
-}
+func (lc *logCapture) all() []string { return lc.Lines() }
 
 // find returns the lines at level that contain every one of parts.
 func (lc *logCapture) find(level slog.Level, parts ...string) []string {
@@ -105,35 +99,6 @@ func (lc *logCapture) find(level slog.Level, parts ...string) []string {
 	}
 	return out
 }
-
-type captureHandler struct {
-	lc    *logCapture
-	attrs []slog.Attr
-}
-
-func (h *captureHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
-	for _, a := range h.attrs {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	h.lc.mu.Lock()
-	h.lc.lines = append(h.lc.lines, b.String())
-	h.lc.mu.Unlock()
-	return nil
-}
-
-func (h *captureHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &captureHandler{lc: h.lc, attrs: append(slices.Clone(h.attrs), as...)}
-}
-
-func (h *captureHandler) WithGroup(string) slog.Handler { return h }
 
 // ---- etcd ----
 

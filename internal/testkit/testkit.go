@@ -4,6 +4,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -27,10 +31,14 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 }
 
 // Logs is a slog.Handler that keeps every record, for tests that check what was logged. The
-// zero value is ready to use; it is safe for concurrent use.
+// zero value is ready to use; it is safe for concurrent use. Handlers made by WithAttrs record
+// into the same Logs, with their attributes on every record.
 type Logs struct {
 	mu    sync.Mutex
 	lines []Line
+
+	root  *Logs       // where a WithAttrs child records; nil for the Logs itself
+	attrs []slog.Attr // a child's attributes
 }
 
 // Line is one recorded log record.
@@ -39,13 +47,23 @@ type Line struct {
 	Msg   string
 	Attrs map[string]string // attribute values as strings
 	At    time.Time         // when it was handled (wall clock)
+	Text  string            // the record rendered as "LEVEL message k=v ..."
 }
 
 // Enabled implements slog.Handler: every level is recorded.
 func (l *Logs) Enabled(context.Context, slog.Level) bool { return true }
 
-// WithAttrs implements slog.Handler; attributes given this way are not kept.
-func (l *Logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+// WithAttrs implements slog.Handler: the child records into the same Logs with attrs added.
+func (l *Logs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &Logs{root: l.store(), attrs: append(append([]slog.Attr(nil), l.attrs...), attrs...)}
+}
+
+func (l *Logs) store() *Logs {
+	if l.root != nil {
+		return l.root
+	}
+	return l
+}
 
 // WithGroup implements slog.Handler; groups are ignored.
 func (l *Logs) WithGroup(string) slog.Handler { return l }
@@ -53,14 +71,50 @@ func (l *Logs) WithGroup(string) slog.Handler { return l }
 // Handle implements slog.Handler.
 func (l *Logs) Handle(_ context.Context, r slog.Record) error {
 	line := Line{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}, At: time.Now()}
-	r.Attrs(func(a slog.Attr) bool {
+	var text strings.Builder
+	fmt.Fprintf(&text, "%s %s", r.Level, r.Message)
+	add := func(a slog.Attr) bool {
 		line.Attrs[a.Key] = a.Value.String()
+		fmt.Fprintf(&text, " %s=%v", a.Key, a.Value)
 		return true
-	})
-	l.mu.Lock()
-	l.lines = append(l.lines, line)
-	l.mu.Unlock()
+	}
+	for _, a := range l.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	line.Text = text.String()
+	st := l.store()
+	st.mu.Lock()
+	st.lines = append(st.lines, line)
+	st.mu.Unlock()
 	return nil
+}
+
+// Lines returns every record rendered as "LEVEL message k=v ...", in order.
+func (l *Logs) Lines() []string {
+	st := l.store()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]string, len(st.lines))
+	for i, r := range st.lines {
+		out[i] = r.Text
+	}
+	return out
+}
+
+// Containing returns the rendered lines that contain every one of parts.
+func (l *Logs) Containing(parts ...string) []string {
+	var out []string
+next:
+	for _, line := range l.Lines() {
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				continue next
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // Logger returns a logger writing to l.
@@ -71,10 +125,11 @@ func (l *Logs) Count(substr string) int { return len(l.Find(substr)) }
 
 // Find returns the lines whose message contains substr.
 func (l *Logs) Find(substr string) []Line {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	st := l.store()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	var out []Line
-	for _, r := range l.lines {
+	for _, r := range st.lines {
 		if strings.Contains(r.Msg, substr) {
 			out = append(out, r)
 		}
@@ -85,11 +140,12 @@ func (l *Logs) Find(substr string) []Line {
 // Match returns the lines whose message is msg and whose attributes include every key/value
 // pair in kv.
 func (l *Logs) Match(msg string, kv ...string) []Line {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	st := l.store()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	var out []Line
 next:
-	for _, r := range l.lines {
+	for _, r := range st.lines {
 		if r.Msg != msg {
 			continue
 		}
@@ -104,15 +160,7 @@ next:
 }
 
 // All renders every line, for failure messages and secret checks.
-func (l *Logs) All() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var b strings.Builder
-	for _, r := range l.lines {
-		fmt.Fprintf(&b, "%s %s %v\n", r.Level, r.Msg, r.Attrs)
-	}
-	return b.String()
-}
+func (l *Logs) All() string { return strings.Join(l.Lines(), "\n") }
 
 // Updates collects the sets a source passes to its update callback.
 type Updates struct {
@@ -142,4 +190,29 @@ func (u *Updates) Last() nodes.Set {
 		return nodes.Set{}
 	}
 	return u.sets[len(u.sets)-1]
+}
+
+// MySQLNumber returns the MySQL error number inside err, or 0.
+func MySQLNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// ClosedConns is how many client connections through p have closed. A fatal error brings the
+// node's probe forward, and the probe's own connection goes through the proxy too, so the
+// proxy's open count alone does not show that the application's connection closed.
+func ClosedConns(p *lbdtest.Proxy) int64 { return p.TotalConns() - int64(p.OpenConns()) }
+
+// WaitForClose waits until exactly one more connection through p has closed than before, and
+// checks a moment later that no other one did.
+func WaitForClose(t testing.TB, p *lbdtest.Proxy, before int64) {
+	t.Helper()
+	WaitFor(t, 5*time.Second, "the retired connection to close", func() bool { return ClosedConns(p) == before+1 })
+	time.Sleep(20 * time.Millisecond)
+	if got := ClosedConns(p); got != before+1 {
+		t.Fatalf("%d connections closed through the proxy, want 1", got-before)
+	}
 }

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -18,11 +17,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
 
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -247,49 +246,13 @@ func deadAddr(t testing.TB) string {
 }
 
 // logRecorder is a slog.Handler that keeps every record as one line of text.
-type logRecorder struct {
-	mu    sync.Mutex
-	lines []string
-}
+// logRecorder keeps every log line, rendered as "LEVEL message k=v ...".
+type logRecorder struct{ testkit.Logs }
 
-type recHandler struct {
-	rec   *logRecorder
-	attrs []slog.Attr
-}
+func (l *logRecorder) logger() *slog.Logger { return l.Logs.Logger() }
 
-func (l *logRecorder) logger() *slog.Logger { return slog.New(&recHandler{rec: l}) }
+func (l *logRecorder) all() []string { return l.Lines() }
 
-func (h *recHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *recHandler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
-	for _, a := range h.attrs {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	h.rec.mu.Lock()
-	h.rec.lines = append(h.rec.lines, b.String())
-	h.rec.mu.Unlock()
-	return nil
-}
-
-func (h *recHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &recHandler{rec: h.rec, attrs: append(slices.Clone(h.attrs), as...)}
-}
-
-func (h *recHandler) WithGroup(string) slog.Handler { return h }
-
-func (l *logRecorder) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.lines)
-}
-
-// count counts the lines containing every one of parts.
 func (l *logRecorder) count(parts ...string) int {
 	n := 0
 	for _, line := range l.all() {
@@ -314,17 +277,7 @@ func (l *logRecorder) dump(t testing.TB) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitFor = testkit.WaitFor
 
 // updates collects the sets a source pushes.
 type updates struct {
