@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -149,7 +150,9 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 func cloneConfig(cfg *Config) *Config {
 	cp := *cfg
 	cp.MySQL = cfg.MySQL.Clone()
-	cp.Nodes = append([]string(nil), cfg.Nodes...)
+	cp.Nodes = slices.Clone(cfg.Nodes)
+	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
+	cp.SourceParams = maps.Clone(cfg.SourceParams)
 	return &cp
 }
 
@@ -197,10 +200,11 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 }
 
 // Connect implements driver.Connector. It dials the up node with the fewest open connections;
-// when that fails it tries the next best, each node with the DSN's timeout, until one answers or
-// every up node has failed. Errors:
-//   - the error of the first node for access denied (1044, 1045, 1698) and unknown database
-//     (1049): every proxy would answer the same, so no other node is tried and none is blocked;
+// when that fails it tries the next best, each node with the DSN's timeout (DefaultDialTimeout
+// without one), until one answers or every up node has failed. Errors:
+//   - the error of the first node for access denied (1044, 1045, 1698), unknown database (1049)
+//     and unknown system variable (1193, usually a mistyped DSN parameter go-sql-driver sent as
+//     SET): every proxy would answer the same, so no other node is tried and none is blocked;
 //   - *ConnectError naming every node when none gave a connection (AllDown when none was up);
 //   - the caller's context error when ctx ends first;
 //   - ErrClosed after Close.
