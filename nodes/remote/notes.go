@@ -58,7 +58,7 @@ func joinErrors(errs []*ServerError) string {
 }
 
 // roundFailed notes a round in which no config-server gave a usable list for the set named
-// set ("az" or "default"): the current list is kept.
+// set ("normal" or "default"): the current list is kept.
 func (n *notes) roundFailed(set string, errs []*ServerError) {
 	for _, e := range errs {
 		n.change("server "+e.Server, e.cond)

@@ -48,7 +48,7 @@ var (
 
 // variant is one of the two sets a config-server gives a client, each with its own md5.
 type variant struct {
-	name     string // "az" or "default", for log lines
+	name     string // "normal" (what a plain request gets: its AZ's list or the full one) or "default", for log lines
 	policy   string // the policy query parameter
 	cacheKey string // names the variant in the disk cache
 	list     []string
@@ -70,7 +70,7 @@ func New(cfg Config) (*Source, error) {
 		src.cache = newDiskCache(s.cacheDir, s.Schema, s.servers)
 	}
 	src.ctx, src.cancel = context.WithCancel(context.Background())
-	src.az = variant{name: "az", cacheKey: "az=" + s.AZ + ";ip=" + s.IP}
+	src.az = variant{name: "normal", cacheKey: "az=" + s.AZ + ";ip=" + s.IP}
 	src.def = variant{name: "default", policy: policyDefault, cacheKey: "policy=" + policyDefault}
 	return src, nil
 }
@@ -120,7 +120,7 @@ func (s *Source) Start(ctx context.Context, update func(nodes.Set)) (nodes.Set, 
 
 	ans, errs, srv, ok := s.round(fctx, &s.az)
 	if ok {
-		s.notes.roundAnswered("az", srv, errs)
+		s.notes.roundAnswered("normal", srv, errs)
 		s.take(&s.az, ans)
 	} else if err := s.startFromCache(errs); err != nil {
 		return nodes.Set{}, err
