@@ -18,6 +18,7 @@ type NodeError struct {
 	Err   error     // the cause (a dial error, a *mysql.MySQLError, a probe failure, ...)
 }
 
+// Error returns "addr: cause", with the node's state when it was not up.
 func (e *NodeError) Error() string {
 	if e.State != StateUp {
 		return e.Addr + " (" + e.State.String() + "): " + errString(e.Err)
@@ -46,6 +47,7 @@ type ConnectError struct {
 	Nodes []*NodeError
 }
 
+// Error names every node with its failure (at most 20; see maxNodesInError).
 func (e *ConnectError) Error() string {
 	var b strings.Builder
 	if e.AllDown {
