@@ -22,7 +22,10 @@
 // from each other: when a transaction commits, the tables it used are
 // written back whole, dropping changes that other connections made to them
 // in the meantime. A prepared statement is only parsed at prepare time;
-// other errors show up when it executes.
+// other errors show up when it executes. Lookups scan tables, so keep test
+// tables small. lbd's health probe ("/* ping */ SELECT 1", and a bare
+// "SELECT 1") is answered at once without waiting for that one-at-a-time
+// lock, as a real proxy answers it while busy; the relay still counts it.
 //
 // When the environment variable LBD_TEST_MYSQL_DSN holds a
 // go-sql-driver DSN (for example "root:@tcp(127.0.0.1:3306)/test"), no
@@ -48,8 +51,9 @@
 //
 // # Timeouts against a hung proxy
 //
-// A hung proxy still completes the TCP handshake. go-sql-driver's
-// "timeout" DSN parameter bounds only that dial, so a client needs
+// A hung proxy still completes the TCP handshake. Plain go-sql-driver's
+// "timeout" DSN parameter bounds only that dial, so a plain client needs
 // "readTimeout" or a context deadline to give up on a hung proxy while
-// waiting for the server greeting or a reply.
+// waiting for the server greeting or a reply. lbd bounds the dial and the
+// handshake together, per proxy.
 package lbdtest
