@@ -1,15 +1,13 @@
 package lbd
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -25,54 +23,16 @@ func fast(health, timeout, balance time.Duration, logs *logRecorder) []Option {
 	}
 }
 
-// workload runs workers that each loop on a short statement until stop is closed, and
-// records every failure with the time its statement started.
-type workload struct {
-	db      *sql.DB
-	stmts   atomic.Int64
-	mu      sync.Mutex
-	errs    []error
-	errFrom []time.Time
-	stop    chan struct{}
-	wg      sync.WaitGroup
+// startWorkload runs SELECT 1 on the given number of goroutines until the test ends or
+// Stop, with a 1 s deadline per statement.
+func startWorkload(t testing.TB, db *sql.DB, workers int) *testkit.Workload {
+	return testkit.StartWorkload(t, db, testkit.WorkloadConfig{Workers: workers, Timeout: time.Second})
 }
 
-func startWorkload(db *sql.DB, workers int, query string) *workload {
-	w := &workload{db: db, stop: make(chan struct{})}
-	for range workers {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for {
-				select {
-				case <-w.stop:
-					return
-				default:
-				}
-				start := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, err := db.ExecContext(ctx, query)
-				cancel()
-				w.stmts.Add(1)
-				if err != nil {
-					w.mu.Lock()
-					w.errs = append(w.errs, err)
-					w.errFrom = append(w.errFrom, start)
-					w.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return w
-}
-
-// finish stops the workers and returns the errors they saw with their statements' start times.
-func (w *workload) finish() ([]error, []time.Time) {
-	close(w.stop)
-	w.wg.Wait()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.errs, w.errFrom
+// failures stops w and returns its failed statements.
+func failures(w *testkit.Workload) []testkit.Op {
+	w.Stop()
+	return w.Failures()
 }
 
 func TestHungProxyIsTakenDown(t *testing.T) {
@@ -82,7 +42,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 	db, c := openDB(t, cl, "timeout=300ms", fast(interval, timeout, time.Hour, logs)...)
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)
-	w := startWorkload(db, 20, "SELECT 1")
+	w := startWorkload(t, db, 20)
 	waitFor(t, 5*time.Second, "the workload to spread over every proxy", func() bool {
 		return spread(openCounts(c, cl)) <= 1 && c.Stats().Open() >= 15
 	})
@@ -110,17 +70,14 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 		t.Errorf("detection took %v, want at most %v", took, limit)
 	}
 
-	time.Sleep(300 * time.Millisecond) // keep the workload running on the other proxies
-	errs, from := w.finish()
-	for i, err := range errs {
-		if !from[i].Before(downAt) {
-			t.Errorf("statement started %v after the node went down failed: %v", from[i].Sub(downAt), err)
+	w.Progress(t, 5*time.Second, 100) // statements on the other proxies after the node went down
+	failed := failures(w)
+	for _, o := range failed {
+		if !o.Start.Before(downAt) {
+			t.Errorf("statement started %v after the node went down failed: %v", o.Start.Sub(downAt), o.Err)
 		}
 	}
-	t.Logf("%d statements, %d failed (all started before the node went down)", w.stmts.Load(), len(errs))
-	if w.stmts.Load() < 100 {
-		t.Fatalf("only %d statements ran; the check above proved little", w.stmts.Load())
-	}
+	t.Logf("%d statements, %d failed (all started before the node went down)", w.Count(), len(failed))
 }
 
 func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
@@ -206,7 +163,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 	db, c := openDB(t, cl, "", fast(250*time.Millisecond, 250*time.Millisecond, balance, logs)...)
 	db.SetMaxOpenConns(30)
 	db.SetMaxIdleConns(30)
-	w := startWorkload(db, 30, "SELECT 1")
+	w := startWorkload(t, db, 30)
 	waitFor(t, 5*time.Second, "30 connections spread 10/10/10", func() bool {
 		got := openCounts(c, cl)
 		return c.Stats().Open() == 30 && spread(got) == 0
@@ -232,8 +189,8 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 	if took > 2*balance+600*time.Millisecond { // slack for a loaded machine
 		t.Errorf("convergence took %v, want within two balance intervals (%v)", took, 2*balance)
 	}
-	if errs, _ := w.finish(); len(errs) > 0 {
-		t.Fatalf("%d application errors during scale-out, first: %v", len(errs), errs[0])
+	if f := failures(w); len(f) > 0 {
+		t.Fatalf("%d application errors during scale-out, first: %v", len(f), f[0].Err)
 	}
 }
 
@@ -243,7 +200,7 @@ func TestDrainRemovedProxy(t *testing.T) {
 	db, c := openDB(t, cl, "", fast(250*time.Millisecond, 250*time.Millisecond, 200*time.Millisecond, logs)...)
 	db.SetMaxOpenConns(15)
 	db.SetMaxIdleConns(15)
-	w := startWorkload(db, 15, "SELECT 1")
+	w := startWorkload(t, db, 15)
 	waitFor(t, 5*time.Second, "load on every proxy", func() bool {
 		for _, n := range openCounts(c, cl) {
 			if n == 0 {
@@ -264,8 +221,8 @@ func TestDrainRemovedProxy(t *testing.T) {
 	waitFor(t, 5*time.Second, "the removed proxy to see no connection", func() bool {
 		return cl.Proxy(1).OpenConns() == 0
 	})
-	if errs, _ := w.finish(); len(errs) > 0 {
-		t.Fatalf("%d application errors while draining, first: %v", len(errs), errs[0])
+	if f := failures(w); len(f) > 0 {
+		t.Fatalf("%d application errors while draining, first: %v", len(f), f[0].Err)
 	}
 	if len(logs.Match("lbd: node drained and removed", "node", removed)) != 1 {
 		t.Fatal("no log line for the drained node")

@@ -26,7 +26,7 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	}
 	db := sql.OpenDB(c)
 	db.SetMaxIdleConns(10)
-	w := startWorkload(db, 10, "SELECT 1")
+	w := startWorkload(t, db, 10)
 	waitFor(t, 5*time.Second, "probes and statements on every proxy", func() bool {
 		for _, ns := range c.Stats().Nodes {
 			if ns.Probes == 0 || ns.Dials == 0 {
@@ -35,8 +35,8 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 		}
 		return true
 	})
-	if errs, _ := w.finish(); len(errs) > 0 {
-		t.Fatalf("workload errors: %v", errs[0])
+	if f := failures(w); len(f) > 0 {
+		t.Fatalf("workload errors: %v", f[0].Err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestOneConfigServerFails(t *testing.T) {
 			a.expectNodes(t, "start", p[0], p[1])
 			w := startWorkload(t, a.db)
 			waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
-			w.progress(t, 100)
+			w.Progress(t, settleWithin, 100)
 
 			tc.fault(bad)
 			waitFor(t, settleWithin, "the application to turn to the other config-server", func() bool {
@@ -39,14 +39,14 @@ func TestOneConfigServerFails(t *testing.T) {
 				t.Fatal("the hung config-server held no request")
 			}
 			good.waitPolls(t, 5)
-			w.progress(t, 100)
-			w.expectNoErrors(t, "after the fault")
+			w.Progress(t, settleWithin, 100)
+			w.ExpectNoErrors(t, "after the fault")
 			a.expectNodes(t, "after the fault", p[0], p[1])
 
 			// A change is still followed, through the other config-server.
 			r.setProxies(p[0], p[1], p[2])
 			waitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
-			w.progress(t, 100)
+			w.Progress(t, settleWithin, 100)
 
 			// An application restarted now starts from the other config-server (its cache is
 			// empty, so the list cannot come from there).
@@ -59,8 +59,8 @@ func TestOneConfigServerFails(t *testing.T) {
 			}
 			b.run(t, 20)
 
-			w.stop()
-			w.expectNoErrors(t, "whole run")
+			w.Stop()
+			w.ExpectNoErrors(t, "whole run")
 		})
 	}
 }
@@ -109,8 +109,8 @@ func TestAllConfigServersDown(t *testing.T) {
 	b.expectNodes(t, "started from the cache", p[0], p[1])
 	w := startWorkload(t, b.db)
 	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return b.serving(p[0]) && b.serving(p[1]) })
-	w.progress(t, 300)
-	w.stop()
-	w.expectNoErrors(t, "started from the cache")
+	w.Progress(t, settleWithin, 300)
+	w.Stop()
+	w.ExpectNoErrors(t, "started from the cache")
 	b.expectNodes(t, "end", p[0], p[1])
 }

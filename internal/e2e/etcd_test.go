@@ -19,7 +19,7 @@ func TestEtcdDown(t *testing.T) {
 	a.expectNodes(t, "start", p[0], p[1])
 	w := startWorkload(t, a.db)
 	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
-	w.progress(t, 100)
+	w.Progress(t, settleWithin, 100)
 
 	r.etcd.stop()
 	waitFor(t, settleWithin, "the config-server to find etcd unreachable", func() bool {
@@ -29,8 +29,8 @@ func TestEtcdDown(t *testing.T) {
 		t.Fatalf("with etcd down the config-server answers code %d, list %v; want 200 and %v", code, list, p[:2])
 	}
 	cs.waitPolls(t, 5)
-	w.progress(t, 100)
-	w.expectNoErrors(t, "etcd down")
+	w.Progress(t, settleWithin, 100)
+	w.ExpectNoErrors(t, "etcd down")
 	a.expectNodes(t, "etcd down", p[0], p[1])
 
 	// An application restart: the list comes from the config-server's memory (the new
@@ -49,8 +49,8 @@ func TestEtcdDown(t *testing.T) {
 		t.Logf("config-server restart with etcd down, as expected: %v", err)
 	}
 
-	w.progress(t, 100)
-	w.stop()
-	w.expectNoErrors(t, "whole run")
+	w.Progress(t, settleWithin, 100)
+	w.Stop()
+	w.ExpectNoErrors(t, "whole run")
 	a.expectNodes(t, "end", p[0], p[1])
 }

@@ -454,70 +454,7 @@ func selectOne(db *sql.DB) error {
 
 // ---- workload ----
 
-// workload runs SELECT 1 on several goroutines, paced, until stopped, counting what succeeds
-// and what fails.
-type workload struct {
-	stopCh chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
-	ok     atomic.Int64
-	failed atomic.Int64
-
-	mu   sync.Mutex
-	errs []string // the first few errors, with their time
-}
-
-// startWorkload starts the workload on db; it is stopped at the end of the test at the latest.
-func startWorkload(t testing.TB, db *sql.DB) *workload {
-	w := &workload{stopCh: make(chan struct{})}
-	for range workers {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for {
-				select {
-				case <-w.stopCh:
-					return
-				case <-time.After(pace):
-				}
-				if err := selectOne(db); err != nil {
-					w.failed.Add(1)
-					w.mu.Lock()
-					if len(w.errs) < 5 {
-						w.errs = append(w.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
-					}
-					w.mu.Unlock()
-					continue
-				}
-				w.ok.Add(1)
-			}
-		}()
-	}
-	t.Cleanup(w.stop)
-	return w
-}
-
-func (w *workload) stop() {
-	w.once.Do(func() {
-		close(w.stopCh)
-		w.wg.Wait()
-	})
-}
-
-// progress waits until n more statements have succeeded, so that a later "no error" covers
-// real traffic.
-func (w *workload) progress(t testing.TB, n int64) {
-	t.Helper()
-	from := w.ok.Load()
-	waitFor(t, settleWithin, fmt.Sprintf("%d more successful statements", n), func() bool { return w.ok.Load() >= from+n })
-}
-
-// expectNoErrors fails the test if any statement has failed since the workload started.
-func (w *workload) expectNoErrors(t testing.TB, when string) {
-	t.Helper()
-	if n := w.failed.Load(); n > 0 {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		t.Errorf("%s: %d of %d statements have failed so far; first: %q", when, n, n+w.ok.Load(), w.errs)
-	}
+// startWorkload runs a checked SELECT 1 on several goroutines, paced, until the test ends.
+func startWorkload(t testing.TB, db *sql.DB) *testkit.Workload {
+	return testkit.StartWorkload(t, db, testkit.WorkloadConfig{Workers: workers, Pace: pace, Timeout: stmtTimeout})
 }

@@ -19,7 +19,7 @@ func TestInvalidDocuments(t *testing.T) {
 	a.expectNodes(t, "start", p[0], p[1])
 	w := startWorkload(t, a.db)
 	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
-	w.progress(t, 100)
+	w.Progress(t, settleWithin, 100)
 
 	goodList := slices.Sorted(slices.Values(p[:2]))
 	reject := func(what, value string, reason ...string) {
@@ -36,8 +36,8 @@ func TestInvalidDocuments(t *testing.T) {
 			t.Fatalf("%s: the config-server answers code %d, list %v; want the last good list %v", what, code, list, goodList)
 		}
 		cs.waitPolls(t, 5)
-		w.progress(t, 50)
-		w.expectNoErrors(t, what)
+		w.Progress(t, settleWithin, 50)
+		w.ExpectNoErrors(t, what)
 		a.expectNodes(t, what, p[0], p[1])
 	}
 
@@ -66,8 +66,8 @@ func TestInvalidDocuments(t *testing.T) {
 	waitFor(t, settleWithin, "p1 to leave Stats and hold no connection on the proxy", func() bool {
 		return a.gone(p[1]) && r.cluster.Proxy(1).OpenConns() == 0
 	})
-	w.progress(t, 100)
-	w.stop()
-	w.expectNoErrors(t, "whole run")
+	w.Progress(t, settleWithin, 100)
+	w.Stop()
+	w.ExpectNoErrors(t, "whole run")
 	a.expectNodes(t, "end", p[0], p[2])
 }

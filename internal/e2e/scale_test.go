@@ -14,7 +14,7 @@ func TestScaleOutAndIn(t *testing.T) {
 	a.expectNodes(t, "start", p[0], p[1])
 	w := startWorkload(t, a.db)
 	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
-	w.progress(t, 100)
+	w.Progress(t, settleWithin, 100)
 
 	// Scale out: p2 joins and takes a share of the connections.
 	r.setProxies(p[0], p[1], p[2])
@@ -30,8 +30,8 @@ func TestScaleOutAndIn(t *testing.T) {
 		}
 		return len(st.Nodes) == 3 && lo > 0 && hi-lo <= 1
 	})
-	w.progress(t, 100)
-	w.expectNoErrors(t, "scale-out")
+	w.Progress(t, settleWithin, 100)
+	w.ExpectNoErrors(t, "scale-out")
 
 	// Scale in: p1 drains away, connections included (the Connector's probe connection too).
 	r.setProxies(p[0], p[2])
@@ -39,14 +39,14 @@ func TestScaleOutAndIn(t *testing.T) {
 		return a.gone(p[1]) && r.cluster.Proxy(1).OpenConns() == 0
 	})
 	dialed := r.cluster.Proxy(1).TotalConns()
-	w.progress(t, 200)
+	w.Progress(t, settleWithin, 200)
 	if !a.serving(p[0]) || !a.serving(p[2]) {
 		t.Errorf("after scale-in: %+v, want p0 and p2 up with connections", a.conn.Stats().Nodes)
 	}
 	if n := r.cluster.Proxy(1).TotalConns(); n != dialed || r.cluster.Proxy(1).OpenConns() != 0 {
 		t.Errorf("the removed proxy p1 was connected to again: %d connections before, %d after, %d open", dialed, n, r.cluster.Proxy(1).OpenConns())
 	}
-	w.stop()
-	w.expectNoErrors(t, "scale-in")
+	w.Stop()
+	w.ExpectNoErrors(t, "scale-in")
 	a.expectNodes(t, "end", p[0], p[2])
 }

@@ -1,16 +1,14 @@
 package dns_test
 
 import (
-	"context"
 	"database/sql"
 	"net"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -21,52 +19,9 @@ const (
 	thinkTime = 10 * time.Millisecond
 )
 
-// workload runs SELECT 1 from several goroutines until stopped, counting failures.
-type workload struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	ok     atomic.Int64
-	failed atomic.Int64
-	first  atomic.Value
-}
-
-func startWorkload(t testing.TB, db *sql.DB) *workload {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &workload{cancel: cancel}
-	for range workers {
-		w.wg.Go(func() {
-			for ctx.Err() == nil {
-				var one int
-				if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
-					if w.failed.Add(1) == 1 {
-						w.first.Store(err)
-					}
-				} else {
-					w.ok.Add(1)
-				}
-				time.Sleep(thinkTime)
-			}
-		})
-	}
-	t.Cleanup(w.stop)
-	return w
-}
-
-func (w *workload) stop() {
-	w.cancel()
-	w.wg.Wait()
-}
-
-func (w *workload) check(t testing.TB) {
-	t.Helper()
-	w.stop()
-	if n := w.failed.Load(); n > 0 {
-		t.Fatalf("%d of %d statements failed; first: %v", n, n+w.ok.Load(), w.first.Load())
-	}
-	if w.ok.Load() == 0 {
-		t.Fatal("the workload ran no statement")
-	}
-	t.Logf("workload: %d statements, no error", w.ok.Load())
+// startWorkload runs SELECT 1 from several goroutines, paced, until the test ends.
+func startWorkload(t testing.TB, db *sql.DB) *testkit.Workload {
+	return testkit.StartWorkload(t, db, testkit.WorkloadConfig{Workers: workers, Pace: thinkTime})
 }
 
 // srvFor is the SRV record of a proxy: target localhost, the proxy's port.
@@ -132,7 +87,7 @@ func TestConnectorFollowsSRVRecords(t *testing.T) {
 	if n := len(c.Stats().Nodes); n != 2 || l.Count("DNS lookup failed") != 1 {
 		t.Fatalf("%d nodes while the name is gone, want 2; log:\n%s", n, l.All())
 	}
-	w.check(t)
+	w.Check(t)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,15 @@
 package etcd_test
 
 import (
-	"context"
 	"database/sql"
 	"io"
 	"log/slog"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes/etcd"
 )
@@ -52,53 +50,9 @@ const (
 	thinkTime = 10 * time.Millisecond
 )
 
-// workload runs SELECT 1 from several goroutines until stop, counting failures.
-type workload struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	ok     atomic.Int64
-	failed atomic.Int64
-	first  atomic.Value // the first error
-}
-
-func startWorkload(t testing.TB, db *sql.DB) *workload {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &workload{cancel: cancel}
-	for range workers {
-		w.wg.Go(func() {
-			for ctx.Err() == nil {
-				var one int
-				if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
-					if w.failed.Add(1) == 1 {
-						w.first.Store(err)
-					}
-				} else {
-					w.ok.Add(1)
-				}
-				time.Sleep(thinkTime)
-			}
-		})
-	}
-	t.Cleanup(w.stop)
-	return w
-}
-
-func (w *workload) stop() {
-	w.cancel()
-	w.wg.Wait()
-}
-
-// check stops the workload and fails the test if any statement failed or none ran.
-func (w *workload) check(t testing.TB) {
-	t.Helper()
-	w.stop()
-	if n := w.failed.Load(); n > 0 {
-		t.Fatalf("%d of %d statements failed; first: %v", n, n+w.ok.Load(), w.first.Load())
-	}
-	if w.ok.Load() == 0 {
-		t.Fatal("the workload ran no statement")
-	}
-	t.Logf("workload: %d statements, no error", w.ok.Load())
+// startWorkload runs SELECT 1 from several goroutines, paced, until the test ends.
+func startWorkload(t testing.TB, db *sql.DB) *testkit.Workload {
+	return testkit.StartWorkload(t, db, testkit.WorkloadConfig{Workers: workers, Pace: thinkTime})
 }
 
 func nodeOpen(c *lbd.Connector, addr string) (int, bool) {
@@ -160,7 +114,7 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 	if cl.Proxy(0).Statements() != statements {
 		t.Error("the removed proxy still receives statements")
 	}
-	w.check(t)
+	w.Check(t)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +176,7 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 		return n > 0
 	})
 	t.Logf("third proxy in use %v after the restart", time.Since(restarted).Round(time.Millisecond))
-	w.check(t)
+	w.Check(t)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

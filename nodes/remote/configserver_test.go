@@ -57,7 +57,7 @@ func TestWithTheConfigServerPackage(t *testing.T) {
 		t.Fatalf("nodes %v, want the AZ set %v found through the reported IP", got, want)
 	}
 
-	w := startWorkload(db, 2)
+	w := startWorkload(t, db, 2)
 	cl.Proxy(0).Stop()
 	cl.Proxy(1).Stop()
 	var switched time.Time
@@ -84,7 +84,7 @@ func TestWithTheConfigServerPackage(t *testing.T) {
 		_, has1 := c.Stats().Node(a[1])
 		return !has1
 	})
-	ops := w.finish()
+	ops := w.Stop()
 	if errs, total := failedSince(ops, switched); len(errs) > 0 {
 		t.Errorf("%d of %d statements failed after the switch; first: %v", len(errs), total, errs[0])
 	}

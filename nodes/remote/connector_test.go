@@ -1,15 +1,14 @@
 package remote
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -46,73 +45,12 @@ func openWithSource(t *testing.T, cl *lbdtest.Cluster, cfg Config, logs *logReco
 	return db, c, src
 }
 
-// op is one statement of a workload.
-type op struct {
-	start time.Time
-	err   error
+// startWorkload runs SELECT 1 in a loop on n goroutines until the test ends or Stop.
+func startWorkload(t testing.TB, db *sql.DB, n int) *testkit.Workload {
+	return testkit.StartWorkload(t, db, testkit.WorkloadConfig{Workers: n})
 }
 
-// workload runs SELECT 1 in a loop on n goroutines until finish.
-type workload struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	ops  []op
-}
-
-func startWorkload(db *sql.DB, n int) *workload {
-	w := &workload{stop: make(chan struct{})}
-	for range n {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for {
-				select {
-				case <-w.stop:
-					return
-				default:
-				}
-				start := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_, err := db.ExecContext(ctx, "SELECT 1")
-				cancel()
-				w.mu.Lock()
-				w.ops = append(w.ops, op{start, err})
-				w.mu.Unlock()
-				// Leave the single-threaded in-memory backend time for the probes.
-				time.Sleep(time.Millisecond)
-			}
-		}()
-	}
-	return w
-}
-
-func (w *workload) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ops)
-}
-
-func (w *workload) finish() []op {
-	close(w.stop)
-	w.wg.Wait()
-	return w.ops
-}
-
-// failedSince returns the errors of the statements started at or after t, and how many
-// statements started then.
-func failedSince(ops []op, t time.Time) (errs []error, total int) {
-	for _, o := range ops {
-		if o.start.Before(t) {
-			continue
-		}
-		total++
-		if o.err != nil {
-			errs = append(errs, o.err)
-		}
-	}
-	return errs, total
-}
+var failedSince = testkit.FailedSince
 
 func nodeStats(c *lbd.Connector, addr string) (lbd.NodeStats, bool) { return c.Stats().Node(addr) }
 
@@ -144,8 +82,8 @@ func TestAZFallbackWithAConnector(t *testing.T) {
 	if len(st.Nodes) != 2 || st.Nodes[0].Addr != a[0] || st.Nodes[1].Addr != a[1] || st.Nodes[0].Standby || st.Nodes[1].Standby {
 		t.Fatalf("start: %+v, want the AZ set %v", st.Nodes, a[:2])
 	}
-	w := startWorkload(db, 4)
-	waitFor(t, 5*time.Second, "statements", func() bool { return w.count() > 50 })
+	w := startWorkload(t, db, 4)
+	waitFor(t, 5*time.Second, "statements", func() bool { return w.Count() > 50 })
 
 	cl.Proxy(0).Stop()
 	cl.Proxy(1).Stop()
@@ -186,7 +124,7 @@ func TestAZFallbackWithAConnector(t *testing.T) {
 	waitFor(t, 5*time.Second, "statements on the AZ set again", func() bool {
 		return cl.Proxy(0).Statements()+cl.Proxy(1).Statements() > stmts0+20
 	})
-	ops := w.finish()
+	ops := w.Stop()
 
 	if stmts2 == 0 {
 		t.Error("no statement ran on the default set while degraded")
@@ -227,8 +165,8 @@ func TestOneConfigServerFails(t *testing.T) {
 				PollInterval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Logger: logs.logger(),
 			}
 			db, c, _ := openWithSource(t, cl, cfg, logs)
-			w := startWorkload(db, 3)
-			waitFor(t, 5*time.Second, "statements", func() bool { return w.count() > 30 })
+			w := startWorkload(t, db, 3)
+			waitFor(t, 5*time.Second, "statements", func() bool { return w.Count() > 30 })
 
 			switch fault {
 			case "down":
@@ -250,7 +188,7 @@ func TestOneConfigServerFails(t *testing.T) {
 			if _, err := db2.Exec("SELECT 1"); err != nil {
 				t.Errorf("restarted Connector: %v", err)
 			}
-			ops := w.finish()
+			ops := w.Stop()
 			if errs, total := failedSince(ops, time.Time{}); len(errs) > 0 {
 				t.Errorf("%d of %d statements failed; first: %v", len(errs), total, errs[0])
 			}
