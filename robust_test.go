@@ -15,27 +15,7 @@ import (
 // garbageServer accepts connections and answers with a truncated handshake that go-sql-driver
 // cannot read (it panics on it without lbd's guard).
 func garbageServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.Write([]byte{3, 0, 0, 0, 0x0a, 'b', '0'})
-				c.SetReadDeadline(time.Now().Add(2 * time.Second))
-				io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return replayServer(t, []byte{3, 0, 0, 0, 0x0a, 'b', '0'})
 }
 
 func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
@@ -188,10 +168,12 @@ func replayServer(t *testing.T, packet []byte) string {
 			if err != nil {
 				return
 			}
-			c.Write(packet)
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			io.Copy(io.Discard, c)
-			c.Close()
+			go func() {
+				defer c.Close()
+				c.Write(packet)
+				c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				io.Copy(io.Discard, c)
+			}()
 		}
 	}()
 	return ln.Addr().String()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -215,4 +216,25 @@ func WaitForClose(t testing.TB, p *lbdtest.Proxy, before int64) {
 	if got := ClosedConns(p); got != before+1 {
 		t.Fatalf("%d connections closed through the proxy, want 1", got-before)
 	}
+}
+
+// GoroutinesIn counts the goroutines whose stack runs code of the package with this import
+// path, right now; a source's Close must have waited for all of them.
+func GoroutinesIn(pkgPath string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, pkgPath+".") {
+			count++
+		}
+	}
+	return count
 }

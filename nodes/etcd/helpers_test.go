@@ -1,8 +1,6 @@
 package etcd_test
 
 import (
-	"runtime"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -18,24 +16,7 @@ func TestMain(m *testing.M) {
 
 // sourceGoroutines counts goroutines running this package's code, right now: Close must have
 // waited for all of them.
-func sourceGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "github.com/lbd-go/lbd/nodes/etcd.") {
-			count++
-		}
-	}
-	return count
-}
+func sourceGoroutines() int { return testkit.GoroutinesIn("github.com/lbd-go/lbd/nodes/etcd") }
 
 // Shared helpers, under the names these tests use.
 type (
