@@ -203,9 +203,6 @@ func (b *balancer) emit(tr []transition) {
 	}
 }
 
-// upCountLocked counts the up nodes.
-func (b *balancer) upCountLocked() int { return b.idx.Len() }
-
 func goodProbesReason(n int) string {
 	if n == 1 {
 		return "1 good probe"

@@ -3,10 +3,8 @@ package lbd
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -84,11 +82,6 @@ func holdConns(t testing.TB, db *sql.DB, n int) []*sql.Conn {
 		conns[i] = c
 	}
 	return conns
-}
-
-// tableName returns a name no other test run uses, since a real backend is shared.
-func tableName(prefix string) string {
-	return fmt.Sprintf("%s_%d", prefix, rand.Uint64()%1_000_000_000)
 }
 
 // logRecorder keeps what lbd logs, for tests that check it.

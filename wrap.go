@@ -16,7 +16,8 @@ type driverStmt interface {
 	driver.StmtExecContext
 	driver.StmtQueryContext
 	driver.NamedValueChecker
-	driver.ColumnConverter //nolint:staticcheck // go-sql-driver still offers it; dropping it would change database/sql's conversions
+	//lint:ignore SA1019 go-sql-driver still offers it; dropping it would change database/sql's conversions
+	driver.ColumnConverter
 }
 
 type stmt struct {
@@ -46,12 +47,12 @@ func (s *stmt) Close() error  { return s.c.observe(s.st.Close()) }
 func (s *stmt) NumInput() int { return s.st.NumInput() }
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
-	res, err := s.st.Exec(args) //nolint:staticcheck // kept for callers that use the old interface
+	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	return res, s.c.observe(err)
 }
 
 func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
-	r, err := s.st.Query(args) //nolint:staticcheck // kept for callers that use the old interface
+	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
 		return nil, s.c.observe(err)
 	}

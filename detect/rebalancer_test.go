@@ -19,9 +19,8 @@ type fakeNode struct {
 func (n *fakeNode) String() string { return n.name }
 
 type ask struct {
-	node      *fakeNode
-	n, idle   int // what was asked, and how many were idle when asked
-	surplusOK bool
+	node    *fakeNode
+	n, idle int // what was asked, and how many were idle when asked
 }
 
 // fakePool is a Pool over fakeNodes. When static is set, Retire reports

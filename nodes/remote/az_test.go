@@ -217,7 +217,7 @@ func TestFallbackToTheCachedDefaultSet(t *testing.T) {
 
 	cs.setFailDefault(true)
 	h.set(true, 5, nodeA, nodeB)
-	src, u, _ = startSource(t, cfg, h)
+	_, u, _ = startSource(t, cfg, h)
 	h.set(false, 0, nodeA, nodeB)
 	waitFor(t, 5*time.Second, "the degraded set from the cache", func() bool { return u.count() == 1 })
 	checkSet(t, u.last(), wantNode{nodeC, false}, wantNode{nodeD, false}, wantNode{nodeA, true}, wantNode{nodeB, true})

@@ -103,12 +103,6 @@ func (f *fakeCS) setAZ(schema, az string, list ...string) {
 	f.schema(schema).az[az] = slices.Clone(list)
 }
 
-func (f *fakeCS) mapIP(schema, ip, az string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.schema(schema).ipAZ[ip] = az
-}
-
 func (f *fakeCS) dropSchema(schema string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -357,5 +351,3 @@ func startSource(t testing.TB, cfg Config, h nodes.Health) (*Source, *updates, n
 	}
 	return src, u, set
 }
-
-func addrsOf(s nodes.Set) []string { return s.Addrs() }
