@@ -53,6 +53,10 @@ type Config struct {
 	// out of the driver's session parameters.
 	SourceParams map[string]string
 
+	// Balance is what lbd balances: new connections (BalanceConnection, the default) or every
+	// checkout of a pooled connection (BalanceStatement); DSN parameter balance.
+	Balance BalanceMode
+
 	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default 5 s).
 	CheckHealthInterval time.Duration
 	// CheckHealthTimeout bounds one probe (checkHealthTimeoutMillis, default 3000 ms); it is

@@ -32,6 +32,8 @@ type options struct {
 	recoverCount   int
 	fatalThreshold int
 	fatalWindow    time.Duration
+	balance        BalanceMode
+	balanceSet     bool // WithBalance was given
 }
 
 // DefaultStatsInterval is how often logStats=true logs (lb-driver logs every minute).

@@ -21,6 +21,14 @@ type param struct {
 // params is the table of lbd's own DSN parameters. Names and defaults follow lb-driver.
 var params = []param{
 	{
+		name: "balance",
+		parse: func(c *Config, v string) (err error) {
+			c.Balance, err = parseBalanceMode(v)
+			return err
+		},
+		format: func(c *Config) (string, bool) { return c.Balance.String(), c.Balance != BalanceConnection },
+	},
+	{
 		name:  "checkHealthIntervalSeconds",
 		parse: func(c *Config, v string) error { return parseSeconds(v, &c.CheckHealthInterval) },
 		format: func(c *Config) (string, bool) {
