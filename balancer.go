@@ -2,8 +2,10 @@ package lbd
 
 import (
 	"fmt"
-	"github.com/lbd-go/lbd/internal/pick"
 	"sync"
+	"sync/atomic"
+
+	"github.com/lbd-go/lbd/internal/pick"
 )
 
 // dialFailuresToDown is how many consecutive failed dials block a node (lb-driver's rule).
@@ -14,8 +16,11 @@ const dialFailuresToDown = 2
 type balancer struct {
 	mu           sync.Mutex
 	nodes        map[string]*node
-	order        []*node // every known node in the order it became known, for Stats
-	idx          pick.Index[*node]
+	order        []*node           // every known node in the order it became known, for Stats
+	idx          pick.Index[*node] // up nodes by open physical connections: where a new one goes
+	busy         pick.Index[*node] // up nodes by physical connections in use: where statement mode binds
+	total        atomic.Int64      // open physical connections over every node, dials in flight included
+	ups          atomic.Int32      // nodes in the pick indexes, readable without the mutex
 	recoverCount int
 	// desired is the node list last asked for when part of it could not be applied yet
 	// (a removal that would have left no up node); nil when everything asked for is applied.
@@ -46,8 +51,30 @@ func (b *balancer) addUpLocked(n *node) {
 	b.nodes[n.addr] = n
 	b.order = append(b.order, n)
 	if !n.standby {
+		b.indexLocked(n)
+	}
+}
+
+// indexLocked puts n in both pick indexes (it takes new connections and binds).
+func (b *balancer) indexLocked(n *node) {
+	if !n.entry.Indexed() {
 		b.idx.Insert(&n.entry)
 	}
+	if !n.busy.Indexed() {
+		b.busy.Insert(&n.busy)
+	}
+	b.ups.Store(int32(b.idx.Len()))
+}
+
+// unindexLocked takes n out of both pick indexes; its counts keep changing outside them.
+func (b *balancer) unindexLocked(n *node) {
+	if n.entry.Indexed() {
+		b.idx.Remove(&n.entry)
+	}
+	if n.busy.Indexed() {
+		b.busy.Remove(&n.busy)
+	}
+	b.ups.Store(int32(b.idx.Len()))
 }
 
 // pick charges one connection to the least-loaded up node that is not in skip and returns it,
@@ -64,8 +91,43 @@ func (b *balancer) pick(skip []*node) *node {
 		return nil
 	}
 	b.idx.Adjust(e, +1)
+	b.total.Add(1)
 	b.mu.Unlock()
 	return e.Value
+}
+
+// charge counts one more open physical connection on n, which the caller is about to dial
+// (statement mode chose n by its in-use count).
+func (b *balancer) charge(n *node) {
+	b.mu.Lock()
+	b.idx.Adjust(&n.entry, +1)
+	b.total.Add(1)
+	b.mu.Unlock()
+}
+
+// pickBusy charges one in-use connection to the up node with the fewest physical connections
+// in use that is not in skip, and returns it (nil when there is none). Equal counts take turns.
+func (b *balancer) pickBusy(skip []*node) *node {
+	b.mu.Lock()
+	e := b.busy.First()
+	for e != nil && containsNode(skip, e.Value) {
+		e = b.busy.Next(e)
+	}
+	if e == nil {
+		b.mu.Unlock()
+		return nil
+	}
+	b.busy.Adjust(e, +1)
+	b.mu.Unlock()
+	return e.Value
+}
+
+// adjustBusy changes n's in-use count by delta: +1 when a parked physical connection is taken
+// up again by its logical connection, -1 when a physical connection is given back.
+func (b *balancer) adjustBusy(n *node, delta int) {
+	b.mu.Lock()
+	b.busy.Adjust(&n.busy, delta)
+	b.mu.Unlock()
 }
 
 func containsNode(list []*node, n *node) bool {
@@ -82,6 +144,7 @@ func (b *balancer) release(n *node) {
 	var tr []transition
 	b.mu.Lock()
 	b.idx.Adjust(&n.entry, -1)
+	b.total.Add(-1)
 	if n.state == StateDraining && n.open() == 0 {
 		tr = append(tr, b.forgetLocked(n))
 	}
@@ -172,11 +235,11 @@ func (b *balancer) setStateLocked(n *node, to NodeState, reason string) transiti
 	case to == StateUp:
 		n.everUp = true
 		n.dialFailures = 0
-		if !n.standby && !n.entry.Indexed() {
-			b.idx.Insert(&n.entry)
+		if !n.standby {
+			b.indexLocked(n)
 		}
-	case to != StateUp && n.entry.Indexed():
-		b.idx.Remove(&n.entry)
+	case to != StateUp:
+		b.unindexLocked(n)
 	}
 	n.transitions.Add(1)
 	return transition{node: n, from: from, to: to, reason: reason}

@@ -39,6 +39,11 @@ type conn struct {
 	connector *Connector
 	state     atomic.Int32
 	retired   atomic.Bool
+
+	// Statement mode: the queries prepared on this physical connection, and the prepared-set
+	// death count at its last sweep. Only the logical connection that claimed it touches them.
+	prepared map[*preparedQuery]driverStmt
+	swept    uint64
 }
 
 var (

@@ -48,7 +48,9 @@ type Connector struct {
 	ready      chan struct{} // closed once the Connector is built; source updates wait for it
 
 	recent  recentFatal // latest fatal errors, for NodeOfError
-	applyMu sync.Mutex  // serialises node-list changes (SetNodes and source updates)
+	mode    BalanceMode
+	stmt    statementPool // statement mode's logical connections and prepared statements
+	applyMu sync.Mutex    // serialises node-list changes (SetNodes and source updates)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -118,6 +120,11 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		stop:   make(chan struct{}),
 		ready:  make(chan struct{}),
 	}
+	c.mode = cfg.Balance
+	if o.balanceSet {
+		c.mode = o.balance
+	}
+	c.cfg.Balance = c.mode
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	c.bal.onTransition = c.onTransition
@@ -199,9 +206,11 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 	return my
 }
 
-// Connect implements driver.Connector. It dials the up node with the fewest open connections;
-// when that fails it tries the next best, each node with the DSN's timeout (DefaultDialTimeout
-// without one), until one answers or every up node has failed. Errors:
+// Connect implements driver.Connector. In connection mode it dials the up node with the fewest
+// open connections; when that fails it tries the next best, each node with the DSN's timeout
+// (DefaultDialTimeout without one), until one answers or every up node has failed. In
+// statement mode it returns a logical connection, dialing a physical one the same way only when
+// there are fewer physical connections than logical ones. Errors:
 //   - the error of the first node for access denied (1044, 1045, 1698), unknown database (1049)
 //     and unknown system variable (1193, usually a mistyped DSN parameter go-sql-driver sent as
 //     SET): every proxy would answer the same, so no other node is tried and none is blocked;
@@ -209,6 +218,26 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 //   - the caller's context error when ctx ends first;
 //   - ErrClosed after Close.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if c.mode == BalanceStatement {
+		return c.connectLogical(ctx)
+	}
+	cn, err := c.connectPhysical(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cn, nil
+}
+
+// connectPhysical dials a physical connection on the up node with the fewest open connections,
+// moving on to the next best when a dial fails.
+func (c *Connector) connectPhysical(ctx context.Context) (*conn, error) {
+	return c.tryNodes(ctx, c.bal.pick, func(n *node) (*conn, error) { return c.connectNode(ctx, n) })
+}
+
+// tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
+// on it, until one is made, every node has failed, the caller gives up or the Connector closes.
+// It applies Connect's error rules.
+func (c *Connector) tryNodes(ctx context.Context, next func(tried []*node) *node, use func(*node) (*conn, error)) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -216,12 +245,12 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	tried := triedBuf[:0]
 	var failures []*NodeError
 	for {
-		n := c.bal.pick(tried)
+		n := next(tried)
 		if n == nil {
 			break
 		}
 		tried = append(tried, n)
-		cn, err := c.connectNode(ctx, n)
+		cn, err := use(n)
 		if err == nil {
 			return cn, nil
 		}
@@ -263,7 +292,7 @@ func (c *Connector) connectError(tried []*NodeError) error {
 // connectNode makes one physical connection to n, whose count the pick already raised. The
 // dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
 // cut short when the Connector closes.
-func (c *Connector) connectNode(ctx context.Context, n *node) (driver.Conn, error) {
+func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	t := &dialTicket{node: n, balancer: c.bal}
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
@@ -334,6 +363,7 @@ func safeConnect(ctx context.Context, dc driver.Connector) (conn driver.Conn, er
 // is used for this checkout only.
 func (c *Connector) adopt(n *node, mc driverConn) *conn {
 	w := &conn{dc: mc, node: n, connector: c}
+	c.stmt.checker.CompareAndSwap(nil, driver.NamedValueChecker(mc))
 	n.track(w)
 	c.bal.dialed(n, nil)
 	if c.bal.state(n) != StateUp {
@@ -357,6 +387,7 @@ func (c *Connector) Close() error {
 		c.closed.Store(true)
 		close(c.stop)
 		c.cancelAll()
+		c.closeParked()
 		if c.source != nil {
 			c.source.Close()
 		}

@@ -13,9 +13,16 @@
 // are retired; pooled connections are evened out when proxies come, go or recover. database/sql
 // keeps pooling; lbd decides where each physical connection goes.
 //
+// With balance=statement (or WithBalance(BalanceStatement)) lbd balances every checkout instead:
+// database/sql pools logical connections, and each is bound, at its first statement after a
+// checkout, to a physical connection on the proxy with the fewest physical connections in use.
+// Transactions, *sql.Conn, session state (SET, USE, user variables, temporary tables, locks)
+// and statements reading the previous one's result keep a logical connection on one physical
+// connection; see BalanceMode and the README.
+//
 // lbd's own DSN parameters keep the names and defaults of NetEase's Java lb-driver and are
 // removed before go-sql-driver sees the DSN. See ParseDSN and the README.
 package lbd
 
 // Version is lbd's version, sent to config-servers as clientVersion.
-const Version = "0.1.0"
+const Version = "0.2.0"

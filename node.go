@@ -20,6 +20,7 @@ type node struct {
 
 	// Guarded by the balancer's mutex.
 	entry        pick.Entry[*node] // open physical connections (dials in flight included) and pick-index links
+	busy         pick.Entry[*node] // physical connections in use (statement mode) and busy-index links
 	state        NodeState
 	dialFailures int   // consecutive failed dials
 	goodProbes   int   // consecutive good probes since the last failure
@@ -41,6 +42,10 @@ type node struct {
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 
+	// Statement mode: physical connections parked idle, most recently returned last.
+	freeMu sync.Mutex
+	free   []*conn
+
 	// probe is the node's current prober target; nil while the node is not probed (draining).
 	probe atomic.Pointer[probeTarget]
 
@@ -57,6 +62,7 @@ func newNode(addr string, connector driver.Connector) *node {
 		conns:     make(map[*conn]struct{}),
 	}
 	n.entry.Value = n
+	n.busy.Value = n
 	return n
 }
 
@@ -160,4 +166,51 @@ func (n *node) recordFatal(now time.Time, threshold int, window time.Duration) b
 	}
 	clear(n.fatalTimes)
 	return true
+}
+
+// pushFree parks an idle physical connection on the node's free list (statement mode).
+func (n *node) pushFree(c *conn) {
+	n.freeMu.Lock()
+	n.free = append(n.free, c)
+	n.freeMu.Unlock()
+}
+
+// popFree takes the most recently parked physical connection and claims it for use, skipping
+// any that lbd closed while they sat there (retired). It returns nil when none is left.
+func (n *node) popFree() *conn {
+	n.freeMu.Lock()
+	defer n.freeMu.Unlock()
+	for len(n.free) > 0 {
+		c := n.free[len(n.free)-1]
+		n.free[len(n.free)-1] = nil
+		n.free = n.free[:len(n.free)-1]
+		if c.state.CompareAndSwap(connIdle, connInUse) {
+			return c
+		}
+	}
+	return nil
+}
+
+// popOldestFree takes the physical connection that has been parked longest and marks it closed
+// (the caller closes it); nil when none is left.
+func (n *node) popOldestFree() *conn {
+	n.freeMu.Lock()
+	defer n.freeMu.Unlock()
+	for len(n.free) > 0 {
+		c := n.free[0]
+		copy(n.free, n.free[1:])
+		n.free[len(n.free)-1] = nil
+		n.free = n.free[:len(n.free)-1]
+		if c.state.CompareAndSwap(connIdle, connClosed) {
+			return c
+		}
+	}
+	return nil
+}
+
+// freeCount returns how many physical connections are parked (some may have closed since).
+func (n *node) freeCount() int {
+	n.freeMu.Lock()
+	defer n.freeMu.Unlock()
+	return len(n.free)
 }

@@ -103,11 +103,10 @@ func (b *balancer) setStandbyLocked(n *node, standby bool) {
 		return
 	}
 	n.standby = standby
-	switch {
-	case standby && n.entry.Indexed():
-		b.idx.Remove(&n.entry)
-	case !standby && n.state == StateUp && !n.entry.Indexed():
-		b.idx.Insert(&n.entry)
+	if standby {
+		b.unindexLocked(n)
+	} else if n.state == StateUp {
+		b.indexLocked(n)
 	}
 }
 

@@ -6,6 +6,12 @@ import (
 
 // Stats is a snapshot of a Connector's nodes, taken by (*Connector).Stats.
 type Stats struct {
+	// Balance is the Connector's balance mode.
+	Balance BalanceMode
+	// Logical is how many connections database/sql holds open: logical connections in statement
+	// mode; in connection mode they are the physical ones, and Logical equals Open().
+	Logical int
+
 	// Nodes lists every known node (up, down, and draining ones that still hold connections) in
 	// the order they became known.
 	Nodes []NodeStats
@@ -37,8 +43,9 @@ type NodeStats struct {
 	State   NodeState // up, down or draining
 	Standby bool      // probed, but taking no new connection (a source's fallback; see nodes.Node)
 
-	Open int // open physical connections, including dials in progress (probe connection excluded)
-	Idle int // of Open, how many sit idle in database/sql's pool
+	Open  int // open physical connections, including dials in progress (probe connection excluded)
+	Idle  int // of Open, how many sit idle: in database/sql's pool, or (statement mode) unclaimed by any logical connection
+	InUse int // of Open, how many are in use: checked out (connection mode) or bound to a logical connection (statement mode)
 
 	Dials         uint64 // successful dials
 	DialFailures  uint64 // failed dials (refused, timed out, handshake failed)
@@ -60,7 +67,7 @@ func (c *Connector) Stats() Stats {
 	copy(nodes, c.bal.order)
 	out := make([]NodeStats, len(nodes))
 	for i, n := range nodes {
-		out[i] = NodeStats{Addr: n.addr, State: n.state, Standby: n.standby, Open: n.open()}
+		out[i] = NodeStats{Addr: n.addr, State: n.state, Standby: n.standby, Open: n.open(), InUse: n.busy.Open()}
 		if n.lastErr != nil {
 			out[i].LastError = n.lastErr.Error()
 		}
@@ -69,6 +76,9 @@ func (c *Connector) Stats() Stats {
 	for i, n := range nodes {
 		s := &out[i]
 		s.Idle, _ = n.connCounts()
+		if c.mode == BalanceConnection {
+			s.InUse = max(s.Open-s.Idle, 0)
+		}
 		s.Dials = n.dials.Load()
 		s.DialFailures = n.dialFailed.Load()
 		s.Retired = n.retired.Load()
@@ -78,7 +88,12 @@ func (c *Connector) Stats() Stats {
 		s.ProbeFailures = n.probeFailed.Load()
 		s.LastProbe = time.Duration(n.lastProbeDur.Load())
 	}
-	return Stats{Nodes: out}
+	st := Stats{Balance: c.mode, Nodes: out}
+	st.Logical = st.Open()
+	if c.mode == BalanceStatement {
+		st.Logical = int(c.stmt.logical.Load())
+	}
+	return st
 }
 
 // logStatsLoop logs one line per node every stats interval until Close (logStats=true).
@@ -94,7 +109,7 @@ func (c *Connector) logStatsLoop() {
 		}
 		for _, n := range c.Stats().Nodes {
 			c.logger.Info("lbd stats",
-				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle,
+				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle, "in_use", n.InUse,
 				"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
 				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures)
 		}

@@ -1,0 +1,282 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+
+	"github.com/lbd-go/lbd/internal/sqlclass"
+)
+
+// logicalConn is the connection database/sql pools in statement mode. It holds no socket of its
+// own: at its first statement after each checkout it binds a physical connection on the least
+// busy node, and when database/sql takes it back (IsValid) it gives that physical connection
+// back, unless something pins it:
+//
+//   - session state that lives on the physical connection (any SET, USE, user variables,
+//     temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, Raw): pinned for the logical
+//     connection's life, and that physical connection is closed with it rather than reused;
+//   - a transaction, from BeginTx or from SQL text (BEGIN, START TRANSACTION): until it ends;
+//   - a statement whose result the next one may read (INSERT, UPDATE, DELETE, REPLACE, LOAD,
+//     CALL, SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside, unclaimed, and a
+//     next statement calling LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() runs on it; any
+//     other next statement releases it and is balanced as usual.
+//
+// Open rows and *sql.Conn need no pin: database/sql does not take the logical connection back
+// until the rows close or the *sql.Conn is closed.
+//
+// database/sql never calls one connection's methods concurrently, so the fields need no lock;
+// the physical connection's own state is atomic because probes and the rebalancer retire it.
+type logicalConn struct {
+	c        *Connector
+	phys     *conn // bound physical connection, nil when unbound
+	claimed  bool  // phys is in use by this logical connection (counted on its node)
+	session  bool  // session state lives on phys: bound for life
+	sqlTx    bool  // a transaction begun by SQL text is open
+	apiTx    bool  // a transaction begun by BeginTx is open
+	produced bool  // the last statement's result may be read by the next one
+	closed   bool
+}
+
+var _ driverConn = (*logicalConn)(nil)
+
+// pinned reports whether the logical connection must keep its physical connection.
+func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
+
+// bind returns the physical connection to run a statement with effects eff on, claiming one
+// when needed. Errors are those of Connect, or driver.ErrBadConn (nothing was sent, database/sql
+// retries elsewhere) when the physical connection a pin holds has closed: the session state it
+// carried is gone, as when a connection dies in the pool in connection mode.
+func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, error) {
+	if l.closed {
+		return nil, driver.ErrBadConn
+	}
+	if l.phys != nil {
+		if l.claimed {
+			return l.phys, nil
+		}
+		if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
+			if l.reclaim(ctx) {
+				return l.phys, nil
+			}
+			if l.pinned() {
+				return nil, driver.ErrBadConn
+			}
+		} else {
+			p := l.phys
+			l.phys = nil
+			l.c.parkFree(p)
+		}
+	}
+	p, err := l.c.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.phys, l.claimed = p, true
+	return p, nil
+}
+
+// reclaim claims the physical connection kept aside, if lbd has not closed it meanwhile and it
+// is still alive; otherwise it forgets it.
+func (l *logicalConn) reclaim(ctx context.Context) bool {
+	p := l.phys
+	if !p.state.CompareAndSwap(connIdle, connInUse) {
+		l.phys = nil
+		return false
+	}
+	l.c.bal.adjustBusy(p.node, +1)
+	if p.retired.Load() || p.dc.ResetSession(ctx) != nil {
+		l.c.bal.adjustBusy(p.node, -1)
+		p.Close()
+		l.phys = nil
+		return false
+	}
+	l.c.sweepStatements(p)
+	l.claimed = true
+	return true
+}
+
+// after records what a statement did to the session. A transaction counts as ended only when
+// COMMIT or ROLLBACK succeeded.
+func (l *logicalConn) after(eff sqlclass.Effect, err error) {
+	if eff.Has(sqlclass.Session) {
+		l.session = true
+	}
+	switch {
+	case eff.Has(sqlclass.BeginsTx):
+		l.sqlTx = true
+	case eff.Has(sqlclass.EndsTx) && err == nil:
+		l.sqlTx = false
+	}
+	l.produced = eff.Has(sqlclass.ProducesResult)
+}
+
+// IsValid implements driver.Validator: database/sql calls it when it takes the logical
+// connection back. The physical connection is given back, kept aside or, when pinned, kept
+// bound. A retired physical connection is closed and the application never sees it, unless a
+// pin held session state on it: then the logical connection answers false and database/sql
+// drops it, as connection mode drops a retired connection.
+func (l *logicalConn) IsValid() bool {
+	if l.closed {
+		return false
+	}
+	p := l.phys
+	if p == nil || !l.claimed {
+		return true
+	}
+	l.claimed = false
+	if l.pinned() || l.produced {
+		l.c.bal.adjustBusy(p.node, -1)
+		if !p.IsValid() { // retired or broken
+			p.Close()
+			l.phys = nil
+			return !l.pinned()
+		}
+		return true
+	}
+	l.phys = nil
+	l.c.giveBack(p)
+	return true
+}
+
+// ResetSession implements driver.SessionResetter: database/sql calls it when it hands the
+// logical connection out again. A pinned logical connection claims its physical connection now
+// and fails with driver.ErrBadConn (nothing sent; database/sql moves on) when it is gone. An
+// unpinned one binds at its first statement.
+func (l *logicalConn) ResetSession(ctx context.Context) error {
+	if l.closed {
+		return driver.ErrBadConn
+	}
+	if l.phys != nil && !l.claimed && l.pinned() && !l.reclaim(ctx) {
+		return driver.ErrBadConn
+	}
+	return nil
+}
+
+// Close implements driver.Conn. A physical connection carrying session state or closed mid-use
+// is closed with the logical connection; a clean one goes back to its node.
+func (l *logicalConn) Close() error {
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	c := l.c
+	c.stmt.logical.Add(-1)
+	if p := l.phys; p != nil {
+		l.phys = nil
+		switch {
+		case l.claimed:
+			c.bal.adjustBusy(p.node, -1)
+			p.Close()
+		case l.pinned():
+			p.Close()
+		default:
+			c.parkFree(p)
+		}
+	}
+	c.trim()
+	return nil
+}
+
+// Prepare implements driver.Conn.
+func (l *logicalConn) Prepare(query string) (driver.Stmt, error) {
+	return l.PrepareContext(context.Background(), query)
+}
+
+// Begin implements driver.Conn.
+//
+// Deprecated: database/sql calls BeginTx.
+func (l *logicalConn) Begin() (driver.Tx, error) {
+	return l.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx implements driver.ConnBeginTx; the transaction pins the physical connection until it
+// ends.
+func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	p, err := l.bind(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := p.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	l.apiTx = true
+	l.produced = false
+	return &logicalTx{l: l, tx: tx}, nil
+}
+
+// ExecContext implements driver.ExecerContext.
+func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	eff := sqlclass.Classify(query)
+	p, err := l.bind(ctx, eff)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.ExecContext(ctx, query, args)
+	if err != driver.ErrSkip { // database/sql prepares the statement and runs it as such
+		l.after(eff, err)
+	}
+	return res, err
+}
+
+// QueryContext implements driver.QueryerContext.
+func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	eff := sqlclass.Classify(query)
+	p, err := l.bind(ctx, eff)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.QueryContext(ctx, query, args)
+	if err != driver.ErrSkip {
+		l.after(eff, err)
+	}
+	return rows, err
+}
+
+// Ping implements driver.Pinger on a physical connection of the least busy node.
+func (l *logicalConn) Ping(ctx context.Context) error {
+	p, err := l.bind(ctx, 0)
+	if err != nil {
+		return err
+	}
+	return p.Ping(ctx)
+}
+
+// CheckNamedValue implements driver.NamedValueChecker with go-sql-driver's rules, which do not
+// depend on the connection.
+func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := l.c.stmt.checker.Load().(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// Raw returns go-sql-driver's connection under the logical one. What the caller does with it
+// is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
+// no physical connection could be bound.
+func (l *logicalConn) Raw() driver.Conn {
+	p, err := l.bind(context.Background(), 0)
+	if err != nil {
+		return nil
+	}
+	l.session = true
+	return p.dc
+}
+
+// logicalTx ends the BeginTx pin when the transaction ends.
+type logicalTx struct {
+	l  *logicalConn
+	tx driver.Tx
+}
+
+func (t *logicalTx) Commit() error {
+	err := t.tx.Commit()
+	t.l.apiTx = false
+	return err
+}
+
+func (t *logicalTx) Rollback() error {
+	err := t.tx.Rollback()
+	t.l.apiTx = false
+	return err
+}

@@ -1,0 +1,201 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lbd-go/lbd/internal/sqlclass"
+)
+
+// Prepared statements in statement mode are re-prepared lazily: a logical statement runs on
+// whichever physical connection its logical connection is bound to, and each physical
+// connection prepares a query once and keeps it while any logical statement for that query is
+// open. So a long-lived *sql.Stmt costs one extra prepare per physical connection, not one per
+// execution, and never pins its logical connection (which would undo the balancing for
+// applications that prepare at start-up).
+
+// preparedQuery is one query text that some logical statement has open. A physical connection
+// keeps its prepared copy while refs > 0; a new preparedQuery is made when the text is prepared
+// again after that, so copies from before are recognised as stale.
+type preparedQuery struct {
+	query string
+	refs  int         // guarded by preparedSet.mu
+	dead  atomic.Bool // refs fell to 0: physical copies are closed at their next claim
+}
+
+// preparedSet is the Connector's open prepared queries, by text.
+type preparedSet struct {
+	mu     sync.Mutex
+	open   map[string]*preparedQuery
+	deaths atomic.Uint64 // bumped when a query dies, so claims sweep only when there is work
+}
+
+func (s *preparedSet) acquire(query string) *preparedQuery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open == nil {
+		s.open = make(map[string]*preparedQuery)
+	}
+	q := s.open[query]
+	if q == nil {
+		q = &preparedQuery{query: query}
+		s.open[query] = q
+	}
+	q.refs++
+	return q
+}
+
+func (s *preparedSet) release(q *preparedQuery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q.refs--; q.refs == 0 {
+		delete(s.open, q.query)
+		q.dead.Store(true)
+		s.deaths.Add(1)
+	}
+}
+
+// statementOn returns q prepared on the claimed physical connection p, preparing it there on
+// first use.
+func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) (driverStmt, error) {
+	if st, ok := p.prepared[q]; ok {
+		return st, nil
+	}
+	st, err := p.PrepareContext(ctx, q.query)
+	if err != nil {
+		return nil, err
+	}
+	ds, ok := st.(driverStmt)
+	if !ok { // go-sql-driver's statements always are; never cache one that is not
+		st.Close()
+		return nil, errUnexpectedStmt(st)
+	}
+	if p.prepared == nil {
+		p.prepared = make(map[*preparedQuery]driverStmt)
+	}
+	p.prepared[q] = ds
+	return ds, nil
+}
+
+// sweepStatements closes the physical copies of queries no logical statement has open any
+// more. It runs when a physical connection is claimed (only its claimer may send on it) and
+// costs one atomic load when nothing died since its last sweep.
+func (c *Connector) sweepStatements(p *conn) {
+	deaths := c.stmt.prepared.deaths.Load()
+	if p.swept == deaths {
+		return
+	}
+	p.swept = deaths
+	for q, st := range p.prepared {
+		if q.dead.Load() {
+			st.Close()
+			delete(p.prepared, q)
+		}
+	}
+}
+
+// logicalStmt is a prepared statement of a logical connection.
+type logicalStmt struct {
+	l        *logicalConn
+	q        *preparedQuery
+	eff      sqlclass.Effect
+	numInput int
+	proto    driverStmt // the first physical copy, for go-sql-driver's connection-free conversions
+	closed   bool
+}
+
+var _ driverStmt = (*logicalStmt)(nil)
+
+// PrepareContext implements driver.ConnPrepareContext: the query is prepared on a physical
+// connection now, so a syntax error surfaces here, and again wherever it later runs.
+func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	eff := sqlclass.Classify(query)
+	p, err := l.bind(ctx, eff)
+	if err != nil {
+		return nil, err
+	}
+	q := l.c.stmt.prepared.acquire(query)
+	st, err := l.c.statementOn(ctx, p, q)
+	if err != nil {
+		l.c.stmt.prepared.release(q)
+		return nil, err
+	}
+	return &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st}, nil
+}
+
+// on binds the logical connection and returns the statement's copy on its physical connection.
+func (s *logicalStmt) on(ctx context.Context) (driverStmt, error) {
+	if s.closed {
+		return nil, driver.ErrBadConn
+	}
+	p, err := s.l.bind(ctx, s.eff)
+	if err != nil {
+		return nil, err
+	}
+	return s.l.c.statementOn(ctx, p, s.q)
+}
+
+func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	st, err := s.on(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := st.ExecContext(ctx, args)
+	s.l.after(s.eff, err)
+	return res, err
+}
+
+func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	st, err := s.on(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args)
+	s.l.after(s.eff, err)
+	return rows, err
+}
+
+// Exec implements the deprecated driver.Stmt method through ExecContext.
+func (s *logicalStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), namedValues(args))
+}
+
+// Query implements the deprecated driver.Stmt method through QueryContext.
+func (s *logicalStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), namedValues(args))
+}
+
+// Close releases the query; physical copies close at their connection's next claim, or with
+// the connection.
+func (s *logicalStmt) Close() error {
+	if !s.closed {
+		s.closed = true
+		s.l.c.stmt.prepared.release(s.q)
+	}
+	return nil
+}
+
+func (s *logicalStmt) NumInput() int { return s.numInput }
+
+func (s *logicalStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	return s.proto.CheckNamedValue(nv)
+}
+
+func (s *logicalStmt) ColumnConverter(idx int) driver.ValueConverter {
+	return s.proto.ColumnConverter(idx)
+}
+
+func namedValues(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+func errUnexpectedStmt(st driver.Stmt) error {
+	return fmt.Errorf("lbd: go-sql-driver returned an unexpected statement type %T", st)
+}

@@ -1,0 +1,163 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+	"sync"
+	"sync/atomic"
+)
+
+// statementPool is what statement mode adds to a Connector: the count of logical connections
+// database/sql holds, and the prepared statements they share. The physical connections
+// themselves stay on their nodes (node.free for idle ones), counted and retired exactly as in
+// connection mode.
+type statementPool struct {
+	logical  atomic.Int64 // open logical connections
+	checker  atomic.Value // driver.NamedValueChecker: go-sql-driver's argument rules, from any physical connection
+	trimMu   sync.Mutex   // one trim at a time, so two returns never close the same surplus twice
+	prepared preparedSet
+}
+
+// connectLogical opens a logical connection. Physical connections follow the logical count:
+// when there are fewer physical connections than logical ones, one is dialed now (on the node
+// with the fewest open connections) and parked, so connect errors surface here as in
+// connection mode and the first statement finds an idle physical connection.
+func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	want := c.stmt.logical.Add(1)
+	if c.bal.total.Load() < want {
+		p, err := c.connectPhysical(ctx)
+		if err != nil {
+			c.stmt.logical.Add(-1)
+			return nil, err
+		}
+		if p.retired.Load() { // its node went down during the dial
+			p.Close()
+		} else {
+			p.state.Store(connIdle)
+			c.parkFree(p)
+		}
+	}
+	return &logicalConn{c: c}, nil
+}
+
+// acquire claims a physical connection for a logical one: an idle one on the up node with the
+// fewest physical connections in use, else a new one dialed there; when that dial fails, the
+// next least busy node. The node's in-use count is charged; giveBack or park returns it.
+func (c *Connector) acquire(ctx context.Context) (*conn, error) {
+	if n := c.bal.pickBusy(nil); n != nil {
+		if p := c.takeFree(ctx, n); p != nil {
+			return p, nil
+		}
+		c.bal.adjustBusy(n, -1)
+	}
+	return c.tryNodes(ctx, c.bal.pickBusy, func(n *node) (*conn, error) {
+		if p := c.takeFree(ctx, n); p != nil {
+			return p, nil
+		}
+		c.bal.charge(n)
+		p, err := c.connectNode(ctx, n)
+		if err != nil {
+			c.bal.adjustBusy(n, -1)
+			return nil, err
+		}
+		p.state.Store(connInUse)
+		return p, nil
+	})
+}
+
+// takeFree claims an idle physical connection of n that passes go-sql-driver's liveness check
+// (the one database/sql runs at checkout in connection mode). One that died while idle is
+// closed quietly: it says nothing about the node now.
+func (c *Connector) takeFree(ctx context.Context, n *node) *conn {
+	for {
+		p := n.popFree()
+		if p == nil {
+			return nil
+		}
+		if p.retired.Load() || p.dc.ResetSession(ctx) != nil {
+			p.Close()
+			continue
+		}
+		c.sweepStatements(p)
+		return p
+	}
+}
+
+// giveBack ends a claim on a physical connection: a healthy one is parked idle on its node for
+// the next logical connection, a retired or broken one is closed. Physical connections above
+// what the logical ones need are then closed.
+func (c *Connector) giveBack(p *conn) {
+	c.bal.adjustBusy(p.node, -1)
+	if !p.IsValid() || c.closed.Load() {
+		p.Close()
+		return
+	}
+	c.parkFree(p)
+}
+
+// parkFree puts an idle physical connection on its node's free list.
+func (c *Connector) parkFree(p *conn) {
+	p.node.pushFree(p)
+	if c.closed.Load() { // Close may have emptied the lists just before the push
+		c.closeParked()
+		return
+	}
+	c.trim()
+}
+
+// trim closes idle physical connections while there are more than the logical connections
+// need: one per logical connection plus one spare per up node but one, so that the least busy
+// node usually has an idle connection and a statement does not wait for a dial. Surplus goes
+// from the node with the most open connections, longest idle first, which also evens the
+// nodes out.
+func (c *Connector) trim() {
+	if !c.stmt.trimMu.TryLock() {
+		return
+	}
+	defer c.stmt.trimMu.Unlock()
+	for c.bal.total.Load() > c.physicalTarget() {
+		n := c.fullestWithFree()
+		if n == nil {
+			return
+		}
+		if p := n.popOldestFree(); p != nil {
+			p.closePhysical()
+		}
+	}
+}
+
+// physicalTarget is how many physical connections statement mode keeps open.
+func (c *Connector) physicalTarget() int64 {
+	spare := int64(c.bal.ups.Load()) - 1
+	return c.stmt.logical.Load() + max(spare, 0)
+}
+
+// fullestWithFree returns the node with the most open physical connections among those with an
+// idle one, or nil.
+func (c *Connector) fullestWithFree() *node {
+	c.bal.mu.Lock()
+	defer c.bal.mu.Unlock()
+	var best *node
+	for _, n := range c.bal.order {
+		if (best == nil || n.open() > best.open()) && n.freeCount() > 0 {
+			best = n
+		}
+	}
+	return best
+}
+
+// closeParked closes every idle physical connection (at Close: database/sql closes the logical
+// connections, and lbd the physical ones they leave).
+func (c *Connector) closeParked() {
+	c.bal.mu.Lock()
+	nodes := append([]*node(nil), c.bal.order...)
+	c.bal.mu.Unlock()
+	for _, n := range nodes {
+		for p := n.popOldestFree(); p != nil; p = n.popOldestFree() {
+			p.closePhysical()
+		}
+	}
+}
