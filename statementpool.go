@@ -47,13 +47,20 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; giveBack or park returns it.
 func (c *Connector) acquire(ctx context.Context) (*conn, error) {
-	if n := c.bal.pickBusy(nil); n != nil {
-		if p := c.takeFree(ctx, n); p != nil {
+	first := c.bal.pickBusy(nil)
+	if first != nil {
+		if p := c.takeFree(ctx, first); p != nil {
 			return p, nil
 		}
-		c.bal.adjustBusy(n, -1)
 	}
-	return c.tryNodes(ctx, c.bal.pickBusy, func(n *node) (*conn, error) {
+	next := func(tried []*node) *node {
+		if n := first; n != nil { // already charged: dial there before trying any other node
+			first = nil
+			return n
+		}
+		return c.bal.pickBusy(tried)
+	}
+	return c.tryNodes(ctx, next, func(n *node) (*conn, error) {
 		if p := c.takeFree(ctx, n); p != nil {
 			return p, nil
 		}
@@ -129,10 +136,14 @@ func (c *Connector) trim() {
 	}
 }
 
-// physicalTarget is how many physical connections statement mode keeps open.
+// physicalTarget is how many physical connections statement mode keeps open: none when
+// database/sql holds no logical connection (SetMaxIdleConns(0) means no idle connection).
 func (c *Connector) physicalTarget() int64 {
-	spare := int64(c.bal.ups.Load()) - 1
-	return c.stmt.logical.Load() + max(spare, 0)
+	logical := c.stmt.logical.Load()
+	if logical <= 0 {
+		return 0
+	}
+	return logical + max(int64(c.bal.ups.Load())-1, 0)
 }
 
 // fullestWithFree returns the node with the most open physical connections among those with an
