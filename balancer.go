@@ -80,18 +80,26 @@ func (b *balancer) unindexLocked(n *node) {
 // pick charges one connection to the least-loaded up node that is not in skip and returns it,
 // or nil when there is none. skip holds the nodes already tried by the same Connect; the common
 // case (skip empty) is O(1).
-func (b *balancer) pick(skip []*node) *node {
+func (b *balancer) pick(skip []*node) *node { return b.pickIn(&b.idx, skip) }
+
+// pickBusy charges one in-use connection to the up node with the fewest physical connections
+// in use that is not in skip, and returns it (nil when there is none). Equal counts take turns.
+func (b *balancer) pickBusy(skip []*node) *node { return b.pickIn(&b.busy, skip) }
+
+func (b *balancer) pickIn(x *pick.Index[*node], skip []*node) *node {
 	b.mu.Lock()
-	e := b.idx.First()
+	e := x.First()
 	for e != nil && containsNode(skip, e.Value) {
-		e = b.idx.Next(e)
+		e = x.Next(e)
 	}
 	if e == nil {
 		b.mu.Unlock()
 		return nil
 	}
-	b.idx.Adjust(e, +1)
-	b.total.Add(1)
+	x.Adjust(e, +1)
+	if x == &b.idx {
+		b.total.Add(1)
+	}
 	b.mu.Unlock()
 	return e.Value
 }
@@ -103,23 +111,6 @@ func (b *balancer) charge(n *node) {
 	b.idx.Adjust(&n.entry, +1)
 	b.total.Add(1)
 	b.mu.Unlock()
-}
-
-// pickBusy charges one in-use connection to the up node with the fewest physical connections
-// in use that is not in skip, and returns it (nil when there is none). Equal counts take turns.
-func (b *balancer) pickBusy(skip []*node) *node {
-	b.mu.Lock()
-	e := b.busy.First()
-	for e != nil && containsNode(skip, e.Value) {
-		e = b.busy.Next(e)
-	}
-	if e == nil {
-		b.mu.Unlock()
-		return nil
-	}
-	b.busy.Adjust(e, +1)
-	b.mu.Unlock()
-	return e.Value
 }
 
 // adjustBusy changes n's in-use count by delta: +1 when a parked physical connection is taken
