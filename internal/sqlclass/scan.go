@@ -52,6 +52,9 @@ type scanner struct {
 	exec     bool   // inside /*! ... */: the next "*/" closes it
 	quoteEnd int    // index just past the last closing quote, -1 if none
 	word     string // text of the last tokWord, or name of the last tokSysVar
+	// unterminated: a quote was never closed. Under NO_BACKSLASH_ESCAPES the server ends the
+	// literal earlier than this scanner does ('C:\'), so what follows is unknown.
+	unterminated bool
 }
 
 func newScanner(s string) scanner { return scanner{s: s, quoteEnd: -1} }
@@ -155,11 +158,11 @@ func (sc *scanner) punct(c byte) tok {
 	case '.':
 		return tokDot
 	case '\'', '"':
-		sc.i = skipQuoted(sc.s, sc.i, c)
+		sc.i = sc.skipQuoted(sc.i, c)
 		sc.quoteEnd = sc.i
 		return tokString
 	case '`':
-		sc.i = skipQuoted(sc.s, sc.i, c)
+		sc.i = sc.skipQuoted(sc.i, c)
 		sc.quoteEnd = sc.i
 		return tokQuoted
 	case '@':
@@ -177,7 +180,7 @@ func (sc *scanner) punct(c byte) tok {
 		}
 		switch q := sc.at(0); q {
 		case '\'', '"', '`':
-			sc.i = skipQuoted(sc.s, sc.i+1, q)
+			sc.i = sc.skipQuoted(sc.i+1, q)
 		default:
 			sc.name()
 		}
@@ -200,7 +203,8 @@ func (sc *scanner) name() string {
 // skipQuoted returns the index just past the quote q that closes the literal whose contents
 // start at s[i], or len(s) if it is unterminated. A doubled quote stands for itself; in
 // strings (not in `identifiers`) a backslash escapes the next byte.
-func skipQuoted(s string, i int, q byte) int {
+func (sc *scanner) skipQuoted(i int, q byte) int {
+	s := sc.s
 	for i < len(s) {
 		switch s[i] {
 		case '\\':
@@ -217,5 +221,6 @@ func skipQuoted(s string, i int, q byte) int {
 		}
 		i++
 	}
+	sc.unterminated = true
 	return len(s)
 }

@@ -39,7 +39,10 @@ const (
 	// statement, USE, any user variable (@v, @'v', @"v", @`v`; not system variables @@v, and
 	// not the @ of a quoted account name 'user'@'host'), CREATE TEMPORARY TABLE, LOCK
 	// statements, FLUSH ... WITH READ LOCK / FOR EXPORT, GET_LOCK(), SQL prepared statements
-	// (PREPARE, EXECUTE, DEALLOCATE / DROP PREPARE), HANDLER, and every XA statement.
+	// (PREPARE, EXECUTE, DEALLOCATE / DROP PREPARE), HANDLER, every XA statement, and CALL
+	// (a procedure may do any of these; a stored function called inside a query may too, and
+	// cannot be seen). A text with an unterminated quote is Session too: under
+	// NO_BACKSLASH_ESCAPES the server reads 'C:\' as closed, so the rest is unknown.
 	Session
 
 	// ProducesResult: the next statement may read a value this text leaves behind through
@@ -126,6 +129,9 @@ func Classify(query string) Effect {
 		case tokEOF, tokSemi:
 			eff |= st.finish(&tx)
 			if t == tokEOF {
+				if sc.unterminated {
+					eff |= Session
+				}
 				return eff | tx
 			}
 			st = stmt{}
@@ -264,7 +270,10 @@ func (st *stmt) start() Effect {
 	switch st.kind {
 	case kwSet, kwUse, kwLock, kwPrepare, kwExecute, kwDeallocate, kwHandler, kwXA:
 		return Session
-	case kwInsert, kwReplace, kwUpdate, kwDelete, kwLoad, kwCall:
+	case kwCall:
+		st.produces = true
+		return Session
+	case kwInsert, kwReplace, kwUpdate, kwDelete, kwLoad:
 		st.produces = true
 	case kwGet: // GET [CURRENT | STACKED] DIAGNOSTICS
 		return ReadsResult

@@ -65,9 +65,10 @@ var cases = []struct {
 	{"SELECT 1 --@a", S},                   // "--" without a space is two minus signs
 	{"SELECT 1--\t@a", none},               // tab after the dashes: a comment
 	{"SELECT 1 /*+ SET_VAR(x=1) */", none}, // optimizer hint
-	{"SELECT 'unterminated @a", none},
-	{"SELECT \"unterminated \\\" @a", none},
-	{"SELECT `unterminated @a", none},
+	{"SELECT 'unterminated @a", S},
+	{"SELECT \"unterminated \\\" @a", S},
+	{"SELECT `unterminated @a", S},
+	{"SELECT 'C:\\' INTO @v", S},
 	{"SELECT 'a\\\\' , @b", S}, // escaped backslash closes the string
 
 	// Executable comments are code.
@@ -188,7 +189,7 @@ var cases = []struct {
 	{"DELETE FROM t", P},
 	{"LOAD DATA INFILE 'f' INTO TABLE t", P},
 	{"LOAD XML INFILE 'f' INTO TABLE t", P},
-	{"CALL p()", P},
+	{"CALL p()", P | S},
 	{"CALL p(@out)", P | S},
 	{"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 10", P},
 	{"(SELECT SQL_CALC_FOUND_ROWS a FROM t) UNION (SELECT a FROM u) LIMIT 1", P},
