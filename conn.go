@@ -44,6 +44,7 @@ type conn struct {
 	// death count at its last sweep. Only the logical connection that claimed it touches them.
 	prepared map[*preparedQuery]driverStmt
 	swept    uint64
+	openRows atomic.Int32 // result sets not yet closed: no other command may be sent meanwhile
 }
 
 var (
@@ -142,6 +143,10 @@ func (c *conn) IsValid() bool {
 	}
 	if !c.state.CompareAndSwap(connInUse, connIdle) && !c.state.CompareAndSwap(connFresh, connIdle) &&
 		c.state.Load() != connIdle {
+		return false
+	}
+	if c.retired.Load() { // retired between the check and the swap, while still in use
+		c.retireIfIdle()
 		return false
 	}
 	return c.dc.IsValid()

@@ -13,11 +13,11 @@ import (
 // back, unless something pins it:
 //
 //   - session state that lives on the physical connection (any SET, USE, user variables,
-//     temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, Raw): pinned for the logical
+//     temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, CALL, Raw): pinned for the logical
 //     connection's life, and that physical connection is closed with it rather than reused;
 //   - a transaction, from BeginTx or from SQL text (BEGIN, START TRANSACTION): until it ends;
 //   - a statement whose result the next one may read (INSERT, UPDATE, DELETE, REPLACE, LOAD,
-//     CALL, SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside, unclaimed, and a
+//     SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside, unclaimed, and a
 //     next statement calling LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() runs on it; any
 //     other next statement releases it and is balanced as usual.
 //
@@ -35,6 +35,7 @@ type logicalConn struct {
 	apiTx    bool  // a transaction begun by BeginTx is open
 	produced bool  // the last statement's result may be read by the next one
 	closed   bool
+	stmts    []*logicalStmt // open prepared statements, released at Close
 }
 
 var _ driverConn = (*logicalConn)(nil)
@@ -52,6 +53,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 	}
 	if l.phys != nil {
 		if l.claimed {
+			l.c.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
 		}
 		if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
@@ -161,6 +163,13 @@ func (l *logicalConn) Close() error {
 	l.closed = true
 	c := l.c
 	c.stmt.logical.Add(-1)
+	// database/sql may drop a connection without closing its statements (a close deferred to
+	// a return that never comes): release them, or their queries would stay prepared on
+	// physical connections for good.
+	for _, s := range l.stmts {
+		s.release()
+	}
+	l.stmts = nil
 	if p := l.phys; p != nil {
 		l.phys = nil
 		switch {
@@ -269,14 +278,17 @@ type logicalTx struct {
 	tx driver.Tx
 }
 
-func (t *logicalTx) Commit() error {
-	err := t.tx.Commit()
-	t.l.apiTx = false
-	return err
-}
+func (t *logicalTx) Commit() error { return t.end(t.tx.Commit()) }
 
-func (t *logicalTx) Rollback() error {
-	err := t.tx.Rollback()
+func (t *logicalTx) Rollback() error { return t.end(t.tx.Rollback()) }
+
+// end lifts the pin. When COMMIT or ROLLBACK failed the transaction may still be open on the
+// server, so the physical connection is retired: closing it rolls the transaction back, and no
+// other logical connection ever runs inside it.
+func (t *logicalTx) end(err error) error {
 	t.l.apiTx = false
+	if err != nil && t.l.phys != nil {
+		t.l.phys.markRetired()
+	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -82,10 +83,11 @@ func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) 
 
 // sweepStatements closes the physical copies of queries no logical statement has open any
 // more. It runs when a physical connection is claimed (only its claimer may send on it) and
-// costs one atomic load when nothing died since its last sweep.
+// costs one atomic load when nothing died since its last sweep. While a result set is open on
+// the connection nothing may be sent, so the sweep waits for a later claim.
 func (c *Connector) sweepStatements(p *conn) {
 	deaths := c.stmt.prepared.deaths.Load()
-	if p.swept == deaths {
+	if p.swept == deaths || p.openRows.Load() > 0 {
 		return
 	}
 	p.swept = deaths
@@ -123,7 +125,9 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 		l.c.stmt.prepared.release(q)
 		return nil, err
 	}
-	return &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st}, nil
+	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st}
+	l.stmts = append(l.stmts, ls)
+	return ls, nil
 }
 
 // on binds the logical connection and returns the statement's copy on its physical connection.
@@ -168,14 +172,31 @@ func (s *logicalStmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), namedValues(args))
 }
 
-// Close releases the query; physical copies close at their connection's next claim, or with
-// the connection.
+// Close releases the query. When it was the last statement for its query, the copy on the
+// physical connection the logical one holds closes now (database/sql closes statements under
+// the connection's lock, so lbd may send on it); other copies close at their connection's next
+// claim, or with the connection.
 func (s *logicalStmt) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.release()
+	l := s.l
+	if i := slices.Index(l.stmts, s); i >= 0 {
+		l.stmts = slices.Delete(l.stmts, i, i+1)
+	}
+	if l.claimed && l.phys != nil {
+		l.c.sweepStatements(l.phys)
+	}
+	return nil
+}
+
+// release gives the query back once.
+func (s *logicalStmt) release() {
 	if !s.closed {
 		s.closed = true
 		s.l.c.stmt.prepared.release(s.q)
 	}
-	return nil
 }
 
 func (s *logicalStmt) NumInput() int { return s.numInput }

@@ -3,6 +3,7 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -33,10 +34,9 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 			c.stmt.logical.Add(-1)
 			return nil, err
 		}
-		if p.retired.Load() { // its node went down during the dial
-			p.Close()
+		if p.retired.Load() || !p.state.CompareAndSwap(connFresh, connIdle) {
+			p.Close() // its node went down during the dial
 		} else {
-			p.state.Store(connIdle)
 			c.parkFree(p)
 		}
 	}
@@ -47,6 +47,9 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; giveBack or park returns it.
 func (c *Connector) acquire(ctx context.Context) (*conn, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
 	first := c.bal.pickBusy(nil)
 	if first != nil {
 		if p := c.takeFree(ctx, first); p != nil {
@@ -60,20 +63,30 @@ func (c *Connector) acquire(ctx context.Context) (*conn, error) {
 		}
 		return c.bal.pickBusy(tried)
 	}
-	return c.tryNodes(ctx, next, func(n *node) (*conn, error) {
+	p, err := c.tryNodes(ctx, next, func(n *node) (*conn, error) {
 		if p := c.takeFree(ctx, n); p != nil {
 			return p, nil
 		}
 		c.bal.charge(n)
 		p, err := c.connectNode(ctx, n)
+		if err == nil && !p.state.CompareAndSwap(connFresh, connInUse) {
+			err = errClosedWhileDialing // its node went down or was drained meanwhile
+		}
 		if err != nil {
 			c.bal.adjustBusy(n, -1)
 			return nil, err
 		}
-		p.state.Store(connInUse)
 		return p, nil
 	})
+	if first != nil { // tryNodes gave up before dialing (Close)
+		c.bal.adjustBusy(first, -1)
+	}
+	return p, err
 }
+
+// errClosedWhileDialing: lbd closed a new physical connection before its first use, because
+// its node went down or started draining during the dial; the next node is tried.
+var errClosedWhileDialing = errors.New("lbd: the new connection was closed before use: its node went down during the dial")
 
 // takeFree claims an idle physical connection of n that passes go-sql-driver's liveness check
 // (the one database/sql runs at checkout in connection mode). One that died while idle is

@@ -100,8 +100,9 @@ type driverRows interface {
 }
 
 type rows struct {
-	c *conn
-	r driverRows
+	c      *conn
+	r      driverRows
+	closed bool
 }
 
 func wrapRows(c *conn, r driver.Rows) driver.Rows {
@@ -109,11 +110,19 @@ func wrapRows(c *conn, r driver.Rows) driver.Rows {
 	if !ok {
 		return r
 	}
+	c.openRows.Add(1)
 	return &rows{c: c, r: dr}
 }
 
 func (r *rows) Columns() []string { return r.r.Columns() }
-func (r *rows) Close() error      { return r.c.observe(r.r.Close()) }
+
+func (r *rows) Close() error {
+	if !r.closed {
+		r.closed = true
+		r.c.openRows.Add(-1)
+	}
+	return r.c.observe(r.r.Close())
+}
 
 // Next passes io.EOF (the normal end of rows) through without asking the sorter.
 func (r *rows) Next(dest []driver.Value) error {
