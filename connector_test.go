@@ -122,7 +122,7 @@ func TestNoLbdParameterReachesTheProxy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	params := "checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600&recoverCheckCount=3" +
 		"&logStats=false&exceptionSorter=mysql&unsupportedMethodBehavior=ignoreCall&checkHealthTimeoutMillis=100" +
-		"&fatalErrorThreshold=4&fatalErrorWindowSeconds=20"
+		"&fatalErrorThreshold=4&fatalErrorWindowSeconds=20&balance=connection"
 	db, _ := openDB(t, cl, params)
 	conns := holdConns(t, db, 4)
 	for _, cn := range conns {

@@ -30,6 +30,27 @@ var dsnCases = []struct {
 			eq(t, "fatal window", c.FatalErrorWindow, DefaultFatalErrorWindow)
 			eq(t, "logStats", c.LogStats, false)
 			eq(t, "sorter", c.ExceptionSorter, DefaultExceptionSorter)
+			eq(t, "balance", c.Balance, BalanceConnection)
+		},
+	},
+	{
+		name: "statement balancing",
+		dsn:  "u:p@lb(10.0.0.1:1,10.0.0.2:2)/db?parseTime=true&balance=statement&checkHealthIntervalSeconds=7",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "balance", c.Balance, BalanceStatement)
+			eq(t, "health interval", c.CheckHealthInterval, 7*time.Second)
+			eq(t, "parseTime", c.MySQL.ParseTime, true)
+			if !strings.Contains(c.FormatDSN(), "balance=statement") {
+				t.Errorf("FormatDSN() = %q lost balance=statement", c.FormatDSN())
+			}
+		},
+	},
+	{
+		name: "connection balancing spelt out",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?balance=connection",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "balance", c.Balance, BalanceConnection)
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:1)/db") // the default is left out
 		},
 	},
 	{
@@ -113,6 +134,8 @@ var dsnCases = []struct {
 	{name: "overflowing window", dsn: "u:p@lb(10.0.0.1:1)/db?fatalErrorWindowSeconds=9223372037", wantErr: "fatalErrorWindowSeconds"},
 	{name: "huge threshold", dsn: "u:p@lb(10.0.0.1:1)/db?fatalErrorThreshold=1000000000000000", wantErr: "from 1 to 1000"},
 	{name: "huge timeout", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthTimeoutMillis=99999999999", wantErr: "checkHealthTimeoutMillis"},
+	{name: "bad balance", dsn: "u:p@lb(10.0.0.1:1)/db?balance=statment", wantErr: `balance="statment"`},
+	{name: "misspelt balance", dsn: "u:p@lb(10.0.0.1:1)/db?Balance=statement", wantErr: `did you mean "balance"`},
 	{name: "bad bool", dsn: "u:p@lb(10.0.0.1:1)/db?logStats=yes", wantErr: `logStats="yes": must be true or false`},
 	{name: "empty sorter", dsn: "u:p@lb(10.0.0.1:1)/db?exceptionSorter=", wantErr: "exceptionSorter"},
 	{name: "bad unsupportedMethodBehavior", dsn: "u:p@lb(10.0.0.1:1)/db?unsupportedMethodBehavior=explode", wantErr: "unsupportedMethodBehavior"},
@@ -186,7 +209,7 @@ func roundTrip(t *testing.T, dsn string) {
 		c1.CheckBalanceInterval != c2.CheckBalanceInterval || c1.RecoverCheckCount != c2.RecoverCheckCount ||
 		c1.FatalErrorThreshold != c2.FatalErrorThreshold || c1.FatalErrorWindow != c2.FatalErrorWindow ||
 		c1.LogStats != c2.LogStats || c1.ExceptionSorter != c2.ExceptionSorter ||
-		c1.UnsupportedMethodBehavior != c2.UnsupportedMethodBehavior {
+		c1.UnsupportedMethodBehavior != c2.UnsupportedMethodBehavior || c1.Balance != c2.Balance {
 		t.Fatalf("round trip changed the config:\n%+v\n%+v", c1, c2)
 	}
 }

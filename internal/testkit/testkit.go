@@ -238,3 +238,23 @@ func GoroutinesIn(pkgPath string) int {
 	}
 	return count
 }
+
+// ProxyThatSaw returns the index of the one proxy of cl that recorded the statement text, and
+// fails t unless exactly one did.
+func ProxyThatSaw(t testing.TB, cl *lbdtest.Cluster, text string) int {
+	t.Helper()
+	at, seen := -1, 0
+	for i, p := range cl.Proxies() {
+		for _, q := range p.Queries() {
+			if q == text {
+				at = i
+				seen++
+				break
+			}
+		}
+	}
+	if seen != 1 {
+		t.Fatalf("%d proxies recorded %q, want exactly 1", seen, text)
+	}
+	return at
+}
