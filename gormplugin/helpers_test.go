@@ -90,27 +90,35 @@ func (l *recLogger) lbdErrors() []string {
 
 // env is one test's cluster, connector and GORM handle.
 type env struct {
-	cl    *lbdtest.Cluster
-	c     *lbd.Connector
-	db    *gorm.DB
-	sqlDB *sql.DB
-	log   *recLogger
-	table string
+	cl      *lbdtest.Cluster
+	c       *lbd.Connector
+	db      *gorm.DB
+	sqlDB   *sql.DB
+	log     *recLogger
+	table   string
+	balance string // the balance DSN parameter: "connection" or "statement"
+}
+
+// eachBalance runs body as a subtest per value of the balance DSN parameter.
+func eachBalance(t *testing.T, body func(t *testing.T, balance string)) {
+	for _, balance := range []string{"connection", "statement"} {
+		t.Run(balance, func(t *testing.T) { body(t, balance) })
+	}
 }
 
 // setup starts a 3-proxy cluster and opens GORM over it through Dialector and the Plugin
-// (plugin settings from p; its Connector is filled in), with a fresh table. Everything is
-// released at test end.
-func setup(t *testing.T, p Plugin, opts ...lbd.Option) *env {
+// (plugin settings from p; its Connector is filled in) in the given balance mode, with a fresh
+// table. Everything is released at test end.
+func setup(t *testing.T, balance string, p Plugin, opts ...lbd.Option) *env {
 	t.Helper()
-	return setupWith(t, &gorm.Config{}, p, opts...)
+	return setupWith(t, balance, &gorm.Config{}, p, opts...)
 }
 
 // setupWith is setup with a GORM configuration of the test's own; its Logger is replaced.
-func setupWith(t *testing.T, cfg *gorm.Config, p Plugin, opts ...lbd.Option) *env {
+func setupWith(t *testing.T, balance string, cfg *gorm.Config, p Plugin, opts ...lbd.Option) *env {
 	t.Helper()
 	cl := lbdtest.NewCluster(t, 3)
-	c, err := lbd.NewConnector(cl.DSN("timeout=5s"), opts...)
+	c, err := lbd.NewConnector(cl.DSN("timeout=5s&balance="+balance), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +137,7 @@ func setupWith(t *testing.T, cfg *gorm.Config, p Plugin, opts ...lbd.Option) *en
 	if err := db.Use(&p); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cl: cl, c: c, db: db, sqlDB: sqlDB, log: rec, table: fmt.Sprintf("gormplugin_%d", rand.Uint64()%1_000_000_000)}
+	e := &env{cl: cl, c: c, db: db, sqlDB: sqlDB, log: rec, table: fmt.Sprintf("gormplugin_%d", rand.Uint64()%1_000_000_000), balance: balance}
 	e.createTable(t)
 	return e
 }
@@ -175,9 +183,18 @@ func (e *env) node(t *testing.T, i int) lbd.NodeStats {
 
 // onlyConn limits the pool to one connection, makes sure it is open and returns the index of
 // the proxy it goes through (from the connector's Stats, which leave probe connections out).
+// In statement mode the connection would move from proxy to proxy, so a user variable pins
+// it to one physical connection for its life, the proxy whose connection is in use.
 func (e *env) onlyConn(t *testing.T) int {
 	t.Helper()
 	e.sqlDB.SetMaxOpenConns(1)
+	if e.balance == "statement" {
+		pin := fmt.Sprintf("SET @lbd_pinned = %d", rand.Int32())
+		if _, err := e.sqlDB.Exec(pin); err != nil { // not through GORM, which may prepare it
+			t.Fatal(err)
+		}
+		return proxyThatSaw(t, e.cl, pin)
+	}
 	e.count(t)
 	var at int
 	waitFor(t, 5*time.Second, "exactly one open connection", func() bool {
@@ -199,6 +216,7 @@ func (e *env) onlyConn(t *testing.T) int {
 var waitFor = testkit.WaitFor
 
 var (
+	proxyThatSaw = testkit.ProxyThatSaw
 	mysqlNumber  = testkit.MySQLNumber
 	closedConns  = testkit.ClosedConns
 	waitForClose = testkit.WaitForClose

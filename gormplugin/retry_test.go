@@ -49,7 +49,11 @@ func (e *env) failOnce(t *testing.T) func() {
 // With RetryReads, a read that hits a fatal error once succeeds for the caller,
 // through every GORM read path.
 func TestRetryReadsHidesOneFatalError(t *testing.T) {
-	e := setup(t, Plugin{RetryReads: true}, quiet()...)
+	eachBalance(t, retryReadsHidesOneFatalError)
+}
+
+func retryReadsHidesOneFatalError(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
 	if err := e.tbl().Create([]item{{Name: "a", Qty: 1}, {Name: "b", Qty: 2}}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +135,11 @@ func TestRetryReadsHidesOneFatalError(t *testing.T) {
 // RetryReads also works with GORM's prepared-statement cache: the cached statement is
 // prepared again on the connection database/sql hands the retry.
 func TestRetryReadsWithPreparedStatements(t *testing.T) {
-	e := setupWith(t, &gorm.Config{PrepareStmt: true}, Plugin{RetryReads: true}, quiet()...)
+	eachBalance(t, retryReadsWithPreparedStatements)
+}
+
+func retryReadsWithPreparedStatements(t *testing.T, balance string) {
+	e := setupWith(t, balance, &gorm.Config{PrepareStmt: true}, Plugin{RetryReads: true}, quiet()...)
 	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +155,11 @@ func TestRetryReadsWithPreparedStatements(t *testing.T) {
 
 // Without RetryReads the same failure reaches the caller, once.
 func TestNoRetryWithoutRetryReads(t *testing.T) {
-	e := setup(t, Plugin{}, quiet()...)
+	eachBalance(t, noRetryWithoutRetryReads)
+}
+
+func noRetryWithoutRetryReads(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{}, quiet()...)
 	check := e.failOnce(t)
 	var got item
 	if err := e.tbl().First(&got).Error; mysqlNumber(err) != 8001 {
@@ -162,7 +174,11 @@ func TestNoRetryWithoutRetryReads(t *testing.T) {
 
 // Writes, Exec and reads inside a transaction are never retried.
 func TestRetryReadsLeavesWritesAndTransactionsAlone(t *testing.T) {
-	e := setup(t, Plugin{RetryReads: true}, quiet()...)
+	eachBalance(t, retryReadsLeavesWritesAndTransactionsAlone)
+}
+
+func retryReadsLeavesWritesAndTransactionsAlone(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
 	check := e.failOnce(t)
 	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; mysqlNumber(err) != 8001 {
 		t.Fatalf("create returned %v, want error 8001", err)
@@ -205,7 +221,11 @@ func TestRetryReadsLeavesWritesAndTransactionsAlone(t *testing.T) {
 
 // A fatal error at the COMMIT of GORM's default transaction is reported too.
 func TestFatalCommitIsLogged(t *testing.T) {
-	e := setup(t, Plugin{}, quiet()...)
+	eachBalance(t, fatalCommitIsLogged)
+}
+
+func fatalCommitIsLogged(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{}, quiet()...)
 	at := e.onlyConn(t)
 	err := e.db.Callback().Create().Before("gorm:commit_or_rollback_transaction").Register("test:fail_commit", func(db *gorm.DB) {
 		if db.Error == nil {
@@ -229,7 +249,11 @@ func TestFatalCommitIsLogged(t *testing.T) {
 // An error the operation already carried is not logged again nor retried, and the statement
 // does not run.
 func TestEarlierErrorIsLeftAlone(t *testing.T) {
-	e := setup(t, Plugin{RetryReads: true}, quiet()...)
+	eachBalance(t, earlierErrorIsLeftAlone)
+}
+
+func earlierErrorIsLeftAlone(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
 	p := e.cl.Proxy(e.onlyConn(t))
 	statements := p.Statements()
 	failed := e.db.Session(&gorm.Session{}).Table(e.table).Where("qty > ?", 0)
@@ -247,7 +271,7 @@ func TestEarlierErrorIsLeftAlone(t *testing.T) {
 }
 
 func TestCanRetry(t *testing.T) {
-	e := setup(t, Plugin{RetryReads: true}, quiet()...)
+	e := setup(t, "connection", Plugin{RetryReads: true}, quiet()...)
 	tx, err := e.sqlDB.Begin()
 	if err != nil {
 		t.Fatal(err)

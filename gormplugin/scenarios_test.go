@@ -13,7 +13,11 @@ import (
 
 // Create, read, update and delete, with the connections spread over every proxy.
 func TestCRUDOverEveryProxy(t *testing.T) {
-	e := setup(t, Plugin{}, quiet()...)
+	eachBalance(t, crudOverEveryProxy)
+}
+
+func crudOverEveryProxy(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{}, quiet()...)
 	e.sqlDB.SetMaxIdleConns(0) // every operation dials, so each one is a fresh pick
 	for i := range 12 {
 		if err := e.tbl().Create(&item{Name: fmt.Sprintf("item-%02d", i), Qty: i}).Error; err != nil {
@@ -54,7 +58,11 @@ func TestCRUDOverEveryProxy(t *testing.T) {
 // A transaction commits; one failing midway (duplicate key) rolls back and the
 // pool stays usable.
 func TestTransactionCommitsAndRollsBack(t *testing.T) {
-	e := setup(t, Plugin{}, quiet()...)
+	eachBalance(t, transactionCommitsAndRollsBack)
+}
+
+func transactionCommitsAndRollsBack(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{}, quiet()...)
 	err := e.db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Table(e.table).Create(&item{ID: 1, Name: "a", Qty: 1}).Error; err != nil {
 			return err
@@ -99,7 +107,11 @@ func TestTransactionCommitsAndRollsBack(t *testing.T) {
 // A fatal error inside a transaction rolls it back and its
 // connection is not used again.
 func TestFatalErrorInTransactionRetiresConnection(t *testing.T) {
-	e := setup(t, Plugin{RetryReads: true}, quiet()...)
+	eachBalance(t, fatalErrorInTransactionRetiresConnection)
+}
+
+func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, closed := e.node(t, at), closedConns(p)
@@ -129,7 +141,11 @@ func TestFatalErrorInTransactionRetiresConnection(t *testing.T) {
 
 // A non-fatal error fails its statement only; the connection is reused.
 func TestNonFatalErrorKeepsConnection(t *testing.T) {
-	e := setup(t, Plugin{RetryReads: true}, quiet()...)
+	eachBalance(t, nonFatalErrorKeepsConnection)
+}
+
+func nonFatalErrorKeepsConnection(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, dials := e.node(t, at), p.TotalConns()
@@ -157,7 +173,11 @@ func TestNonFatalErrorKeepsConnection(t *testing.T) {
 // A fatal error (8001) once: one error for the application, the connection is
 // retired and closed, the next statement succeeds.
 func TestFatalErrorOnceRetiresConnection(t *testing.T) {
-	e := setup(t, Plugin{}, quiet()...)
+	eachBalance(t, fatalErrorOnceRetiresConnection)
+}
+
+func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, closed := e.node(t, at), closedConns(p)
@@ -196,7 +216,11 @@ func TestFatalErrorOnceRetiresConnection(t *testing.T) {
 // A proxy answering 8001 to everything goes down after at most the threshold of
 // application errors, the others carry the traffic, and it comes back once healed.
 func TestFailingProxyGoesDownAndRecovers(t *testing.T) {
-	e := setup(t, Plugin{}, fast()...)
+	eachBalance(t, failingProxyGoesDownAndRecovers)
+}
+
+func failingProxyGoesDownAndRecovers(t *testing.T, balance string) {
+	e := setup(t, balance, Plugin{}, fast()...)
 	e.sqlDB.SetMaxIdleConns(0) // every statement is a fresh pick, so the bad proxy gets traffic
 	bad := e.cl.Proxy(1)
 	good0, good2 := e.cl.Proxy(0).Statements(), e.cl.Proxy(2).Statements()

@@ -55,24 +55,32 @@ func fast() []lbd.Option {
 
 // env is one test's cluster, connector and sqlx handle.
 type env struct {
-	cl    *lbdtest.Cluster
-	c     *lbd.Connector
-	db    *sqlx.DB
-	table string
+	cl      *lbdtest.Cluster
+	c       *lbd.Connector
+	db      *sqlx.DB
+	table   string
+	balance string // the balance DSN parameter: "connection" or "statement"
 }
 
-// setup starts a 3-proxy cluster and opens sqlx over it through NewDb, with a fresh table.
-// Everything is released at test end.
-func setup(t *testing.T, opts ...lbd.Option) *env {
+// eachBalance runs body as a subtest per value of the balance DSN parameter.
+func eachBalance(t *testing.T, body func(t *testing.T, balance string)) {
+	for _, balance := range []string{"connection", "statement"} {
+		t.Run(balance, func(t *testing.T) { body(t, balance) })
+	}
+}
+
+// setup starts a 3-proxy cluster and opens sqlx over it through NewDb in the given balance
+// mode, with a fresh table. Everything is released at test end.
+func setup(t *testing.T, balance string, opts ...lbd.Option) *env {
 	t.Helper()
 	cl := lbdtest.NewCluster(t, 3)
-	c, err := lbd.NewConnector(cl.DSN("timeout=5s"), opts...)
+	c, err := lbd.NewConnector(cl.DSN("timeout=5s&balance="+balance), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := NewDb(c)
 	t.Cleanup(func() { db.Close() })
-	e := &env{cl: cl, c: c, db: db, table: fmt.Sprintf("sqlxadapter_%d", rand.Uint64()%1_000_000_000)}
+	e := &env{cl: cl, c: c, db: db, table: fmt.Sprintf("sqlxadapter_%d", rand.Uint64()%1_000_000_000), balance: balance}
 	if _, err := db.Exec("CREATE TABLE " + e.table + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(64) NOT NULL, qty INT NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +120,18 @@ func (e *env) node(t *testing.T, i int) lbd.NodeStats {
 
 // onlyConn limits the pool to one connection, makes sure it is open and returns the index of
 // the proxy it goes through (from the connector's Stats, which leave probe connections out).
+// In statement mode the connection would move from proxy to proxy, so a user variable pins
+// it to one physical connection for its life.
 func (e *env) onlyConn(t *testing.T) int {
 	t.Helper()
 	e.db.SetMaxOpenConns(1)
+	if e.balance == "statement" {
+		pin := fmt.Sprintf("SET @lbd_pinned = %d", rand.Int32())
+		if _, err := e.db.Exec(pin); err != nil {
+			t.Fatal(err)
+		}
+		return proxyThatSaw(t, e.cl, pin)
+	}
 	e.count(t)
 	var at int
 	waitFor(t, 5*time.Second, "exactly one open connection", func() bool {
@@ -147,6 +164,7 @@ func servedTable(queries []string, table string) bool {
 }
 
 var (
+	proxyThatSaw = testkit.ProxyThatSaw
 	mysqlNumber  = testkit.MySQLNumber
 	closedConns  = testkit.ClosedConns
 	waitForClose = testkit.WaitForClose

@@ -13,7 +13,11 @@ import (
 // Create, read, update and delete through sqlx's helpers, with the connections
 // spread over every proxy.
 func TestCRUDOverEveryProxy(t *testing.T) {
-	e := setup(t, quiet()...)
+	eachBalance(t, crudOverEveryProxy)
+}
+
+func crudOverEveryProxy(t *testing.T, balance string) {
+	e := setup(t, balance, quiet()...)
 	e.db.SetMaxIdleConns(0) // every operation dials, so each one is a fresh pick
 	for i := range 12 {
 		it := item{Name: fmt.Sprintf("item-%02d", i), Qty: i}
@@ -59,7 +63,11 @@ func TestCRUDOverEveryProxy(t *testing.T) {
 // A transaction commits; one failing midway (duplicate key) rolls back and the
 // pool stays usable.
 func TestTransactionCommitsAndRollsBack(t *testing.T) {
-	e := setup(t, quiet()...)
+	eachBalance(t, transactionCommitsAndRollsBack)
+}
+
+func transactionCommitsAndRollsBack(t *testing.T, balance string) {
+	e := setup(t, balance, quiet()...)
 	insert := e.q("INSERT INTO {t} (id, name, qty) VALUES (:id, :name, :qty)")
 	tx, err := e.db.Beginx()
 	if err != nil {
@@ -111,7 +119,11 @@ func TestTransactionCommitsAndRollsBack(t *testing.T) {
 // A fatal error inside a transaction, which the application rolls
 // back; its connection is not used again.
 func TestFatalErrorInTransactionRetiresConnection(t *testing.T) {
-	e := setup(t, quiet()...)
+	eachBalance(t, fatalErrorInTransactionRetiresConnection)
+}
+
+func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
+	e := setup(t, balance, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, closed := e.node(t, at), closedConns(p)
@@ -142,7 +154,11 @@ func TestFatalErrorInTransactionRetiresConnection(t *testing.T) {
 
 // A non-fatal error fails its statement only; the connection is reused.
 func TestNonFatalErrorKeepsConnection(t *testing.T) {
-	e := setup(t, quiet()...)
+	eachBalance(t, nonFatalErrorKeepsConnection)
+}
+
+func nonFatalErrorKeepsConnection(t *testing.T, balance string) {
+	e := setup(t, balance, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, dials := e.node(t, at), p.TotalConns()
@@ -167,7 +183,11 @@ func TestNonFatalErrorKeepsConnection(t *testing.T) {
 // A fatal error (8001) once: one error for the application, the connection is
 // retired and closed, the next statement succeeds.
 func TestFatalErrorOnceRetiresConnection(t *testing.T) {
-	e := setup(t, quiet()...)
+	eachBalance(t, fatalErrorOnceRetiresConnection)
+}
+
+func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
+	e := setup(t, balance, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, closed := e.node(t, at), closedConns(p)
@@ -202,7 +222,11 @@ func TestFatalErrorOnceRetiresConnection(t *testing.T) {
 // A proxy answering 8001 to everything goes down after at most the threshold of
 // application errors, the others carry the traffic, and it comes back once healed.
 func TestFailingProxyGoesDownAndRecovers(t *testing.T) {
-	e := setup(t, fast()...)
+	eachBalance(t, failingProxyGoesDownAndRecovers)
+}
+
+func failingProxyGoesDownAndRecovers(t *testing.T, balance string) {
+	e := setup(t, balance, fast()...)
 	e.db.SetMaxIdleConns(0) // every statement is a fresh pick, so the bad proxy gets traffic
 	bad := e.cl.Proxy(1)
 	good0, good2 := e.cl.Proxy(0).Statements(), e.cl.Proxy(2).Statements()
