@@ -33,6 +33,19 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 			sqlclass.Classify("SELECT name, qty FROM items WHERE id = ?")
 		}
 	})
+	b.Run("liveness-check", func(b *testing.B) { // go-sql-driver's, part of bind+release
+		p, err := c.acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.giveBack(p)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := p.dc.ResetSession(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("bind+release", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

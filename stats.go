@@ -43,9 +43,14 @@ type NodeStats struct {
 	State   NodeState // up, down or draining
 	Standby bool      // probed, but taking no new connection (a source's fallback; see nodes.Node)
 
-	Open  int // open physical connections, including dials in progress (probe connection excluded)
-	Idle  int // of Open, how many sit idle: in database/sql's pool, or (statement mode) unclaimed by any logical connection
-	InUse int // of Open, how many are in use: checked out (connection mode) or bound to a logical connection (statement mode)
+	Open int // open physical connections, including dials in progress (probe connection excluded)
+	// Idle counts, of Open, the connections not in use: idle in database/sql's pool (connection
+	// mode), or not claimed by a checked-out logical connection (statement mode: parked on the
+	// node, or kept for a pinned logical connection that sits in database/sql's pool).
+	Idle int
+	// InUse counts, of Open, the connections in use: checked out of database/sql's pool
+	// (connection mode), or claimed by a checked-out logical connection (statement mode).
+	InUse int
 
 	Dials         uint64 // successful dials
 	DialFailures  uint64 // failed dials (refused, timed out, handshake failed)
