@@ -100,6 +100,9 @@ func ParseDSN(dsn string) (*Config, error) {
 		emptyAddr = true
 	}
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "invalid DSN") { // go-sql-driver's own words already say so
+			return nil, fmt.Errorf("lbd: %w", err)
+		}
 		return nil, fmt.Errorf("lbd: invalid DSN: %w", err)
 	}
 	source, isSource := lookupSource(my.Net)
@@ -150,6 +153,9 @@ func ParseDSN(dsn string) (*Config, error) {
 			if right, typo := misspelledParam(key, source.Params); typo {
 				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
 			}
+			if isCamelCase(key) {
+				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: neither lbd nor go-sql-driver reads it, and server variables are snake_case (a node source's parameter needs its network in the DSN and its package imported)", key)
+			}
 			continue // go-sql-driver's: a session variable to SET on each connection
 		}
 		if err := p.parse(cfg, value); err != nil {
@@ -161,6 +167,19 @@ func ParseDSN(dsn string) (*Config, error) {
 		my.Params = nil
 	}
 	return cfg, nil
+}
+
+// isCamelCase reports a name with a lower-case letter followed by an upper-case one
+// (etcdKey). MySQL and MariaDB name their variables in snake_case, so such a key left over
+// after lbd and go-sql-driver took theirs is a parameter nobody reads, and go-sql-driver would
+// send it as a SET that fails every connection with 1193.
+func isCamelCase(name string) bool {
+	for i := 1; i < len(name); i++ {
+		if name[i-1] >= 'a' && name[i-1] <= 'z' && name[i] >= 'A' && name[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 var errNoNodes = errors.New("lbd: the DSN lists no proxy: want user:pass@lb(host1:port1,host2:port2)/db, or a node source")

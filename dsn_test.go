@@ -117,6 +117,8 @@ var dsnCases = []struct {
 		},
 	},
 	{name: "unregistered source network", dsn: "u:p@lbetcd(e1:2379)/db", wantErr: `import _ "github.com/lbd-go/lbd/nodes/etcd"`},
+	{name: "camelCase key nobody reads", dsn: "u:p@lb(10.0.0.1:1)/db?etcdKey=x", wantErr: `unknown DSN parameter "etcdKey"`},
+	{name: "unescaped slash", dsn: "u:p@lb(10.0.0.1:1)/db?x=a/b", wantErr: "lbd: invalid DSN: did you forget to escape"},
 	{name: "stray comma", dsn: "u:p@lb(10.0.0.1:1,,10.0.0.2:2)/db", wantErr: "empty entry"},
 	{name: "missing port", dsn: "u:p@lb(10.0.0.1,10.0.0.2:2)/db", wantErr: `"10.0.0.1" is not host:port`},
 	{name: "bad port", dsn: "u:p@lb(10.0.0.1:http)/db", wantErr: "want a number from 1 to 65535"},

@@ -61,7 +61,7 @@ type NodeStats struct {
 	ProbeFailures uint64 // probes failed
 
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
-	LastError string        // the latest dial or probe failure; "" when none
+	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
 }
 
 // Stats returns a snapshot of every node. It takes the balancer's mutex briefly and allocates
