@@ -56,9 +56,14 @@ const (
 	// by the system variables @@last_insert_id and @@identity, and by SHOW WARNINGS, SHOW
 	// ERRORS and GET DIAGNOSTICS. OBProxy cannot move such a request to another node.
 	ReadsResult
+
+	// TxInside: a statement of the text began a transaction that a later one ended, as in
+	// "BEGIN; INSERT ...; COMMIT". When such a text fails part-way the server stops at the
+	// error, and the transaction may still be open.
+	TxInside
 )
 
-var effectNames = [...]string{"BeginsTx", "EndsTx", "Session", "ProducesResult", "ReadsResult"}
+var effectNames = [...]string{"BeginsTx", "EndsTx", "Session", "ProducesResult", "ReadsResult", "TxInside"}
 
 // Has reports whether all bits of f are set in e. Has(0) is true.
 func (e Effect) Has(f Effect) bool { return e&f == f }
@@ -97,12 +102,14 @@ func (e Effect) String() string {
 func Classify(query string) Effect {
 	sc := newScanner(query)
 	var (
-		eff  Effect // Session, ProducesResult and ReadsResult so far
-		tx   Effect // effect of the last transaction-control statement
-		st   stmt
-		prev = tokEOF // previous token: a word after tokDot is qualified
-		fn   kw       // function name waiting for its "("
-		arg  bool     // just saw "LAST_INSERT_ID(": does an argument follow?
+		eff    Effect // Session, ProducesResult and ReadsResult so far
+		tx     Effect // effect of the last transaction-control statement
+		st     stmt
+		prev   = tokEOF // previous token: a word after tokDot is qualified
+		fn     kw       // function name waiting for its "("
+		arg    bool     // just saw "LAST_INSERT_ID(": does an argument follow?
+		last   kw       // the previous token's keyword, for NEXT VALUE FOR / PREVIOUS VALUE FOR
+		opened bool     // some statement began a transaction
 	)
 	for {
 		t := sc.next()
@@ -119,18 +126,28 @@ func Classify(query string) Effect {
 			case kwLastInsertID:
 				eff |= ReadsResult
 				arg = true
+			case kwNextval, kwSetval: // MariaDB sequences: the next LASTVAL() reads this
+				st.produces = true
 			default:
 				eff |= ReadsResult
 			}
 		}
 		fn = kwNone
+		prevKw := last
+		last = kwNone
 
 		switch t {
 		case tokEOF, tokSemi:
 			eff |= st.finish(&tx)
+			if tx == BeginsTx {
+				opened = true
+			}
 			if t == tokEOF {
 				if sc.unterminated {
 					eff |= Session
+				}
+				if opened && tx != BeginsTx {
+					eff |= TxInside
 				}
 				return eff | tx
 			}
@@ -138,14 +155,30 @@ func Classify(query string) Effect {
 		case tokWord:
 			k := lookup(sc.word)
 			if prev == tokDot {
-				k = kwNone // a qualified name is never a keyword or a builtin
+				// A qualified name is never a keyword or a builtin, but seq.NEXTVAL and
+				// seq.CURRVAL are sequence calls (Oracle mode of OceanBase and MariaDB).
+				switch k {
+				case kwNextval:
+					st.produces = true
+				case kwCurrval:
+					eff |= ReadsResult
+				}
+				k = kwNone
 			}
 			switch k {
-			case kwFoundRows, kwRowCount, kwLastInsertID, kwGetLock:
+			case kwFoundRows, kwRowCount, kwLastInsertID, kwGetLock, kwNextval, kwSetval, kwLastval:
 				fn = k
 			case kwCalcFoundRows:
 				st.produces = true
+			case kwValue: // NEXT VALUE FOR s, PREVIOUS VALUE FOR s (MariaDB sequences)
+				switch prevKw {
+				case kwNext:
+					st.produces = true
+				case kwPrevious:
+					eff |= ReadsResult
+				}
 			}
+			last = k
 			eff |= st.word(k)
 		case tokUserVar:
 			eff |= Session
@@ -405,6 +438,13 @@ const (
 	kwLastInsertID
 	kwGetLock
 	kwIdentity
+	kwNextval
+	kwSetval
+	kwLastval
+	kwCurrval
+	kwNext
+	kwPrevious
+	kwValue
 )
 
 type kwName struct {
@@ -417,16 +457,17 @@ var keywords = [...][]kwName{
 	2: {{"xa", kwXA}, {"no", kwNo}},
 	3: {{"set", kwSet}, {"use", kwUse}, {"get", kwGet}, {"and", kwAnd}},
 	4: {{"lock", kwLock}, {"drop", kwDrop}, {"load", kwLoad}, {"call", kwCall}, {"show", kwShow},
-		{"desc", kwExplain}, {"with", kwWith}, {"work", kwWork}},
+		{"desc", kwExplain}, {"with", kwWith}, {"work", kwWork}, {"next", kwNext}},
 	5: {{"begin", kwBegin}, {"start", kwStart}, {"flush", kwFlush}, {"table", kwTable},
-		{"chain", kwChain}},
+		{"chain", kwChain}, {"value", kwValue}},
 	6: {{"select", kwSelect}, {"insert", kwInsert}, {"update", kwUpdate}, {"delete", kwDelete},
 		{"commit", kwCommit}, {"create", kwCreate}, {"values", kwValues}, {"errors", kwErrors},
-		{"export", kwExport}},
+		{"export", kwExport}, {"setval", kwSetval}},
 	7: {{"replace", kwReplace}, {"prepare", kwPrepare}, {"execute", kwExecute},
-		{"handler", kwHandler}, {"explain", kwExplain}, {"release", kwRelease}},
+		{"handler", kwHandler}, {"explain", kwExplain}, {"release", kwRelease},
+		{"nextval", kwNextval}, {"lastval", kwLastval}, {"currval", kwCurrval}},
 	8: {{"rollback", kwRollback}, {"describe", kwExplain}, {"warnings", kwWarnings},
-		{"get_lock", kwGetLock}, {"identity", kwIdentity}},
+		{"get_lock", kwGetLock}, {"identity", kwIdentity}, {"previous", kwPrevious}},
 	9:  {{"temporary", kwTemporary}, {"row_count", kwRowCount}},
 	10: {{"deallocate", kwDeallocate}, {"found_rows", kwFoundRows}},
 	11: {{"transaction", kwTransaction}},

@@ -190,6 +190,16 @@ var cases = []struct {
 	{"LOAD DATA INFILE 'f' INTO TABLE t", P},
 	{"LOAD XML INFILE 'f' INTO TABLE t", P},
 	{"CALL p()", P | S},
+	{"SELECT NEXTVAL(s)", P},
+	{"SELECT nextval (s)", P},
+	{"SELECT SETVAL(s, 10)", P},
+	{"SELECT LASTVAL(s)", R},
+	{"INSERT INTO t VALUES (NEXT VALUE FOR s)", P},
+	{"SELECT PREVIOUS VALUE FOR s", R},
+	{"SELECT s.NEXTVAL FROM dual", P},
+	{"SELECT s.currval FROM dual", R},
+	{"SELECT next, value, previous FROM t", none},
+	{"SELECT lastval FROM t", none},
 	{"CALL p(@out)", P | S},
 	{"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 10", P},
 	{"(SELECT SQL_CALC_FOUND_ROWS a FROM t) UNION (SELECT a FROM u) LIMIT 1", P},
@@ -227,8 +237,8 @@ var cases = []struct {
 	{"SELECT LAST_INSERT_ID(", P | R},
 
 	// Several statements.
-	{"BEGIN; INSERT INTO t VALUES (1); COMMIT", E | P},
-	{"BEGIN; INSERT INTO t VALUES (1); COMMIT;", E | P},
+	{"BEGIN; INSERT INTO t VALUES (1); COMMIT", E | P | TxInside},
+	{"BEGIN; INSERT INTO t VALUES (1); COMMIT;", E | P | TxInside},
 	{"COMMIT; BEGIN", B},
 	{"START TRANSACTION; SELECT 1", B},
 	{"BEGIN; ROLLBACK TO SAVEPOINT a", B},
@@ -241,7 +251,7 @@ var cases = []struct {
 	{"SELECT 1 -- ;\nBEGIN", none}, // the ";" is in the comment: one statement
 	{"BEGIN NOT ATOMIC COMMIT; END", none},
 	{"BEGIN; /* c */", B},
-	{"XA START 'a'; XA END 'a'; XA PREPARE 'a'; XA COMMIT 'a'", E | S},
+	{"XA START 'a'; XA END 'a'; XA PREPARE 'a'; XA COMMIT 'a'", E | S | TxInside},
 	{"COMMIT; EXPLAIN SELECT 1", E},
 
 	// Odd but harmless input.
@@ -276,7 +286,7 @@ func TestEffectString(t *testing.T) {
 		{BeginsTx | Session, "BeginsTx|Session"},
 		{ProducesResult | ReadsResult, "ProducesResult|ReadsResult"},
 		{EndsTx | Session | ProducesResult | ReadsResult, "EndsTx|Session|ProducesResult|ReadsResult"},
-		{0xff, "BeginsTx|EndsTx|Session|ProducesResult|ReadsResult|0xe0"},
+		{0xff, "BeginsTx|EndsTx|Session|ProducesResult|ReadsResult|TxInside|0xc0"},
 		{0x40, "0x40"},
 	} {
 		if got := c.e.String(); got != c.want {
@@ -331,7 +341,7 @@ func FuzzClassify(f *testing.F) {
 	f.Add(benchComments)
 	f.Fuzz(func(t *testing.T, q string) {
 		e := Classify(q)
-		if e>>5 != 0 {
+		if e>>len(effectNames) != 0 {
 			t.Fatalf("Classify(%q) = %v: unknown bits", q, e)
 		}
 		if e.Has(BeginsTx | EndsTx) {
