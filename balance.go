@@ -1,6 +1,9 @@
 package lbd
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // BalanceMode says what lbd balances over the proxies: each new physical connection
 // (BalanceConnection, the default) or each checkout of a pooled connection
@@ -58,4 +61,16 @@ func WithBalance(m BalanceMode) Option {
 		o.balanceSet = true
 		return nil
 	}
+}
+
+// autocommitOff reports a DSN that makes go-sql-driver run SET autocommit=0 on every
+// connection.
+func autocommitOff(params map[string]string) bool {
+	for k, v := range params {
+		if strings.EqualFold(k, "autocommit") {
+			v = strings.Trim(v, "'\"` ")
+			return v == "0" || strings.EqualFold(v, "false") || strings.EqualFold(v, "off")
+		}
+	}
+	return false
 }

@@ -251,4 +251,23 @@ func TestBalanceParameter(t *testing.T) {
 		c.Close()
 		t.Error("WithBalance(BalanceMode(7)) was accepted")
 	}
+	// autocommit off gives every physical connection an open transaction of its own.
+	for _, params := range []string{"balance=statement&autocommit=0", "balance=statement&AUTOCOMMIT='OFF'", "autocommit=false"} {
+		opts := []Option{WithLogger(discardLogger())}
+		if !strings.Contains(params, "balance") {
+			opts = append(opts, WithBalance(BalanceStatement))
+		}
+		c, err := NewConnector(cl.DSN(params), opts...)
+		if err == nil {
+			c.Close()
+			t.Errorf("%s in statement mode was accepted", params)
+		} else if !strings.Contains(err.Error(), "autocommit") {
+			t.Errorf("%s: error %q does not name autocommit", params, err)
+		}
+	}
+	c, err := NewConnector(cl.DSN("balance=statement&autocommit=1"), WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatalf("autocommit=1 in statement mode: %v", err)
+	}
+	c.Close()
 }

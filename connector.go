@@ -125,6 +125,9 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		c.mode = o.balance
 	}
 	c.cfg.Balance = c.mode
+	if c.mode == BalanceStatement && autocommitOff(c.cfg.MySQL.Params) {
+		return nil, errors.New("lbd: balance=statement with autocommit off in the DSN: every physical connection would hold its own open transaction, so a logical connection could never move; use balance=connection, or BEGIN ... COMMIT with autocommit on")
+	}
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	c.bal.onTransition = c.onTransition

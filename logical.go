@@ -65,7 +65,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 			}
 		} else {
 			p := l.phys
-			l.phys = nil
+			l.phys, l.produced = nil, false // the result it holds is gone with it
 			l.c.parkFree(p)
 		}
 	}
@@ -98,7 +98,8 @@ func (l *logicalConn) reclaim(ctx context.Context) bool {
 }
 
 // after records what a statement did to the session. A transaction counts as ended only when
-// COMMIT or ROLLBACK succeeded.
+// COMMIT or ROLLBACK succeeded; a text with several statements that began one and failed
+// before its end may have left it open.
 func (l *logicalConn) after(eff sqlclass.Effect, err error) {
 	if eff.Has(sqlclass.Session) {
 		l.session = true
@@ -108,6 +109,8 @@ func (l *logicalConn) after(eff sqlclass.Effect, err error) {
 		l.sqlTx = true
 	case eff.Has(sqlclass.EndsTx) && err == nil:
 		l.sqlTx = false
+	case err != nil && eff.Has(sqlclass.TxInside):
+		l.sqlTx = true
 	}
 	l.produced = eff.Has(sqlclass.ProducesResult)
 }
@@ -201,7 +204,7 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 // BeginTx implements driver.ConnBeginTx; the transaction pins the physical connection until it
 // ends.
 func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	p, err := l.bind(ctx, 0)
+	p, err := l.bind(ctx, 0) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
 	}
@@ -242,9 +245,15 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 	return rows, err
 }
 
+// keepsResult binds a call that changes nothing a following LAST_INSERT_ID(), ROW_COUNT() or
+// FOUND_ROWS() reads and that the application does not see as a statement (Ping, Prepare): it
+// runs where the last statement ran when that connection was kept aside, so the value
+// survives for the statement after it.
+const keepsResult = sqlclass.ReadsResult
+
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
-	p, err := l.bind(ctx, 0)
+	p, err := l.bind(ctx, keepsResult)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ var _ driverStmt = (*logicalStmt)(nil)
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
 func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	eff := sqlclass.Classify(query)
-	p, err := l.bind(ctx, eff)
+	p, err := l.bind(ctx, eff|keepsResult)
 	if err != nil {
 		return nil, err
 	}
