@@ -56,18 +56,6 @@ func TestSameResultsInBothModes(t *testing.T) {
 	}
 	// marker makes a statement's text unique, to find which proxies saw it.
 	marker := func() string { return fmt.Sprintf("lbd-marker-%d-%d", runID, seq.Add(1)) }
-	proxiesThatSaw := func(text string) int {
-		n := 0
-		for _, p := range cl.Proxies() {
-			for _, q := range p.Queries() {
-				if strings.Contains(q, text) {
-					n++
-					break
-				}
-			}
-		}
-		return n
-	}
 
 	cases := []modeCase{
 		{
@@ -128,7 +116,7 @@ func TestSameResultsInBothModes(t *testing.T) {
 					}
 					return "", nil
 				})
-				return fmt.Sprintf("connection ids=%d proxies=%d", len(ids), proxiesThatSaw(m)), err
+				return fmt.Sprintf("connection ids=%d proxies=%d", len(ids), proxiesThatSawText(cl, m)), err
 			},
 			want: "connection ids=1 proxies=1",
 		},

@@ -3,8 +3,10 @@ package lbd
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +93,37 @@ type logRecorder = testkit.Logs
 func nodeState(c *Connector, addr string) (NodeState, bool) {
 	ns, ok := c.Stats().Node(addr)
 	return ns.State, ok
+}
+
+// proxiesThatSawText counts the proxies whose recent statements contain text.
+func proxiesThatSawText(cl *lbdtest.Cluster, text string) int {
+	n := 0
+	for _, p := range cl.Proxies() {
+		for _, q := range p.Queries() {
+			if strings.Contains(q, text) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// dropOnBackend drops tbl at the end of the test straight on the backend, bounded in time: the
+// MariaDB database is shared, and by then the test may have closed its DB or stopped every
+// proxy.
+func dropOnBackend(t *testing.T, cl *lbdtest.Cluster, tbl string) {
+	t.Cleanup(func() {
+		direct, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/%s", cl.User(), cl.Password(), cl.BackendAddr(), cl.Database()))
+		if err != nil {
+			t.Errorf("dropping %s: %v", tbl, err)
+			return
+		}
+		defer direct.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := direct.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
+			t.Errorf("dropping %s: %v", tbl, err)
+		}
+	})
 }

@@ -27,17 +27,7 @@ func faultTable(t *testing.T, cl *lbdtest.Cluster, db *sql.DB) string {
 	if _, err := db.Exec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		direct, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/%s", cl.User(), cl.Password(), cl.BackendAddr(), cl.Database()))
-		if err != nil {
-			t.Errorf("dropping %s: %v", tbl, err)
-			return
-		}
-		defer direct.Close()
-		if _, err := direct.Exec("DROP TABLE IF EXISTS " + tbl); err != nil {
-			t.Errorf("dropping %s: %v", tbl, err)
-		}
-	})
+	dropOnBackend(t, cl, tbl)
 	return tbl
 }
 

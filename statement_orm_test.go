@@ -30,19 +30,7 @@ func ormTable(t *testing.T, cl *lbdtest.Cluster) string {
 	if _, err := admin.Exec("CREATE TABLE " + tbl + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, v INT NOT NULL DEFAULT 0, name VARCHAR(64) NOT NULL DEFAULT '')"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		direct, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/%s", cl.User(), cl.Password(), cl.BackendAddr(), cl.Database()))
-		if err != nil {
-			t.Errorf("dropping %s: %v", tbl, err)
-			return
-		}
-		defer direct.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := direct.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
-			t.Errorf("dropping %s: %v", tbl, err)
-		}
-	})
+	dropOnBackend(t, cl, tbl)
 	return tbl
 }
 
@@ -221,20 +209,6 @@ func TestStatementModeMultiStatementTexts(t *testing.T) {
 			}
 		})
 	})
-}
-
-// proxiesThatSawText counts the proxies whose recent statements contain text.
-func proxiesThatSawText(cl *lbdtest.Cluster, text string) int {
-	n := 0
-	for _, p := range cl.Proxies() {
-		for _, q := range p.Queries() {
-			if strings.Contains(q, text) {
-				n++
-				break
-			}
-		}
-	}
-	return n
 }
 
 // MariaDB sequences keep LASTVAL(s) / PREVIOUS VALUE FOR s per session, like
