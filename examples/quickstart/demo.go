@@ -62,6 +62,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (sum summary, err error
 		lbd.WithCheckHealthInterval(healthInterval),
 		lbd.WithCheckHealthTimeout(healthTimeout),
 		lbd.WithCheckBalanceInterval(balanceInterval),
+		lbd.WithBalance(cfg.Balance),
 	)
 	if err != nil {
 		return sum, err

@@ -34,14 +34,17 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd"
 )
 
 // config is what one run of the demo needs.
 type config struct {
-	DSN      string        // lbd DSN of real proxies; "" starts an in-memory cluster of 3
-	Duration time.Duration // how long the workload runs
-	Workers  int           // concurrent goroutines, each writing and reading its own rows
-	Log      io.Writer     // where lbd's log lines go; nil drops them
+	DSN      string          // lbd DSN of real proxies; "" starts an in-memory cluster of 3
+	Duration time.Duration   // how long the workload runs
+	Workers  int             // concurrent goroutines, each writing and reading its own rows
+	Balance  lbd.BalanceMode // what lbd balances: connections (default) or statements
+	Log      io.Writer       // where lbd's log lines go; nil drops them
 }
 
 func main() {
@@ -49,7 +52,16 @@ func main() {
 	flag.StringVar(&cfg.DSN, "dsn", "", "run against real proxies: `user:pass@lb(host1:port1,host2:port2)/db`")
 	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
 	flag.IntVar(&cfg.Workers, "workers", 32, "number of concurrent workers")
+	balance := flag.String("balance", "connection", "what lbd balances: `connection` or statement")
 	flag.Parse()
+	switch *balance {
+	case "connection":
+	case "statement":
+		cfg.Balance = lbd.BalanceStatement
+	default:
+		fmt.Fprintf(os.Stderr, "quickstart: -balance must be connection or statement, got %q\n", *balance)
+		os.Exit(2)
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "quickstart: unexpected arguments %q\n", flag.Args())
 		flag.Usage()

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -22,8 +23,14 @@ func TestMain(m *testing.M) {
 // the duration. Eight seconds leave the fourth proxy (joining at 5.6 s) two rebalancing rounds or
 // two to get connections.
 func TestQuickstart(t *testing.T) {
+	for _, mode := range []lbd.BalanceMode{lbd.BalanceConnection, lbd.BalanceStatement} {
+		t.Run(mode.String(), func(t *testing.T) { quickstart(t, mode) })
+	}
+}
+
+func quickstart(t *testing.T, mode lbd.BalanceMode) {
 	out := &syncBuffer{}
-	sum, err := run(context.Background(), config{Duration: 8 * time.Second, Workers: 16, Log: out}, out)
+	sum, err := run(context.Background(), config{Duration: 8 * time.Second, Workers: 16, Log: out, Balance: mode}, out)
 	t.Log("demo output:\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
