@@ -4,19 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/adaptertest"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -28,34 +26,13 @@ type item struct {
 	Qty  int
 }
 
-// Errors the proxies inject.
 var (
-	// errInitializing is OceanBase's "client must close the connection" answer: fatal.
-	errInitializing = &mysql.MySQLError{Number: 8001, SQLState: [5]byte{'0', '8', '0', '0', '4'}, Message: "Server is initializing"}
-	// errNoTable fails one statement on a healthy session: not fatal.
-	errNoTable = &mysql.MySQLError{Number: 1146, SQLState: [5]byte{'4', '2', 'S', '0', '2'}, Message: "Table 'test.nope' doesn't exist"}
+	errInitializing = adaptertest.ErrInitializing
+	errNoTable      = adaptertest.ErrNoTable
+	quiet           = adaptertest.Quiet
+	fast            = adaptertest.Fast
+	eachBalance     = adaptertest.EachBalance
 )
-
-// quiet keeps the connector's loops out of the way: no probe or rebalance round runs during a
-// test, so the proxies count application statements and connections only, and no probe takes
-// an injected failure meant for the application.
-func quiet() []lbd.Option {
-	return []lbd.Option{
-		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		lbd.WithCheckHealthInterval(time.Hour),
-		lbd.WithCheckBalanceInterval(time.Hour),
-		lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
-	}
-}
-
-// fast probes every 50 ms, for tests that need nodes to go down and come back.
-func fast() []lbd.Option {
-	return []lbd.Option{
-		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		lbd.WithCheckHealthInterval(200 * time.Millisecond),
-		lbd.WithCheckBalanceInterval(time.Hour),
-	}
-}
 
 // recLogger is a GORM logger that keeps what is logged at error and warn level.
 type recLogger struct {
@@ -97,13 +74,6 @@ type env struct {
 	log     *recLogger
 	table   string
 	balance string // the balance DSN parameter: "connection" or "statement"
-}
-
-// eachBalance runs body as a subtest per value of the balance DSN parameter.
-func eachBalance(t *testing.T, body func(t *testing.T, balance string)) {
-	for _, balance := range []string{"connection", "statement"} {
-		t.Run(balance, func(t *testing.T) { body(t, balance) })
-	}
 }
 
 // setup starts a 3-proxy cluster and opens GORM over it through Dialector and the Plugin

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/adaptertest"
 )
 
 // Create, read, update and delete, with the connections spread over every proxy.
@@ -43,16 +44,8 @@ func crudOverEveryProxy(t *testing.T, balance string) {
 	if n := e.count(t); n != 6 {
 		t.Fatalf("count after delete = %d, want 6", n)
 	}
-	for i, p := range e.cl.Proxies() {
-		if p.Statements() == 0 {
-			t.Errorf("proxy %d served no statement", i)
-		}
-	}
-	for i := range 3 {
-		if ns := e.node(t, i); ns.FatalErrors != 0 || ns.Retired != 0 {
-			t.Errorf("proxy %d: %d fatal errors, %d retired; want none", i, ns.FatalErrors, ns.Retired)
-		}
-	}
+	adaptertest.EveryProxyServed(t, e.cl)
+	adaptertest.NoFatalErrors(t, e.c)
 }
 
 // A transaction commits; one failing midway (duplicate key) rolls back and the
@@ -94,11 +87,7 @@ func transactionCommitsAndRollsBack(t *testing.T, balance string) {
 	if err := e.tbl().Create(&item{ID: 3, Name: "c", Qty: 3}).Error; err != nil {
 		t.Fatalf("pool unusable after rollback: %v", err)
 	}
-	for i := range 3 {
-		if ns := e.node(t, i); ns.FatalErrors != 0 || ns.Retired != 0 {
-			t.Errorf("proxy %d: %d fatal errors, %d retired; want none", i, ns.FatalErrors, ns.Retired)
-		}
-	}
+	adaptertest.NoFatalErrors(t, e.c)
 	if got := e.log.lbdErrors(); len(got) != 0 {
 		t.Errorf("plugin logged %q for a non-fatal error", got)
 	}

@@ -2,17 +2,15 @@ package sqlxadapter
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/adaptertest"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -24,34 +22,13 @@ type item struct {
 	Qty  int    `db:"qty"`
 }
 
-// Errors the proxies inject.
 var (
-	// errInitializing is OceanBase's "client must close the connection" answer: fatal.
-	errInitializing = &mysql.MySQLError{Number: 8001, SQLState: [5]byte{'0', '8', '0', '0', '4'}, Message: "Server is initializing"}
-	// errNoTable fails one statement on a healthy session: not fatal.
-	errNoTable = &mysql.MySQLError{Number: 1146, SQLState: [5]byte{'4', '2', 'S', '0', '2'}, Message: "Table 'test.nope' doesn't exist"}
+	errInitializing = adaptertest.ErrInitializing
+	errNoTable      = adaptertest.ErrNoTable
+	quiet           = adaptertest.Quiet
+	fast            = adaptertest.Fast
+	eachBalance     = adaptertest.EachBalance
 )
-
-// quiet keeps the connector's loops out of the way: no probe or rebalance round runs during a
-// test, so the proxies count application statements and connections only, and no probe takes
-// an injected failure meant for the application.
-func quiet() []lbd.Option {
-	return []lbd.Option{
-		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		lbd.WithCheckHealthInterval(time.Hour),
-		lbd.WithCheckBalanceInterval(time.Hour),
-		lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
-	}
-}
-
-// fast probes every 50 ms, for tests that need nodes to go down and come back.
-func fast() []lbd.Option {
-	return []lbd.Option{
-		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		lbd.WithCheckHealthInterval(200 * time.Millisecond),
-		lbd.WithCheckBalanceInterval(time.Hour),
-	}
-}
 
 // env is one test's cluster, connector and sqlx handle.
 type env struct {
@@ -60,13 +37,6 @@ type env struct {
 	db      *sqlx.DB
 	table   string
 	balance string // the balance DSN parameter: "connection" or "statement"
-}
-
-// eachBalance runs body as a subtest per value of the balance DSN parameter.
-func eachBalance(t *testing.T, body func(t *testing.T, balance string)) {
-	for _, balance := range []string{"connection", "statement"} {
-		t.Run(balance, func(t *testing.T) { body(t, balance) })
-	}
 }
 
 // setup starts a 3-proxy cluster and opens sqlx over it through NewDb in the given balance

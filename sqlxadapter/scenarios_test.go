@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/adaptertest"
 )
 
 // Create, read, update and delete through sqlx's helpers, with the connections
@@ -48,16 +49,8 @@ func crudOverEveryProxy(t *testing.T, balance string) {
 	if n := e.count(t); n != 6 {
 		t.Fatalf("count after delete = %d, want 6", n)
 	}
-	for i, p := range e.cl.Proxies() {
-		if p.Statements() == 0 {
-			t.Errorf("proxy %d served no statement", i)
-		}
-	}
-	for i := range 3 {
-		if ns := e.node(t, i); ns.FatalErrors != 0 || ns.Retired != 0 {
-			t.Errorf("proxy %d: %d fatal errors, %d retired; want none", i, ns.FatalErrors, ns.Retired)
-		}
-	}
+	adaptertest.EveryProxyServed(t, e.cl)
+	adaptertest.NoFatalErrors(t, e.c)
 }
 
 // A transaction commits; one failing midway (duplicate key) rolls back and the
@@ -109,11 +102,7 @@ func transactionCommitsAndRollsBack(t *testing.T, balance string) {
 	if _, err := e.db.NamedExec(insert, item{3, "c", 3}); err != nil {
 		t.Fatalf("pool unusable after rollback: %v", err)
 	}
-	for i := range 3 {
-		if ns := e.node(t, i); ns.FatalErrors != 0 || ns.Retired != 0 {
-			t.Errorf("proxy %d: %d fatal errors, %d retired; want none", i, ns.FatalErrors, ns.Retired)
-		}
-	}
+	adaptertest.NoFatalErrors(t, e.c)
 }
 
 // A fatal error inside a transaction, which the application rolls
