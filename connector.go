@@ -366,7 +366,6 @@ func safeConnect(ctx context.Context, dc driver.Connector) (conn driver.Conn, er
 // is used for this checkout only.
 func (c *Connector) adopt(n *node, mc driverConn) *conn {
 	w := &conn{dc: mc, node: n, connector: c}
-	c.stmt.checker.CompareAndSwap(nil, driver.NamedValueChecker(mc))
 	n.track(w)
 	c.bal.dialed(n, nil)
 	if c.bal.state(n) != StateUp {

@@ -14,7 +14,7 @@ import (
 // connection mode.
 type statementPool struct {
 	logical  atomic.Int64 // open logical connections
-	checker  atomic.Value // driver.NamedValueChecker: go-sql-driver's argument rules, from any physical connection
+	checker  atomic.Value // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
 	trimMu   sync.Mutex   // one trim at a time, so two returns never close the same surplus twice
 	prepared preparedSet
 }
@@ -34,6 +34,8 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 			c.stmt.logical.Add(-1)
 			return nil, err
 		}
+		// go-sql-driver's argument rules do not depend on the connection: keep the first one's.
+		c.stmt.checker.CompareAndSwap(nil, driver.NamedValueChecker(p.dc))
 		if p.retired.Load() || !p.state.CompareAndSwap(connFresh, connIdle) {
 			p.Close() // its node went down during the dial
 		} else {
