@@ -24,6 +24,20 @@ func pinConn(t testing.TB, db *sql.DB) *sql.Conn {
 	return conn
 }
 
+// pingedProxy starts a one-proxy cluster and returns it, its proxy and one connection through
+// the proxy, held and already pinged.
+func pingedProxy(t *testing.T) (*Cluster, *Proxy, *sql.Conn) {
+	t.Helper()
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	conn := pinConn(t, db)
+	if err := conn.PingContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, p, conn
+}
+
 func TestCounters(t *testing.T) {
 	c := NewCluster(t, 2)
 	p := c.Proxy(0)
@@ -270,14 +284,8 @@ func TestStopStart(t *testing.T) {
 }
 
 func TestHangResume(t *testing.T) {
-	c := NewCluster(t, 1)
-	p := c.Proxy(0)
-	db := openDB(t, c, p.Addr(), "")
-	conn := pinConn(t, db)
+	c, p, conn := pingedProxy(t)
 	ctx := context.Background()
-	if err := conn.PingContext(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	p.Hang()
 	p.Hang() // idempotent
@@ -327,14 +335,8 @@ func TestHangResume(t *testing.T) {
 }
 
 func TestHangHoldsTrafficUntilResume(t *testing.T) {
-	c := NewCluster(t, 1)
-	p := c.Proxy(0)
-	db := openDB(t, c, p.Addr(), "")
-	conn := pinConn(t, db)
+	_, p, conn := pingedProxy(t)
 	ctx := context.Background()
-	if err := conn.PingContext(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	// The statement reaches the server; its answer is held while hung.
 	type result struct {
@@ -367,14 +369,8 @@ func TestHangHoldsTrafficUntilResume(t *testing.T) {
 }
 
 func TestStopWhileHung(t *testing.T) {
-	c := NewCluster(t, 1)
-	p := c.Proxy(0)
-	db := openDB(t, c, p.Addr(), "")
-	conn := pinConn(t, db)
+	c, p, conn := pingedProxy(t)
 	ctx := context.Background()
-	if err := conn.PingContext(ctx); err != nil {
-		t.Fatal(err)
-	}
 	p.Hang()
 	stalled := make(chan error, 1)
 	go func() {
@@ -416,14 +412,8 @@ func TestStopWhileHung(t *testing.T) {
 }
 
 func TestLatency(t *testing.T) {
-	c := NewCluster(t, 1)
-	p := c.Proxy(0)
-	db := openDB(t, c, p.Addr(), "")
-	conn := pinConn(t, db)
+	_, p, conn := pingedProxy(t)
 	ctx := context.Background()
-	if err := conn.PingContext(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	p.SetLatency(100 * time.Millisecond)
 	if p.Latency() != 100*time.Millisecond {
