@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/internal/lifecycle"
 )
 
 // ErrClosed is what Start returns after Close.
@@ -17,15 +17,7 @@ var ErrClosed = errors.New("dns: source closed")
 type Source struct {
 	cfg     Config
 	entries []entry
-	ctx     context.Context // canceled by Close
-	cancel  context.CancelFunc
-
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	done    chan struct{} // closed when the refresh goroutine has returned
-
-	closeOnce sync.Once
+	life    *lifecycle.Loop // Start once, Close any time; its Ctx is done at Close
 
 	// Owned by the refresh goroutine once Start has returned.
 	update  func(nodes.Set)
@@ -40,59 +32,45 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Source{cfg: cfg, entries: entries, ctx: ctx, cancel: cancel}, nil
+	return &Source{cfg: cfg, entries: entries, life: lifecycle.New()}, nil
 }
 
 // Start implements nodes.Source: it resolves every name and returns the merged nodes, then
 // resolves them again every refresh interval until Close. It fails when any name cannot be
 // resolved to at least one node (or ctx ends first), after Close, and when called twice.
 func (s *Source) Start(ctx context.Context, update func(nodes.Set)) (nodes.Set, error) {
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nodes.Set{}, ErrClosed
-	case s.started:
-		s.mu.Unlock()
-		return nodes.Set{}, errors.New("dns: Start called twice")
+	if err := s.life.Begin("dns", ErrClosed); err != nil {
+		return nodes.Set{}, err
 	}
-	s.started = true
-	s.mu.Unlock()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
+	stop := context.AfterFunc(s.life.Ctx, cancel)
 	defer stop()
 	set, failed := s.round(ctx)
 	if len(failed) > 0 {
 		return nodes.Set{}, fmt.Errorf("dns: resolving %v: %s", s.cfg.Names, describe(failed))
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if !s.life.Go(func() { s.update, s.version = update, set.Version }, s.refresh) {
 		return nodes.Set{}, ErrClosed
 	}
-	s.update, s.version, s.done = update, set.Version, make(chan struct{})
-	go s.refresh()
 	return set, nil
 }
 
 // refresh is the source's one goroutine: a round of lookups every refresh interval, so
 // update is never called concurrently.
 func (s *Source) refresh() {
-	defer close(s.done)
+	ctx := s.life.Ctx
 	t := s.cfg.Clock.NewTimer(s.cfg.RefreshInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C():
 		}
-		set, failed := s.round(s.ctx)
-		if s.ctx.Err() != nil {
+		set, failed := s.round(ctx)
+		if ctx.Err() != nil {
 			return
 		}
 		s.apply(set, failed)
@@ -124,15 +102,6 @@ func (s *Source) apply(set nodes.Set, failed []failure) {
 // Close implements nodes.Source: it stops the lookups and waits for the source's goroutine. It
 // is idempotent, may be called before Start, and returns nil.
 func (s *Source) Close() error {
-	s.closeOnce.Do(func() {
-		s.cancel()
-		s.mu.Lock()
-		s.closed = true
-		done := s.done
-		s.mu.Unlock()
-		if done != nil {
-			<-done
-		}
-	})
+	s.life.Close()
 	return nil
 }

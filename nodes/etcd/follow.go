@@ -22,7 +22,6 @@ const minWatchRetry = 500 * time.Millisecond
 // follow is the source's one goroutine: it applies watch events and periodic full reads until
 // Close, so update is never called concurrently.
 func (s *Source) follow(cli *clientv3.Client, rev int64) {
-	defer close(s.done)
 	clk := s.cfg.Clock
 	refresh := clk.NewTimer(s.cfg.RefreshInterval)
 	defer refresh.Stop()
@@ -45,7 +44,7 @@ func (s *Source) follow(cli *clientv3.Client, rev int64) {
 	}()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-s.life.Ctx.Done():
 			return
 		case <-refresh.C():
 			s.reread(cli)
@@ -62,7 +61,7 @@ func (s *Source) follow(cli *clientv3.Client, rev int64) {
 				s.apply(wr.Events)
 				continue
 			}
-			if s.ctx.Err() != nil {
+			if s.life.Ctx.Err() != nil {
 				return
 			}
 			stopWatch()
@@ -93,7 +92,7 @@ func (s *Source) follow(cli *clientv3.Client, rev int64) {
 // helpers) while follow goes on reading the key on its timer. The returned function cancels
 // the watch, or its setting up.
 func (s *Source) watch(cli *clientv3.Client, rev int64, helpers *sync.WaitGroup) (<-chan clientv3.WatchChan, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.life.Ctx))
 	ready := make(chan clientv3.WatchChan, 1)
 	helpers.Go(func() { ready <- cli.Watch(ctx, s.cfg.Key, clientv3.WithRev(rev)) })
 	return ready, cancel
@@ -121,10 +120,10 @@ func (s *Source) apply(events []*clientv3.Event) {
 
 // reread reads the key in full, noting whether etcd answered.
 func (s *Source) reread(cli *clientv3.Client) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(s.life.Ctx, s.cfg.DialTimeout)
 	resp, err := cli.Get(ctx, s.cfg.Key)
 	cancel()
-	if s.ctx.Err() != nil {
+	if s.life.Ctx.Err() != nil {
 		return // closing
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/internal/lifecycle"
 )
 
 // Keepalive pings on the connection to etcd.
@@ -25,15 +26,9 @@ var ErrClosed = errors.New("etcd: source closed")
 // Source is a nodes.Source that follows one etcd key. Build it with New; the zero value is not
 // usable. It is safe for concurrent use.
 type Source struct {
-	cfg    Config
-	ctx    context.Context // canceled by Close; every etcd call derives from it
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	cli     *clientv3.Client
-	done    chan struct{} // closed when the follow goroutine has returned
+	cfg  Config
+	life *lifecycle.Loop  // Start once, Close any time; every etcd call derives from its Ctx
+	cli  *clientv3.Client // set when Start succeeds; closed by Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -53,8 +48,7 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Source{cfg: cfg, ctx: ctx, cancel: cancel, reachable: true}, nil
+	return &Source{cfg: cfg, life: lifecycle.New(), reachable: true}, nil
 }
 
 // Start implements nodes.Source: it connects, reads the key and returns its document's proxy
@@ -62,31 +56,21 @@ func New(cfg Config) (*Source, error) {
 // dial timeout (or ctx ends first), when the key does not exist, when its document is invalid
 // or names another schema, after Close, and when called twice.
 func (s *Source) Start(ctx context.Context, update func(nodes.Set)) (nodes.Set, error) {
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nodes.Set{}, ErrClosed
-	case s.started:
-		s.mu.Unlock()
-		return nodes.Set{}, errors.New("etcd: Start called twice")
+	if err := s.life.Begin("etcd", ErrClosed); err != nil {
+		return nodes.Set{}, err
 	}
-	s.started = true
-	s.mu.Unlock()
-
 	set, cli, rev, err := s.first(ctx)
 	if err != nil {
 		return nodes.Set{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	setup := func() {
+		s.cli, s.update = cli, update
+		s.current, s.seenRev = sortedAddrs(set), rev
+	}
+	if !s.life.Go(setup, func() { s.follow(cli, rev) }) {
 		cli.Close()
 		return nodes.Set{}, ErrClosed
 	}
-	s.cli, s.update, s.done = cli, update, make(chan struct{})
-	s.current, s.seenRev = sortedAddrs(set), rev
-	go s.follow(cli, rev)
 	return set, nil
 }
 
@@ -102,7 +86,7 @@ func (s *Source) first(ctx context.Context) (nodes.Set, *clientv3.Client, int64,
 		TLS:                  s.cfg.TLS,
 		Username:             s.cfg.Username,
 		Password:             s.cfg.Password,
-		Context:              s.ctx,
+		Context:              s.life.Ctx,
 		Logger:               zap.NewNop(), // conditions are logged by the source, once each
 	})
 	if err != nil {
@@ -110,7 +94,7 @@ func (s *Source) first(ctx context.Context) (nodes.Set, *clientv3.Client, int64,
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
+	stop := context.AfterFunc(s.life.Ctx, cancel)
 	defer stop()
 	resp, err := cli.Get(ctx, s.cfg.Key)
 	if err != nil {
@@ -134,16 +118,9 @@ func (s *Source) first(ctx context.Context) (nodes.Set, *clientv3.Client, int64,
 // and closes the etcd client. It is idempotent and may be called before Start.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
-		s.cancel()
-		s.mu.Lock()
-		s.closed = true
-		cli, done := s.cli, s.done
-		s.mu.Unlock()
-		if done != nil {
-			<-done
-		}
-		if cli != nil {
-			if err := cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		s.life.Close()
+		if s.cli != nil {
+			if err := s.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
 				s.closeErr = fmt.Errorf("etcd: closing the client: %w", err)
 			}
 		}
