@@ -71,8 +71,13 @@ func TestNonFatalErrorKeepsTheConnection(t *testing.T) {
 func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "fatalErrorThreshold=3&recoverCheckCount=2",
-		fast(time.Hour, time.Hour, time.Hour, logs)...)
+	// No scheduled probe runs (the first is an hour away), so only application errors can
+	// start the node's way down: the threshold, or the early probe a fatal error triggers.
+	// No idle connection is kept, so every statement is a fresh pick and the bad node gets
+	// its share.
+	opts := append(fast(time.Hour, time.Hour, time.Hour, logs), WithJitter(func(max time.Duration) time.Duration { return max - 1 }))
+	db, c := openDB(t, cl, "fatalErrorThreshold=3&recoverCheckCount=2", opts...)
+	db.SetMaxIdleConns(0)
 	bad := cl.Proxy(1)
 	bad.FailNext(-1, errServerInitializing)
 	failures := 0
@@ -84,8 +89,8 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 	if s, _ := nodeState(c, bad.Addr()); s != StateDown {
 		t.Fatalf("node answering 8001 to everything is %v, want down", s)
 	}
-	if failures > 3 {
-		t.Fatalf("%d statements failed, want at most the threshold (3)", failures)
+	if failures < 1 || failures > 3 {
+		t.Fatalf("%d statements failed, want 1 to the threshold (3): the node's fatal errors must take it down", failures)
 	}
 	downs := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "down")
 	if len(downs) != 1 {
