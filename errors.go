@@ -104,3 +104,10 @@ func sameOnEveryNode(err error) bool {
 	}
 	return false
 }
+
+// ErrProtocol is wrapped by every error lbd returns when a proxy broke the MySQL protocol: a
+// packet too short for its kind, a length that runs past its packet, a result announcing more
+// columns than any server sends, or a packet go-sql-driver could not parse. The physical
+// connection is closed underneath and never reused, and the failure counts against the node like
+// a fatal error. Test with errors.Is(err, lbd.ErrProtocol).
+var ErrProtocol = errors.New("lbd: the proxy broke the MySQL protocol")
