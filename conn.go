@@ -3,7 +3,9 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Connection states as lbd sees them through database/sql's hooks: database/sql calls IsValid
@@ -35,10 +37,12 @@ type driverConn interface {
 // so a statement or transaction is never cut.
 type conn struct {
 	dc        driverConn
+	tc        *trackedConn // the socket beneath dc
 	node      *node
 	connector *Connector
 	state     atomic.Int32
 	retired   atomic.Bool
+	broken    atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 
 	// Statement mode: the queries prepared on this physical connection, and the prepared-set
 	// death count at its last sweep. Only the logical connection that claimed it touches them.
@@ -65,6 +69,9 @@ var (
 // closed the idle or fresh connection, in which case nothing was sent and driver.ErrBadConn
 // tells database/sql to retry on another connection.
 func (c *conn) enter() error {
+	if c.broken.Load() != nil {
+		return driver.ErrBadConn
+	}
 	if c.state.Load() == connInUse || c.state.CompareAndSwap(connIdle, connInUse) ||
 		c.state.CompareAndSwap(connFresh, connInUse) {
 		return nil
@@ -109,17 +116,73 @@ func (c *conn) isIdle() bool {
 
 func (c *conn) closePhysical() error {
 	c.node.untrack(c)
+	if c.broken.Load() != nil {
+		closeQuietly(c.dc)
+		return nil
+	}
+	// go-sql-driver says goodbye (COM_QUIT) first; a proxy that stopped reading must not hold
+	// that write.
+	c.tc.limit(time.Now().Add(quitTimeout))
 	return c.dc.Close()
 }
+
+// quitTimeout bounds the goodbye sent when a connection closes.
+const quitTimeout = time.Second
 
 // observe passes err through unchanged after letting the exception sorter look at it: a fatal
 // error retires the connection (it closes when database/sql returns it to the pool) and is
 // counted against the node.
+//
+// When the guard beneath found the proxy breaking the protocol, go-sql-driver only saw a failed
+// read and answers "invalid connection"; the guard's finding, naming the node, replaces that.
 func (c *conn) observe(err error) error {
-	if err != nil && err != driver.ErrSkip {
-		c.connector.onConnError(c, err)
+	if err == nil || err == driver.ErrSkip {
+		return err
 	}
+	if perr := c.tc.protocolErr(); perr != nil {
+		return c.fail(perr)
+	}
+	c.connector.onConnError(c, err)
 	return err
+}
+
+// contain turns a panic of go-sql-driver's parser into an error; every method that lets
+// go-sql-driver read from the proxy defers it. The guard beneath stops the malformed packets it
+// knows, so a panic here means one it did not (a binary row, or a TLS or compressed connection
+// the guard cannot see into).
+func (c *conn) contain(err *error) {
+	if r := recover(); r != nil {
+		*err = c.fail(protocolError(c.node.addr, fmt.Errorf("go-sql-driver could not parse its answer: %v", r)))
+	}
+}
+
+// fail marks the connection broken by the proxy: the socket and go-sql-driver's connection
+// (and with it go-sql-driver's watcher goroutine) close now, the connection is never used again,
+// and the error counts against the node as a fatal one. It returns the first such error.
+func (c *conn) fail(err error) error {
+	if !c.broken.CompareAndSwap(nil, &err) {
+		return *c.broken.Load()
+	}
+	c.markRetired()
+	c.tc.Close()
+	closeQuietly(c.dc)
+	c.connector.onConnError(c, err)
+	return err
+}
+
+// brokenErr returns the error that broke the connection, or nil.
+func (c *conn) brokenErr() error {
+	if p := c.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// closeQuietly closes a go-sql-driver connection whose state may be inconsistent after a
+// failed parse; a panic there is swallowed, the socket beneath is closed already.
+func closeQuietly(dc driver.Conn) {
+	defer func() { _ = recover() }()
+	dc.Close()
 }
 
 // Close implements driver.Conn; database/sql calls it when it drops the connection.
@@ -174,10 +237,11 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 // PrepareContext implements driver.ConnPrepareContext.
-func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+func (c *conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt, err error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, c.observe(err)
@@ -193,45 +257,49 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 // BeginTx implements driver.ConnBeginTx.
-func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx, err error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, c.observe(err)
 	}
-	return &txWrap{c: c, tx: tx}, nil
+	return &txWrap{c: c, tx: tx, ctx: ctx}, nil
 }
 
 // ExecContext implements driver.ExecerContext. driver.ErrSkip from go-sql-driver (arguments
 // without interpolateParams) passes through untouched so database/sql falls back to a prepared
 // statement.
-func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (_ driver.Result, err error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
 	return res, c.observe(err)
 }
 
 // QueryContext implements driver.QueryerContext.
-func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (_ driver.Rows, err error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, c.observe(err)
 	}
-	return wrapRows(c, rows), nil
+	return wrapRows(ctx, c, rows), nil
 }
 
 // Ping implements driver.Pinger.
-func (c *conn) Ping(ctx context.Context) error {
+func (c *conn) Ping(ctx context.Context) (err error) {
 	if err := c.enter(); err != nil {
 		return err
 	}
+	defer c.contain(&err)
 	return c.observe(c.dc.Ping(ctx))
 }
 

@@ -304,10 +304,10 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	dctx, cancel := context.WithTimeout(context.WithValue(ctx, ticketKey{}, t), timeout)
 	defer cancel()
 	defer context.AfterFunc(c.stopCtx, cancel)()
-	dc, err := safeConnect(dctx, n.connector)
+	dc, err := safeConnect(dctx, n.connector, t)
 	if err == nil {
 		if mc, ok := dc.(driverConn); ok {
-			return c.adopt(n, mc), nil
+			return c.adopt(n, mc, t.conn), nil
 		}
 		dc.Close()
 		err = fmt.Errorf("lbd: go-sql-driver returned an unexpected connection type %T", dc)
@@ -349,23 +349,34 @@ func callerGaveUp(ctx context.Context) bool {
 	return ok && !time.Now().Before(deadline)
 }
 
-// safeConnect runs go-sql-driver's Connect, turning a panic into an error: go-sql-driver
-// indexes into the server's handshake without checking its length, so a proxy that answers
-// garbage would otherwise crash the application.
-func safeConnect(ctx context.Context, dc driver.Connector) (conn driver.Conn, err error) {
+// safeConnect runs go-sql-driver's Connect for ticket t. When the proxy broke the protocol (the
+// guard stopped a packet, or go-sql-driver panicked on one the guard let through) the error
+// wraps ErrProtocol and names the node, and the socket is closed: nothing of the attempt stays
+// behind but, after a panic, go-sql-driver's watcher goroutine, which only go-sql-driver can
+// stop (the guard checks every packet of the handshake so that this does not happen).
+func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn driver.Conn, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			conn, err = nil, fmt.Errorf("lbd: the server's handshake could not be read (go-sql-driver: %v)", r)
+			conn, err = nil, protocolError(t.node.addr, fmt.Errorf("go-sql-driver could not parse the handshake: %v", r))
+			if t.conn != nil {
+				t.conn.Close()
+			}
 		}
 	}()
-	return dc.Connect(ctx)
+	conn, err = dc.Connect(ctx)
+	if err != nil && t.conn != nil {
+		if perr := t.conn.protocolErr(); perr != nil {
+			err = perr
+		}
+	}
+	return conn, err
 }
 
 // adopt wraps a new physical connection and registers it with its node. A node that went down
 // or started draining while the dial was in flight gets the connection retired at once, so it
 // is used for this checkout only.
-func (c *Connector) adopt(n *node, mc driverConn) *conn {
-	w := &conn{dc: mc, node: n, connector: c}
+func (c *Connector) adopt(n *node, mc driverConn, tc *trackedConn) *conn {
+	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
 	c.bal.dialed(n, nil)
 	if c.bal.state(n) != StateUp {

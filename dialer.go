@@ -6,8 +6,11 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/wire"
 )
 
 func init() {
@@ -22,7 +25,7 @@ func init() {
 type dialTicket struct {
 	node     *node
 	balancer *balancer    // nil for a probe connection, which is not counted
-	conn     *trackedConn // set when the dial succeeded
+	conn     *trackedConn // set when the dial succeeded; a counted one owns the node's count from then on
 }
 
 type ticketKey struct{}
@@ -49,9 +52,8 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 		return nil, errors.New("lbd: dial returned a non-TCP connection")
 	}
 	tc := &trackedConn{TCPConn: tcp, node: t.node, balancer: t.balancer}
-	if t.balancer != nil {
-		t.conn = tc // from here on the connection owns the node's count
-	}
+	tc.guard.Init(wire.Limits{})
+	t.conn = tc
 	greeting, err := readGreeting(ctx, tcp)
 	if err != nil {
 		tc.Close()
@@ -65,22 +67,124 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 // however it closes (pool close, error, server reset). It embeds *net.TCPConn so keepalive
 // settings and syscall.Conn stay reachable: go-sql-driver's liveness check at checkout needs
 // SyscallConn.
+//
+// Every byte passes lbd's protocol guard (internal/wire) on its way, so a packet go-sql-driver
+// cannot parse safely fails the read instead of reaching it. A bound set by lbd (a probe's
+// timeout, a caller's context ending) caps every deadline go-sql-driver sets, so no read or
+// write outlives it.
 type trackedConn struct {
 	*net.TCPConn
 	node     *node
 	balancer *balancer // nil: not counted (probe connection)
 	closed   atomic.Bool
 	pending  []byte // the server's greeting, read and checked by the dialer, handed over first
+
+	guard wire.Guard   // used only by the goroutine reading and writing the connection
+	bound atomic.Int64 // lbd's deadline for every read and write, in Unix nanoseconds; 0: none
 }
 
-// Read serves the checked greeting first, then the socket.
+// Read serves the checked greeting first, then the socket, through the guard.
 func (c *trackedConn) Read(b []byte) (int, error) {
 	if len(c.pending) > 0 {
 		n := copy(b, c.pending)
+		if err := c.guard.Server(b[:n]); err != nil {
+			return 0, err
+		}
 		c.pending = c.pending[n:]
 		return n, nil
 	}
-	return c.TCPConn.Read(b)
+	if err := c.guard.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.TCPConn.Read(b)
+	if gerr := c.guard.Server(b[:n]); gerr != nil {
+		return 0, gerr
+	}
+	return n, err
+}
+
+// Write sends b and shows the guard what was sent: it follows the commands to know what answer
+// to expect.
+func (c *trackedConn) Write(b []byte) (int, error) {
+	n, err := c.TCPConn.Write(b)
+	c.guard.Client(b[:n])
+	return n, err
+}
+
+// protocolErr returns the guard's finding as an error naming the node, or nil.
+func (c *trackedConn) protocolErr() error {
+	if err := c.guard.Err(); err != nil {
+		return protocolError(c.node.addr, err)
+	}
+	return nil
+}
+
+// SetDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
+func (c *trackedConn) SetDeadline(t time.Time) error {
+	return c.setDeadline(t, c.TCPConn.SetDeadline)
+}
+
+// SetReadDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
+func (c *trackedConn) SetReadDeadline(t time.Time) error {
+	return c.setDeadline(t, c.TCPConn.SetReadDeadline)
+}
+
+// SetWriteDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
+func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+	return c.setDeadline(t, c.TCPConn.SetWriteDeadline)
+}
+
+func (c *trackedConn) setDeadline(t time.Time, set func(time.Time) error) error {
+	for {
+		b := c.bound.Load()
+		err := set(capDeadline(t, b))
+		if c.bound.Load() == b { // a bound set meanwhile would otherwise be overwritten
+			return err
+		}
+	}
+}
+
+func capDeadline(t time.Time, bound int64) time.Time {
+	if bound == 0 {
+		return t
+	}
+	if b := time.Unix(0, bound); t.IsZero() || t.After(b) {
+		return b
+	}
+	return t
+}
+
+// limit bounds every read and write from now on by t, or lifts the bound with the zero time.
+func (c *trackedConn) limit(t time.Time) {
+	var b int64
+	if !t.IsZero() {
+		b = t.UnixNano()
+	}
+	c.bound.Store(b)
+	c.TCPConn.SetDeadline(t)
+}
+
+// expire makes every read and write fail at once; the connection cannot be used again.
+func (c *trackedConn) expire() { c.limit(time.Unix(1, 0)) }
+
+// limitTo bounds the connection by ctx until the returned function is called: by ctx's
+// deadline, and at once when ctx ends. The function reports whether ctx ended meanwhile (the
+// connection is then unusable); otherwise it lifts the bound.
+func (c *trackedConn) limitTo(ctx context.Context) (release func() (expired bool)) {
+	if ctx.Done() == nil {
+		return func() bool { return false }
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.limit(d)
+	}
+	stop := context.AfterFunc(ctx, c.expire)
+	return func() bool {
+		if !stop() {
+			return true
+		}
+		c.limit(time.Time{})
+		return false
+	}
 }
 
 var _ syscall.Conn = (*trackedConn)(nil)

@@ -111,3 +111,8 @@ func sameOnEveryNode(err error) bool {
 // connection is closed underneath and never reused, and the failure counts against the node like
 // a fatal error. Test with errors.Is(err, lbd.ErrProtocol).
 var ErrProtocol = errors.New("lbd: the proxy broke the MySQL protocol")
+
+// protocolError is what the application sees when the proxy at addr broke the protocol.
+func protocolError(addr string, cause error) error {
+	return fmt.Errorf("%w: proxy %s: %w; lbd closed the connection", ErrProtocol, addr, cause)
+}

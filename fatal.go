@@ -1,6 +1,7 @@
 package lbd
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -13,8 +14,10 @@ import (
 // sorter) retires the connection: database/sql drops it at its return, so it is never reused.
 // FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down and
 // bring its probe forward.
+//
+// A protocol violation (ErrProtocol) is fatal whatever the sorter says.
 func (c *Connector) onConnError(w *conn, err error) {
-	if !c.sorter.IsFatal(err) {
+	if !errors.Is(err, ErrProtocol) && !c.sorter.IsFatal(err) {
 		return
 	}
 	w.markRetired()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 )
 
@@ -49,12 +50,25 @@ func readGreeting(ctx context.Context, c net.Conn) ([]byte, error) {
 	return packet, nil
 }
 
+// greetingReadError says why no greeting came. A proxy that accepts TCP and never greets is
+// named as such: a plain "context deadline exceeded" would send the user looking at their own
+// timeouts.
 func greetingReadError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+	switch ctx.Err() {
+	case nil:
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("%w: %w", errNoGreeting, err)
+		}
+		return fmt.Errorf("lbd: reading the server's greeting: %w", err)
+	case context.DeadlineExceeded:
+		return fmt.Errorf("%w: %w", errNoGreeting, context.DeadlineExceeded)
+	default:
 		return ctx.Err()
 	}
-	return fmt.Errorf("lbd: reading the server's greeting: %w", err)
 }
+
+// errNoGreeting: the proxy accepted the TCP connection but sent no MySQL greeting in time.
+var errNoGreeting = errors.New("lbd: the proxy accepted the TCP connection but sent no MySQL greeting within the dial timeout (is the port a MySQL port? is the proxy hung? the DSN's timeout parameter sets the bound)")
 
 // checkGreeting accepts a payload with every fixed field of a protocol-10 handshake that
 // go-sql-driver reads, or an error packet with at least its error number.

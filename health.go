@@ -19,40 +19,71 @@ const probeQuery = "/* ping */ SELECT 1"
 // never shares the probe connection with the new one.
 type probeTarget struct {
 	n    *node
-	conn driver.Conn // the dedicated probe connection; owned by the prober's goroutine
+	conn driver.Conn  // the dedicated probe connection; owned by the prober's goroutine
+	tc   *trackedConn // its socket
 }
 
 // Probe implements detect.Target: it runs probeQuery on the node's dedicated probe connection,
 // dialing it first when needed. The probe connection is not counted as application load. A
 // failure closes it so the next probe starts afresh. A proxy that answers anything but one row
 // holding 1 fails the probe.
+//
+// The whole probe, rows included, is bounded by ctx: every read and write of the probe
+// connection carries ctx's deadline and fails at once when ctx ends, so a proxy that stalls
+// mid-result cannot hold the prober (or Close) beyond the probe timeout.
 func (p *probeTarget) Probe(ctx context.Context) error {
 	if p.conn == nil {
-		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, &dialTicket{node: p.n}), p.n.connector) // an uncounted ticket
+		t := &dialTicket{node: p.n} // uncounted: probes are not application load
+		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, t), p.n.connector, t)
 		if sameOnEveryNode(err) {
+			if pc != nil {
+				pc.Close()
+			}
 			return nil // the proxy is alive and answering; Connect reports the error to the caller
 		}
 		if err != nil {
 			return err
 		}
-		p.conn = pc
+		p.conn, p.tc = pc, t.conn
 	}
-	err := runProbeQuery(ctx, p.conn)
-	if err != nil {
-		p.conn.Close()
-		p.conn = nil
+	expired := p.tc.limitTo(ctx)
+	err := p.query(ctx)
+	if late := expired(); err != nil || late {
+		if err != nil && late {
+			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
+		}
+		p.Close() // a connection whose deadline passed mid-probe cannot be used again
 	}
 	return err
 }
 
-// Close implements detect.Target: it closes the probe connection.
+// query runs the probe query, turning a panic of go-sql-driver's parser into an error.
+func (p *probeTarget) query(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = protocolError(p.n.addr, fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
+		}
+	}()
+	err = runProbeQuery(ctx, p.conn)
+	if err != nil {
+		if perr := p.tc.protocolErr(); perr != nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// Close implements detect.Target: it closes the probe connection, the socket first so that
+// go-sql-driver's goodbye cannot wait on a proxy that stopped reading.
 func (p *probeTarget) Close() error {
 	if p.conn == nil {
 		return nil
 	}
-	err := p.conn.Close()
-	p.conn = nil
-	return err
+	p.tc.limit(time.Now().Add(quitTimeout))
+	closeQuietly(p.conn)
+	p.tc.Close()
+	p.conn, p.tc = nil, nil
+	return nil
 }
 
 // startProbing gives n a fresh probe target and hands it to the prober.

@@ -3,6 +3,7 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"io"
 	"reflect"
 )
@@ -43,52 +44,86 @@ func newStmt(c *conn, st driver.Stmt) driver.Stmt {
 	return &stmt{c: c, st: ds}
 }
 
-func (s *stmt) Close() error  { return s.c.observe(s.st.Close()) }
+func (s *stmt) Close() (err error) {
+	if err := s.c.brokenErr(); err != nil {
+		return nil // closed with its connection
+	}
+	defer s.c.contain(&err)
+	return s.c.observe(s.st.Close())
+}
+
 func (s *stmt) NumInput() int { return s.st.NumInput() }
 
-func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
+	if err := s.c.enter(); err != nil {
+		return nil, err
+	}
+	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	return res, s.c.observe(err)
 }
 
-func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
+	if err := s.c.enter(); err != nil {
+		return nil, err
+	}
+	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
 		return nil, s.c.observe(err)
 	}
-	return wrapRows(s.c, r), nil
+	return wrapRows(context.Background(), s.c, r), nil
 }
 
-func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ driver.Result, err error) {
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
+	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
 	return res, s.c.observe(err)
 }
 
-func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ driver.Rows, err error) {
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
+	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
 		return nil, s.c.observe(err)
 	}
-	return wrapRows(s.c, r), nil
+	return wrapRows(ctx, s.c, r), nil
 }
 
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error { return s.st.CheckNamedValue(nv) }
 
 func (s *stmt) ColumnConverter(idx int) driver.ValueConverter { return s.st.ColumnConverter(idx) }
 
+// txWrap is a transaction. go-sql-driver's COMMIT and ROLLBACK watch no context, so lbd bounds
+// them by the transaction's own (BeginTx's) context: when it ends, the proxy's answer is no
+// longer awaited.
 type txWrap struct {
-	c  *conn
-	tx driver.Tx
+	c   *conn
+	tx  driver.Tx
+	ctx context.Context
 }
 
-func (t *txWrap) Commit() error   { return t.c.observe(t.tx.Commit()) }
-func (t *txWrap) Rollback() error { return t.c.observe(t.tx.Rollback()) }
+func (t *txWrap) Commit() error   { return t.end(t.tx.Commit) }
+func (t *txWrap) Rollback() error { return t.end(t.tx.Rollback) }
+
+func (t *txWrap) end(do func() error) (err error) {
+	if err := t.c.brokenErr(); err != nil {
+		return err
+	}
+	defer t.c.contain(&err)
+	expired := t.c.tc.limitTo(t.ctx)
+	err = do()
+	if expired() && err != nil {
+		err = fmt.Errorf("lbd: %w while waiting for the proxy to end the transaction: %w", context.Cause(t.ctx), err)
+	}
+	return t.c.observe(err)
+}
 
 type driverRows interface {
 	driver.Rows
@@ -99,44 +134,64 @@ type driverRows interface {
 	driver.RowsColumnTypeScanType
 }
 
+// rows is a result set. go-sql-driver stops watching the query's context before it reads the
+// rest of the result at Close, so lbd bounds that read by the context itself.
 type rows struct {
 	c      *conn
 	r      driverRows
+	ctx    context.Context // the query's
 	closed bool
 }
 
-func wrapRows(c *conn, r driver.Rows) driver.Rows {
+func wrapRows(ctx context.Context, c *conn, r driver.Rows) driver.Rows {
 	dr, ok := r.(driverRows)
 	if !ok {
 		return r
 	}
 	c.openRows.Add(1)
-	return &rows{c: c, r: dr}
+	return &rows{c: c, r: dr, ctx: ctx}
 }
 
 func (r *rows) Columns() []string { return r.r.Columns() }
 
-func (r *rows) Close() error {
+func (r *rows) Close() (err error) {
 	if !r.closed {
 		r.closed = true
 		r.c.openRows.Add(-1)
 	}
-	return r.c.observe(r.r.Close())
+	if err := r.c.brokenErr(); err != nil {
+		return err
+	}
+	defer r.c.contain(&err)
+	expired := r.c.tc.limitTo(r.ctx)
+	err = r.r.Close()
+	if expired() && err != nil {
+		err = fmt.Errorf("lbd: %w while reading the rest of the result: %w", context.Cause(r.ctx), err)
+	}
+	return r.c.observe(err)
 }
 
 // Next passes io.EOF (the normal end of rows) through without asking the sorter.
-func (r *rows) Next(dest []driver.Value) error {
-	err := r.r.Next(dest)
+func (r *rows) Next(dest []driver.Value) (err error) {
+	if err := r.c.brokenErr(); err != nil {
+		return err
+	}
+	defer r.c.contain(&err)
+	err = r.r.Next(dest)
 	if err == nil || isEndOfRows(err) {
 		return err
 	}
 	return r.c.observe(err)
 }
 
-func (r *rows) HasNextResultSet() bool { return r.r.HasNextResultSet() }
+func (r *rows) HasNextResultSet() bool { return r.c.brokenErr() == nil && r.r.HasNextResultSet() }
 
-func (r *rows) NextResultSet() error {
-	err := r.r.NextResultSet()
+func (r *rows) NextResultSet() (err error) {
+	if err := r.c.brokenErr(); err != nil {
+		return err
+	}
+	defer r.c.contain(&err)
+	err = r.r.NextResultSet()
 	if err == nil || isEndOfRows(err) {
 		return err
 	}
