@@ -48,6 +48,11 @@ func (w *walker) feed(p []byte) {
 		case w.done < w.want:
 			b := p[0]
 			p = p[1:]
+			if b < 0xfb && int(b) <= len(p) { // the common case: a short value, whole in p
+				p = p[b:]
+				w.done++
+				continue
+			}
 			switch b {
 			case 0xfb: // NULL
 				w.done++
