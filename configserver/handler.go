@@ -107,6 +107,9 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) {
 // Concurrent calls share one read of the store (see Server.Reload).
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if err := s.Reload(r.Context()); err != nil {
+		if r.Context().Err() != nil {
+			return // the caller left; the shared read goes on and logs nothing for it
+		}
 		s.log.Error("configserver: reload failed, serving the previous documents", "backend", s.backend.Kind(), "err", err)
 		writeJSON(w, http.StatusOK, bodyFailed)
 		return
