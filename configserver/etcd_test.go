@@ -154,7 +154,7 @@ func TestEtcdBackend(t *testing.T) {
 	te.put(keyB, `{"schema":"app_b","auth.enable":true,"api.keys":["kb"],"proxy":["127.0.0.1:2883"]}`)
 	te.put("/lbd/other/app_x", `not even JSON: outside the prefix`)
 	be, log, lb := te.backend(t, nil)
-	_, hs, _ := startServerLogged(t, be, log, lb, nil)
+	s, hs, _ := startServerLogged(t, be, log, lb, nil)
 
 	a := &javaClient{base: hs.URL, schema: "app_a"}
 	b := &javaClient{base: hs.URL, schema: "app_b", key: "kb"}
@@ -226,7 +226,7 @@ func TestEtcdBackend(t *testing.T) {
 	if r := c.fetch(t); r.raw != `{"code":304}` {
 		t.Fatalf("etcd down: %s", r.raw)
 	}
-	if r := get(t, hs.URL+"/reload"); r.raw != `{"code":500}` {
+	if r := reload(t, s); r.raw != `{"code":500}` {
 		t.Fatalf("/reload with etcd down: %s", r.raw)
 	}
 	if r := a.fetch(t); r.raw != `{"code":304}` {
@@ -240,7 +240,7 @@ func TestEtcdBackend(t *testing.T) {
 	within("recovery logged", func() bool { return len(lb.lines("etcd readable again")) == 1 })
 	te.del(keyC)
 	within("delete after restart followed", func() bool { return c.fetch(t).raw == `{"code":404}` })
-	if r := get(t, hs.URL+"/reload"); r.raw != `{"code":200}` {
+	if r := reload(t, s); r.raw != `{"code":200}` {
 		t.Fatalf("/reload: %s", r.raw)
 	}
 }

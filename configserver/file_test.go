@@ -102,7 +102,7 @@ func TestFileFollowsChanges(t *testing.T) {
 }
 
 func TestFileReloadEndpoint(t *testing.T) {
-	path, _, base, _ := startFile(t, fileV1, -1) // no polling: only /reload
+	path, s, base, _ := startFile(t, fileV1, -1) // no polling: only /reload
 	a := &javaClient{base: base, schema: "a"}
 	first := a.fetch(t)
 	writeFile(t, path, `[{"schema":"a","proxy":["127.0.0.3:1"]}]`)
@@ -110,14 +110,14 @@ func TestFileReloadEndpoint(t *testing.T) {
 	if r := a.fetch(t); r.Code != 304 {
 		t.Fatalf("changed without polling or /reload: %s", r.raw)
 	}
-	if r := get(t, base+"/reload"); r.raw != `{"code":200}` {
+	if r := reload(t, s); r.raw != `{"code":200}` {
 		t.Fatalf("/reload: %s", r.raw)
 	}
 	if r := a.fetch(t); r.Code != 200 || r.MD5 == first.MD5 || !slices.Equal(r.Data, []string{"127.0.0.3:1"}) {
 		t.Fatalf("after /reload: %s", r.raw)
 	}
 	writeFile(t, path, `[{"schema":"a","proxy":[]}]`)
-	if r := get(t, base+"/reload"); r.raw != `{"code":500}` {
+	if r := reload(t, s); r.raw != `{"code":500}` {
 		t.Fatalf("/reload of a bad file: %s", r.raw)
 	}
 	if r := a.fetch(t); r.Code != 304 {

@@ -15,6 +15,10 @@ const (
 	pathReload  = "/reload"
 	pathMonitor = "/monitor"
 	pathHealth  = "/health/"
+	pathStatus  = "/health/status"
+	pathCheck   = "/health/check"
+	pathOffline = "/health/offline"
+	pathOnline  = "/health/online"
 )
 
 // Fixed bodies.
@@ -25,7 +29,12 @@ var (
 	bodyFailed      = []byte(`{"code":500}`)
 )
 
-func (s *Server) routes() http.Handler {
+// msgAdminOnly answers an admin path asked of the public handler.
+const msgAdminOnly = "not found: /monitor, /reload, /health/offline and /health/online are served on the admin address only"
+
+// publicRoutes is the clients' handler: the list, and the read-only health answers a load
+// balancer polls. Its requests outside /health/ are the traffic /health/offline waits for.
+func (s *Server) publicRoutes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Path
 		if !strings.HasPrefix(path, pathHealth) {
@@ -33,24 +42,19 @@ func (s *Server) routes() http.Handler {
 		}
 		switch path {
 		case pathFetch:
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET, HEAD")
-				writeError(w, http.StatusMethodNotAllowed, "method not allowed")
-				return
+			if methodAllowed(w, r, http.MethodGet, http.MethodHead) {
+				s.fetch(w, r)
 			}
-			s.fetch(w, r)
-		case pathReload:
-			s.reload(w, r)
-		case pathMonitor:
-			s.monitor(w, r)
-		case "/health/status":
-			s.healthStatus(w, r)
-		case "/health/check":
-			writeJSON(w, http.StatusOK, bodyOK)
-		case "/health/offline":
-			s.healthOffline(w, r)
-		case "/health/online":
-			s.healthOnline(w, r)
+		case pathStatus:
+			if methodAllowed(w, r, http.MethodGet, http.MethodHead) {
+				s.healthStatus(w, r)
+			}
+		case pathCheck:
+			if methodAllowed(w, r, http.MethodGet, http.MethodHead) {
+				writeJSON(w, http.StatusOK, bodyOK)
+			}
+		case pathMonitor, pathReload, pathOffline, pathOnline:
+			writeError(w, http.StatusNotFound, msgAdminOnly)
 		default:
 			writeError(w, http.StatusNotFound, "not found")
 		}
@@ -100,8 +104,12 @@ func (s *Server) fetch(w http.ResponseWriter, r *http.Request) {
 }
 
 // reload answers /reload: HTTP 200 either way, with the outcome in the body as Java does.
+// Concurrent calls share one read of the store (see Server.Reload).
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
-	if err := s.backend.Reload(r.Context()); err != nil {
+	if err := s.Reload(r.Context()); err != nil {
+		if r.Context().Err() != nil {
+			return // the caller left; the shared read goes on and logs nothing for it
+		}
 		s.log.Error("configserver: reload failed, serving the previous documents", "backend", s.backend.Kind(), "err", err)
 		writeJSON(w, http.StatusOK, bodyFailed)
 		return

@@ -182,17 +182,16 @@ func (failingBackend) Reload(context.Context) error { return errors.New("store u
 
 func TestReloadEndpoint(t *testing.T) {
 	m := mustMemory(t, &nodes.Document{Schema: "s", Proxy: []string{"127.0.0.1:1"}})
-	_, hs, _ := startServer(t, m, nil)
-	for _, method := range []string{http.MethodGet, http.MethodPost} {
-		req, _ := http.NewRequest(method, hs.URL+"/reload", nil)
-		if r := do(t, req); r.status != 200 || r.raw != `{"code":200}` {
-			t.Errorf("%s /reload: %d %s", method, r.status, r.raw)
-		}
+	s, _, _ := startServer(t, m, nil)
+	admin := startAdmin(t, s)
+	req, _ := http.NewRequest(http.MethodPost, admin.URL+"/reload", nil)
+	if r := do(t, req); r.status != 200 || r.raw != `{"code":200}` {
+		t.Errorf("POST /reload: %d %s", r.status, r.raw)
 	}
 
 	fb := failingBackend{mustMemory(t, &nodes.Document{Schema: "s", Proxy: []string{"127.0.0.1:1"}})}
-	_, hs2, logs := startServer(t, fb, nil)
-	if r := get(t, hs2.URL+"/reload"); r.status != 200 || r.raw != `{"code":500}` {
+	s2, hs2, logs := startServer(t, fb, nil)
+	if r := reload(t, s2); r.status != 200 || r.raw != `{"code":500}` {
 		t.Errorf("failed /reload: %d %s", r.status, r.raw)
 	}
 	if len(logs.lines("reload failed", "store unreachable")) != 1 {

@@ -12,9 +12,14 @@ func TestHealth(t *testing.T) {
 	m := mustMemory(t, &nodes.Document{Schema: "s", Proxy: []string{"127.0.0.1:1"}})
 	s, _, logs := startServer(t, m, func(c *Config) { c.DrainWindow = 300 * time.Millisecond })
 	const local = "127.0.0.1:40000"
+	admin := s.AdminHandler()
 	expect := func(path, remote string, status int, body string) {
 		t.Helper()
-		rec := serve(s, http.MethodGet, path, remote)
+		h, method := http.Handler(s), http.MethodGet
+		if path == "/health/offline" || path == "/health/online" {
+			h, method = admin, http.MethodPost
+		}
+		rec := serve(h, method, path, remote)
 		if rec.Code != status || rec.Body.String() != body {
 			t.Fatalf("%s from %s: %d %s, want %d %s", path, remote, rec.Code, rec.Body, status, body)
 		}
@@ -36,7 +41,7 @@ func TestHealth(t *testing.T) {
 
 	// With traffic in the drain window, offline answers 500 until the window has passed.
 	serve(s, http.MethodGet, "/fetch_sql_proxy_list?schema=s", "127.0.0.5:1")
-	rec := serve(s, http.MethodGet, "/health/offline", local)
+	rec := serve(admin, http.MethodPost, "/health/offline", local)
 	if rec.Code != 500 {
 		t.Fatalf("offline right after traffic: %d %s", rec.Code, rec.Body)
 	}
@@ -46,7 +51,7 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("fetch while offline: %s", r.raw)
 	}
 	eventually(t, 3*time.Second, "offline to answer 200 once traffic stopped", func() bool {
-		return serve(s, http.MethodGet, "/health/offline", local).Code == 200
+		return serve(admin, http.MethodPost, "/health/offline", local).Code == 200
 	})
 	expect("/health/status", local, 500, down)
 	expect("/health/online", "[::1]:40000", 200, ok)
@@ -70,13 +75,13 @@ func TestHealth(t *testing.T) {
 func TestHealthRemoteAllowed(t *testing.T) {
 	m := mustMemory(t, &nodes.Document{Schema: "s", Proxy: []string{"127.0.0.1:1"}})
 	s, _, _ := startServer(t, m, func(c *Config) { c.AllowRemoteOnlineOffline = true })
-	if rec := serve(s, http.MethodPost, "/health/offline", "192.0.2.10:5555"); rec.Code != 200 {
+	if rec := serve(s.AdminHandler(), http.MethodPost, "/health/offline", "192.0.2.10:5555"); rec.Code != 200 {
 		t.Fatalf("remote offline: %d %s", rec.Code, rec.Body)
 	}
 	if s.Online() {
 		t.Fatal("still online")
 	}
-	if rec := serve(s, http.MethodPost, "/health/online", "192.0.2.10:5555"); rec.Code != 200 || !s.Online() {
+	if rec := serve(s.AdminHandler(), http.MethodPost, "/health/online", "192.0.2.10:5555"); rec.Code != 200 || !s.Online() {
 		t.Fatalf("remote online: %d %s", rec.Code, rec.Body)
 	}
 }

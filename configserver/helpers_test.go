@@ -80,7 +80,7 @@ func startServer(t *testing.T, backend Backend, mod func(*Config)) (*Server, *ht
 // startServerLogged is startServer with a logger the backend shares.
 func startServerLogged(t *testing.T, backend Backend, log *slog.Logger, lb *logBuffer, mod func(*Config)) (*Server, *httptest.Server, *logBuffer) {
 	t.Helper()
-	cfg := Config{Backend: backend, Logger: log, ProbeInterval: -1}
+	cfg := Config{Backend: backend, Logger: log, ProbeInterval: -1, ReloadInterval: -1}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -181,11 +181,31 @@ func get(t *testing.T, u string, header ...string) fetchResult {
 	return do(t, req)
 }
 
-// serve runs one request through h with the given source address, without a network.
+// reload asks s's admin handler for POST /reload from loopback, without a network.
+func reload(t *testing.T, s *Server, header ...string) fetchResult {
+	t.Helper()
+	return decode(t, serve(s.AdminHandler(), http.MethodPost, "/reload", "127.0.0.1:1", header...))
+}
+
+// startAdmin serves s's admin handler over HTTP on loopback until the test ends.
+func startAdmin(t *testing.T, s *Server) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewServer(s.AdminHandler())
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// serve runs one request through h with the given source address, without a network. Its Host
+// is 127.0.0.1 unless the header pairs give a "Host".
 func serve(h http.Handler, method, target, remoteAddr string, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, target, nil)
 	req.RemoteAddr = remoteAddr
+	req.Host = "127.0.0.1"
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()

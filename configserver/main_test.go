@@ -45,13 +45,13 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // runAndClose starts a Server with a fast prober, uses it a little and closes it.
 func runAndClose(t *testing.T, b Backend) {
 	t.Helper()
-	s, err := New(context.Background(), Config{Backend: b, Logger: discard(), ProbeInterval: 10 * time.Millisecond})
+	s, err := New(context.Background(), Config{Backend: b, Logger: discard(), ProbeInterval: 10 * time.Millisecond, ReloadInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // a few probe rounds, polls and full reads
 	for range 3 {
-		if rec := serve(s, http.MethodGet, "/reload", "127.0.0.1:1"); rec.Body.String() != `{"code":200}` {
+		if rec := serve(s.AdminHandler(), http.MethodPost, "/reload", "127.0.0.1:1"); rec.Body.String() != `{"code":200}` {
 			t.Errorf("/reload: %s", rec.Body)
 		}
 	}

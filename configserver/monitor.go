@@ -18,9 +18,10 @@ type monitorBody struct {
 }
 
 type monitorInfo struct {
-	ConfigType string `json:"configType"`
-	SchemaSize int    `json:"schemaSize"`
-	Online     int    `json:"online"` // lbd: 1 while /health/status answers 200
+	ConfigType       string `json:"configType"`
+	SchemaSize       int    `json:"schemaSize"`       // every schema served, shown or not
+	Online           int    `json:"online"`           // lbd: 1 while /health/status answers 200
+	HiddenSchemaSize int    `json:"hiddenSchemaSize"` // lbd: protected schemas left out of this answer
 }
 
 type monitorSchema struct {
@@ -43,8 +44,9 @@ type monitorProxy struct {
 }
 
 // monitor answers /monitor from the served documents and the background probe's last results;
-// it never connects to a proxy itself.
-func (s *Server) monitor(w http.ResponseWriter, _ *http.Request) {
+// it never connects to a proxy itself. Unless the request carried the admin token
+// (authenticated), protected schemas are left out, with their proxies, and only counted.
+func (s *Server) monitor(w http.ResponseWriter, authenticated bool) {
 	st := s.state.Load()
 	online := 0
 	if s.online.Load() {
@@ -62,6 +64,10 @@ func (s *Server) monitor(w http.ResponseWriter, _ *http.Request) {
 	slices.Sort(names)
 	for _, name := range names {
 		ss := st.schemas[name]
+		if !authenticated && ss.protected() {
+			body.Info[0].HiddenSchemaSize++
+			continue
+		}
 		ms := monitorSchema{
 			Schema:      name,
 			AuthEnable:  boolInt(ss.doc.AuthEnable),

@@ -54,9 +54,10 @@ func closedAddr(t *testing.T) string {
 
 type monitorAnswer struct {
 	Info []struct {
-		ConfigType string `json:"configType"`
-		SchemaSize int    `json:"schemaSize"`
-		Online     int    `json:"online"`
+		ConfigType       string `json:"configType"`
+		SchemaSize       int    `json:"schemaSize"`
+		Online           int    `json:"online"`
+		HiddenSchemaSize int    `json:"hiddenSchemaSize"`
 	} `json:"info"`
 	SchemaInfo []struct {
 		Schema     string `json:"schema"`
@@ -74,9 +75,10 @@ type monitorAnswer struct {
 	} `json:"proxyDetail"`
 }
 
-func getMonitor(t *testing.T, s *Server) monitorAnswer {
+// getMonitor asks s's admin handler for /monitor from loopback, with the given headers.
+func getMonitor(t *testing.T, s *Server, header ...string) monitorAnswer {
 	t.Helper()
-	rec := serve(s, http.MethodGet, "/monitor", "127.0.0.1:1")
+	rec := serve(s.AdminHandler(), http.MethodGet, "/monitor", "127.0.0.1:1", header...)
 	var m monitorAnswer
 	if rec.Code != 200 {
 		t.Fatalf("/monitor: %d %s", rec.Code, rec.Body)
@@ -96,13 +98,14 @@ func TestMonitorUsesBackgroundProbe(t *testing.T) {
 			AZProxy: map[string][]string{"az1": {live.Addr().String()}}, ProxyPolicy: nodes.PolicyAZ},
 	)
 	s, _, logs := startServer(t, mem, func(c *Config) {
-		c.ProbeInterval = time.Hour // only the first round and rounds for new proxies
+		c.AdminToken = testAdminToken // schema a is protected: shown only with the token
+		c.ProbeInterval = time.Hour   // only the first round and rounds for new proxies
 		c.ProbeTimeout = 500 * time.Millisecond
 		c.ProbeConcurrency = 2
 	})
 	var m monitorAnswer
 	eventually(t, 5*time.Second, "first probe round", func() bool {
-		m = getMonitor(t, s)
+		m = getMonitor(t, s, adminAuth...)
 		for _, p := range m.ProxyDetail {
 			if p.LastProbe == "" {
 				return false
@@ -133,7 +136,7 @@ func TestMonitorUsesBackgroundProbe(t *testing.T) {
 	eventually(t, 5*time.Second, "the probe's connection accepted", func() bool { return live.accepted.Load() == 1 })
 	before := live.accepted.Load()
 	for range 5 {
-		getMonitor(t, s)
+		getMonitor(t, s, adminAuth...)
 	}
 	if after := live.accepted.Load(); after != before {
 		t.Errorf("/monitor made %d connections", after-before)
@@ -145,7 +148,7 @@ func TestMonitorUsesBackgroundProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "new proxy probed", func() bool {
-		for _, p := range getMonitor(t, s).ProxyDetail {
+		for _, p := range getMonitor(t, s, adminAuth...).ProxyDetail {
 			if p.Schema == "c" && p.Reachable == 1 {
 				return true
 			}

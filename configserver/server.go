@@ -2,6 +2,7 @@ package configserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,9 +30,16 @@ type Config struct {
 	// Logger receives document changes, rejected documents, backend conditions and proxy
 	// reachability changes. Nil means slog.Default().
 	Logger *slog.Logger
-	// AllowRemoteOnlineOffline lets any client call /health/offline and /health/online. By
-	// default (false) only loopback clients may; others get HTTP 403. Behind a reverse proxy on
-	// the same host every client looks like loopback.
+	// AdminToken, when not empty, is required of every request to AdminHandler as
+	// "Authorization: Bearer <token>" and lets /monitor show protected schemas. It must be at
+	// least MinAdminTokenLength (16) bytes of printable characters without white space; New
+	// fails otherwise. Empty (the default) leaves the admin handler open to whoever reaches its
+	// address, which should then be loopback only.
+	AdminToken string
+	// AllowRemoteOnlineOffline lets any client of AdminHandler call /health/offline and
+	// /health/online. By default (false) only loopback clients may; others get HTTP 403, with
+	// or without the admin token. Behind a reverse proxy on the same host every client looks
+	// like loopback.
 	AllowRemoteOnlineOffline bool
 	// HideUnknownSchemas answers a request for an unknown schema as if the schema required an
 	// API key that the request does not carry (HTTP 403), instead of the Java server's
@@ -46,9 +54,15 @@ type Config struct {
 	// ProbeConcurrency is the number of probes in flight at once. Zero means
 	// DefaultProbeConcurrency (16).
 	ProbeConcurrency int
-	// DrainWindow is how recently a request other than /health/* must have been served for
-	// /health/offline to answer HTTP 500 ("still busy"). Zero means DefaultDrainWindow (10 s).
+	// DrainWindow is how recently a request of Handler other than /health/* must have been
+	// served for /health/offline to answer HTTP 500 ("still busy"). Zero means
+	// DefaultDrainWindow (10 s).
 	DrainWindow time.Duration
+	// ReloadInterval is the shortest time between the starts of two reads of the store asked
+	// for by /reload or Server.Reload, so /reload cannot hammer the store. Zero means
+	// DefaultReloadInterval (1 s); a negative value means no spacing (concurrent calls still
+	// share one read).
+	ReloadInterval time.Duration
 }
 
 // Server is a config-server. It is safe for concurrent use. Create it with New and stop it with
@@ -60,9 +74,12 @@ type Server struct {
 	hideUnknown bool
 	drainWindow time.Duration
 
-	state   atomic.Pointer[state]
-	pubMu   sync.Mutex // serializes publish
-	handler http.Handler
+	state    atomic.Pointer[state]
+	pubMu    sync.Mutex // serializes publish
+	handler  http.Handler
+	admin    http.Handler
+	adminSum []byte // SHA-256 of Config.AdminToken; nil without one
+	reloads  *reloader
 
 	online       atomic.Bool
 	lastBusiness atomic.Int64 // UnixNano of the last request outside /health/, 0 for none
@@ -83,6 +100,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ProbeTimeout < 0 || cfg.ProbeConcurrency < 0 || cfg.DrainWindow < 0 {
 		return nil, errors.New("configserver: negative ProbeTimeout, ProbeConcurrency or DrainWindow")
 	}
+	if err := checkAdminToken(cfg.AdminToken); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		backend:     cfg.Backend,
 		log:         cfg.Logger,
@@ -95,7 +115,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.online.Store(true)
 	s.state.Store(&state{schemas: map[string]*schemaState{}})
-	s.handler = s.routes()
+	if cfg.AdminToken != "" {
+		sum := sha256.Sum256([]byte(cfg.AdminToken))
+		s.adminSum = sum[:]
+	}
+	s.handler = s.publicRoutes()
+	s.admin = s.adminRoutes()
+	s.reloads = newReloader(cfg.Backend.Reload, orDefault(cfg.ReloadInterval, DefaultReloadInterval))
 
 	// The prober exists before the first publish, which asks it to probe the new proxies.
 	if interval := orDefault(cfg.ProbeInterval, DefaultProbeInterval); interval > 0 {
@@ -109,6 +135,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if s.prober != nil {
 			s.prober.close()
 		}
+		s.reloads.close()
 		return nil, fmt.Errorf("configserver: starting the %s backend: %w", cfg.Backend.Kind(), err)
 	}
 	return s, nil
@@ -121,15 +148,21 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Handler returns the HTTP handler serving the config-server API. The Server itself is the same
+// Handler returns the clients' HTTP handler: GET /fetch_sql_proxy_list (lb-driver's protocol)
+// and the read-only GET /health/status and /health/check that load balancers poll. It serves
+// no listing and no state change; those are AdminHandler's. The Server itself is the same
 // handler.
 func (s *Server) Handler() http.Handler { return s }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler; it is Handler's.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Reload re-reads the backend now, as /reload does.
-func (s *Server) Reload(ctx context.Context) error { return s.backend.Reload(ctx) }
+// Reload re-reads the backend, as POST /reload does, and returns the read's error. Calls are
+// coalesced: one read runs at a time, two reads start at least Config.ReloadInterval apart, and
+// each call waits for a read that started after it was made, sharing it with the calls that
+// arrived meanwhile. ctx bounds the wait (the read goes on for the others); after Close it
+// returns an error at once.
+func (s *Server) Reload(ctx context.Context) error { return s.reloads.do(ctx) }
 
 // Online reports whether /health/status answers 200 (true until /health/offline).
 func (s *Server) Online() bool { return s.online.Load() }
@@ -148,11 +181,12 @@ func (s *Server) Schemas() []string {
 	return out
 }
 
-// Close stops the backend's watches and timers and the proxy probe, and waits for their
-// goroutines. The handler keeps answering from the last documents. Close is idempotent and
-// returns the backend's Close error.
+// Close stops the backend's watches and timers, the proxy probe and any reload, and waits for
+// their goroutines. The handlers keep answering from the last documents (a reload then fails).
+// Close is idempotent and returns the backend's Close error.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.reloads.close()
 		if s.prober != nil {
 			s.prober.close()
 		}

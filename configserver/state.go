@@ -45,6 +45,12 @@ func newSchemaState(d *nodes.Document) *schemaState {
 	return ss
 }
 
+// protected reports whether the schema's document asks for API keys (auth.enable) or lists
+// any: such a schema is shown only to requests carrying the admin token.
+func (ss *schemaState) protected() bool {
+	return ss.doc.AuthEnable || len(ss.doc.APIKeys) > 0
+}
+
 // listBody is the 200 answer; the field order (code, md5, data) is the Java server's.
 type listBody struct {
 	Code int      `json:"code"`

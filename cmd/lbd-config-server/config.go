@@ -23,12 +23,26 @@ import (
 // flags nor the config file give one.
 const passwordEnv = "LBD_ETCD_PASSWORD"
 
+// adminTokenEnv names the environment variable read for the admin token when no token file is
+// given.
+const adminTokenEnv = "LBD_ADMIN_TOKEN"
+
+// Default addresses: clients must reach the config-server, so it listens on every interface;
+// the admin endpoints listen on loopback, for operators on the same host.
+const (
+	defaultListen      = ":8080"
+	defaultAdminListen = "127.0.0.1:8081"
+)
+
 // config is everything the command can be told, from the config file and the flags.
 type config struct {
-	Listen  string     `yaml:"listen"`
-	Backend string     `yaml:"backend"`
-	Etcd    etcdConfig `yaml:"etcd"`
-	File    struct {
+	Listen         string        `yaml:"listen"`
+	AdminListen    string        `yaml:"adminListen"`
+	AdminTokenFile string        `yaml:"adminTokenFile"`
+	ReloadInterval time.Duration `yaml:"reloadInterval"`
+	Backend        string        `yaml:"backend"`
+	Etcd           etcdConfig    `yaml:"etcd"`
+	File           struct {
 		Path         string        `yaml:"path"`
 		PollInterval time.Duration `yaml:"pollInterval"`
 	} `yaml:"file"`
@@ -63,7 +77,9 @@ type etcdConfig struct {
 
 func defaults() config {
 	var c config
-	c.Listen = ":8080"
+	c.Listen = defaultListen
+	c.AdminListen = defaultAdminListen
+	c.ReloadInterval = configserver.DefaultReloadInterval
 	c.Etcd.Prefix = "/lbd/schemas"
 	c.Etcd.DialTimeout = configserver.DefaultEtcdDialTimeout
 	c.Etcd.RefreshInterval = configserver.DefaultEtcdRefreshInterval
@@ -99,7 +115,10 @@ func flagSet(c *config, configPath *string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("lbd-config-server", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(configPath, "config", "", "YAML (or JSON) `file` with the settings below; flags given on the command line override it")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "`address` to serve HTTP on")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "`address` serving the clients: /fetch_sql_proxy_list, /health/status, /health/check (the default is every interface: clients must reach it)")
+	fs.StringVar(&c.AdminListen, "admin-listen", c.AdminListen, "`address` serving the admin endpoints /monitor, /reload, /health/offline, /health/online; empty: none. Off loopback it needs an admin token")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` holding the admin token (at least 16 characters; surrounding white space is ignored), else $"+adminTokenEnv+"; when set, every admin request needs Authorization: Bearer <token>")
+	fs.DurationVar(&c.ReloadInterval, "reload-interval", c.ReloadInterval, "shortest time between two reads of the store by /reload (concurrent calls share one); 0 or negative: no spacing")
 	fs.StringVar(&c.Backend, "backend", c.Backend, "where documents come from: etcd or file (required)")
 
 	fs.Var(&c.Etcd.Endpoints, "etcd-endpoints", "comma-separated etcd `endpoints`: host:port, http://host:port or https://host:port")
@@ -117,7 +136,7 @@ func flagSet(c *config, configPath *string, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.File.Path, "file", c.File.Path, "documents `file`: a JSON array (or YAML list) of documents")
 	fs.DurationVar(&c.File.PollInterval, "file-poll-interval", c.File.PollInterval, "how often the file is checked for changes; 0 or negative: only on /reload")
 
-	fs.BoolVar(&c.OnlineOfflineLoopbackOnly, "online-offline-loopback-only", c.OnlineOfflineLoopbackOnly, "accept /health/online and /health/offline from loopback clients only")
+	fs.BoolVar(&c.OnlineOfflineLoopbackOnly, "online-offline-loopback-only", c.OnlineOfflineLoopbackOnly, "accept /health/online and /health/offline from loopback clients only, even with the admin token")
 	fs.BoolVar(&c.HideUnknownSchemas, "hide-unknown-schemas", c.HideUnknownSchemas, "answer unknown schemas with 403 like a schema needing an API key, instead of {\"code\":404}, so names cannot be enumerated")
 	fs.DurationVar(&c.DrainWindow, "drain-window", c.DrainWindow, "/health/offline answers 500 while other requests came in this recently")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGINT or SIGTERM, time given to requests in flight")
@@ -142,14 +161,28 @@ Usage:
   lbd-config-server -backend file -file /etc/lbd/schemas.json
   lbd-config-server -config /etc/lbd/config-server.yaml [flags]
 
+Endpoints:
+  on -listen (default ` + defaultListen + `, every interface):
+    GET /fetch_sql_proxy_list   the clients' protocol (lb-driver's and lbd's)
+    GET /health/status, /health/check   for load balancers
+  on -admin-listen (default ` + defaultAdminListen + `, loopback only):
+    GET /monitor, POST /reload, POST /health/offline, POST /health/online (and the two above)
+    A GET that would change state is refused (405), so is any request from a web page (403:
+    Origin or Sec-Fetch-Site headers). With an admin token (-admin-token-file or
+    $` + adminTokenEnv + `) every admin request needs "Authorization: Bearer <token>" and
+    /monitor also shows schemas with API keys; without one it hides them. An admin address
+    off loopback requires a token.
+
 The config file has the flags' settings under these keys (durations like "5s"):
-  listen, backend, hideUnknownSchemas, onlineOfflineLoopbackOnly, drainWindow, shutdownTimeout,
+  listen, adminListen, adminTokenFile, reloadInterval, backend, hideUnknownSchemas,
+  onlineOfflineLoopbackOnly, drainWindow, shutdownTimeout,
   etcd: {endpoints: [..], prefix, user, password, passwordFile, caFile, certFile, keyFile,
          serverName, dialTimeout, refreshInterval}
   file: {path, pollInterval}
   probe: {interval, timeout, concurrency}
   log: {level, format}
-The etcd password may also come from $` + passwordEnv + `; it is never logged.
+The etcd password may also come from $` + passwordEnv + `; it and the admin token are never
+logged.
 
 Flags:
 `
@@ -243,6 +276,23 @@ func (c config) backend(log *slog.Logger) (configserver.Backend, error) {
 		return nil, errors.New("no backend: give -backend etcd or -backend file")
 	}
 	return nil, fmt.Errorf("backend %q: want etcd or file", c.Backend)
+}
+
+// adminToken returns the admin token from the token file, else from the environment; "" means
+// none. The token's own rules are configserver.New's.
+func (c config) adminToken() (string, error) {
+	if c.AdminTokenFile != "" {
+		b, err := os.ReadFile(c.AdminTokenFile)
+		if err != nil {
+			return "", fmt.Errorf("admin token file: %w", err)
+		}
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			return "", fmt.Errorf("admin token file %s is empty", c.AdminTokenFile)
+		}
+		return token, nil
+	}
+	return strings.TrimSpace(os.Getenv(adminTokenEnv)), nil
 }
 
 // password returns the etcd password from the flag or file setting, the password file or the

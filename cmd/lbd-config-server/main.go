@@ -40,8 +40,9 @@ func main() {
 }
 
 // run runs the server until ctx is done, then shuts it down gracefully. Logs and usage go to
-// stderr. ready, when not nil, is called with the listening address once requests are served.
-func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Addr)) error {
+// stderr. ready, when not nil, is called with the listening addresses once requests are served;
+// admin is nil without an admin listener.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(public, admin net.Addr)) error {
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err
@@ -50,11 +51,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
+	token, err := cfg.adminToken()
+	if err != nil {
+		return err
+	}
+	if token != "" && cfg.AdminListen == "" {
+		return errors.New("an admin token is given but -admin-listen is empty: give an admin address or drop the token")
+	}
 	backend, err := cfg.backend(log)
 	if err != nil {
 		return err
 	}
-	attrs := []any{"listen", cfg.Listen, "backend", cfg.Backend}
+	attrs := []any{"listen", cfg.Listen, "adminListen", cfg.AdminListen, "adminToken", token != "", "backend", cfg.Backend}
 	if cfg.Backend == "etcd" { // the password itself is never logged
 		attrs = append(attrs, "etcdEndpoints", cfg.Etcd.Endpoints.String(), "etcdPrefix", cfg.Etcd.Prefix,
 			"etcdUser", cfg.Etcd.User, "etcdTLS", cfg.Etcd.CAFile != "" || cfg.Etcd.CertFile != "" || cfg.Etcd.ServerName != "")
@@ -66,24 +74,98 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 	srv, err := configserver.New(ctx, configserver.Config{
 		Backend:                  backend,
 		Logger:                   log,
+		AdminToken:               token,
 		AllowRemoteOnlineOffline: !cfg.OnlineOfflineLoopbackOnly,
 		HideUnknownSchemas:       cfg.HideUnknownSchemas,
 		ProbeInterval:            offIfNotPositive(cfg.Probe.Interval),
 		ProbeTimeout:             cfg.Probe.Timeout,
 		ProbeConcurrency:         cfg.Probe.Concurrency,
 		DrainWindow:              cfg.DrainWindow,
+		ReloadInterval:           offIfNotPositive(cfg.ReloadInterval),
 	})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	listeners, err := listen(cfg, token != "")
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return err
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
+	servers := []*http.Server{newHTTPServer(srv.Handler(), log)}
+	if len(listeners) > 1 {
+		servers = append(servers, newHTTPServer(srv.AdminHandler(), log))
+	}
+	served := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { served <- hs.Serve(listeners[i]) }()
+	}
+	var adminAddr net.Addr
+	if len(listeners) > 1 {
+		adminAddr = listeners[1].Addr()
+	}
+	log.Info("lbd-config-server serving", "addr", listeners[0].Addr().String(), "adminAddr", addrString(adminAddr), "schemas", len(srv.Schemas()))
+	if ready != nil {
+		ready(listeners[0].Addr(), adminAddr)
+	}
+
+	var serveErr error
+	running := len(servers)
+	select {
+	case err := <-served:
+		serveErr = fmt.Errorf("serving HTTP: %w", err)
+		running--
+	case <-ctx.Done():
+		log.Info("lbd-config-server stopping", "timeout", cfg.ShutdownTimeout)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil {
+			log.Warn("lbd-config-server: requests cut at shutdown", "err", err)
+			hs.Close()
+		}
+	}
+	for range running {
+		<-served
+	}
+	if err := srv.Close(); err != nil {
+		log.Warn("lbd-config-server: closing the backend", "err", err)
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	log.Info("lbd-config-server stopped")
+	return nil
+}
+
+// listen opens the clients' listener and, unless -admin-listen is empty, the admin one, which
+// must be on loopback unless there is an admin token. On error nothing stays open.
+func listen(cfg config, haveToken bool) ([]net.Listener, error) {
+	public, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	if cfg.AdminListen == "" {
+		return []net.Listener{public}, nil
+	}
+	admin, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		public.Close()
+		return nil, fmt.Errorf("admin listener on %s: %w", cfg.AdminListen, err)
+	}
+	if addr, ok := admin.Addr().(*net.TCPAddr); !haveToken && (!ok || !addr.IP.IsLoopback()) {
+		admin.Close()
+		public.Close()
+		return nil, fmt.Errorf("the admin address %s is not loopback, so anyone reaching it could take the server offline: "+
+			"give an admin token (-admin-token-file or $%s) or an address such as %s", cfg.AdminListen, adminTokenEnv, defaultAdminListen)
+	}
+	return []net.Listener{public, admin}, nil
+}
+
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -91,31 +173,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(net.Ad
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	log.Info("lbd-config-server serving", "addr", ln.Addr().String(), "schemas", len(srv.Schemas()))
-	if ready != nil {
-		ready(ln.Addr())
-	}
+}
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving HTTP: %w", err)
-	case <-ctx.Done():
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
 	}
-	log.Info("lbd-config-server stopping", "timeout", cfg.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		log.Warn("lbd-config-server: requests cut at shutdown", "err", err)
-		hs.Close()
-	}
-	<-served
-	if err := srv.Close(); err != nil {
-		log.Warn("lbd-config-server: closing the backend", "err", err)
-	}
-	log.Info("lbd-config-server stopped")
-	return nil
+	return a.String()
 }
 
 // offIfNotPositive maps the flag's "0 or negative: off" to the package's negative value (for

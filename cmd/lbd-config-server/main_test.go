@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +87,7 @@ func TestBadCommandLine(t *testing.T) {
 		{"-backend", "etcd", "-etcd-endpoints", "127.0.0.1:1", "-etcd-password", "p", "-etcd-password-file", "f"},
 		{"-config", "/nonexistent/config.yaml"},
 	} {
-		if err := run(context.Background(), args, io.Discard, func(net.Addr) { t.Errorf("%q started", args) }); err == nil {
+		if err := run(context.Background(), args, io.Discard, func(_, _ net.Addr) { t.Errorf("%q started", args) }); err == nil {
 			t.Errorf("%q accepted", args)
 		}
 	}
@@ -97,6 +98,9 @@ func TestConfigFileAndFlags(t *testing.T) {
 	path := filepath.Join(dir, "config.yaml")
 	os.WriteFile(path, []byte(`
 listen: 127.0.0.1:9999
+adminListen: 127.0.0.1:9998
+adminTokenFile: /etc/lbd/admin-token
+reloadInterval: 5s
 backend: etcd
 etcd:
   endpoints: [127.0.0.1:2379, 127.0.0.2:2379]
@@ -116,6 +120,9 @@ log: {level: debug, format: json}
 	}
 	want := defaults()
 	want.Listen = "127.0.0.1:7777" // the flag wins
+	want.AdminListen = "127.0.0.1:9998"
+	want.AdminTokenFile = "/etc/lbd/admin-token"
+	want.ReloadInterval = 5 * time.Second
 	want.Backend = "etcd"
 	want.Etcd.Endpoints = listValue{"127.0.0.3:2379"} // the flag wins
 	want.Etcd.Prefix = "/cfg"
@@ -136,7 +143,7 @@ log: {level: debug, format: json}
 		t.Fatalf("unknown key: %v", err)
 	}
 	os.WriteFile(path, []byte(`{"backend":"file","file":{"path":"/x.json"}}`), 0o600)
-	if c, err := parseConfig([]string{"-config", path}, io.Discard); err != nil || c.File.Path != "/x.json" || c.Listen != ":8080" {
+	if c, err := parseConfig([]string{"-config", path}, io.Discard); err != nil || c.File.Path != "/x.json" || c.Listen != ":8080" || c.AdminListen != "127.0.0.1:8081" {
 		t.Fatalf("JSON config: %+v %v", c, err)
 	}
 }
@@ -161,13 +168,18 @@ func TestPasswordSources(t *testing.T) {
 	}
 }
 
-// serveFor runs the command with args until the test ends, and returns its base URL.
-func serveFor(t *testing.T, args []string, logs io.Writer) string {
+// serveFor runs the command with args until the test ends, and returns the base URLs of its
+// clients' and admin listeners (admin is "" without one). Unless args say otherwise, the admin
+// listener takes a free loopback port.
+func serveFor(t *testing.T, args []string, logs io.Writer) (base, admin string) {
 	t.Helper()
+	if !slices.Contains(args, "-admin-listen") {
+		args = append(args, "-admin-listen", "127.0.0.1:0")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan net.Addr, 1)
+	addrc := make(chan [2]net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, logs, func(a net.Addr) { addrc <- a }) }()
+	go func() { done <- run(ctx, args, logs, func(p, a net.Addr) { addrc <- [2]net.Addr{p, a} }) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -181,13 +193,17 @@ func serveFor(t *testing.T, args []string, logs io.Writer) string {
 	})
 	select {
 	case a := <-addrc:
-		return "http://" + a.String()
+		base = "http://" + a[0].String()
+		if a[1] != nil {
+			admin = "http://" + a[1].String()
+		}
+		return base, admin
 	case err := <-done:
 		t.Fatalf("run: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("not serving")
 	}
-	return ""
+	return "", ""
 }
 
 func httpGet(t *testing.T, u string) (int, string) {
@@ -205,7 +221,7 @@ func TestRunFileBackend(t *testing.T) {
 	docs := filepath.Join(t.TempDir(), "schemas.json")
 	os.WriteFile(docs, []byte(`[{"schema":"app","proxy":["127.0.0.1:2883"]}]`), 0o600)
 	var logs syncBuffer
-	base := serveFor(t, []string{"-backend", "file", "-file", docs, "-listen", "127.0.0.1:0", "-probe-interval", "0", "-log-format", "json"}, &logs)
+	base, _ := serveFor(t, []string{"-backend", "file", "-file", docs, "-listen", "127.0.0.1:0", "-probe-interval", "0", "-log-format", "json"}, &logs)
 	if code, body := httpGet(t, base+"/fetch_sql_proxy_list?schema=app"); code != 200 || !strings.Contains(body, `"data":["127.0.0.1:2883"]`) {
 		t.Fatalf("fetch: %d %s", code, body)
 	}
@@ -257,7 +273,7 @@ func TestRunEtcdBackend(t *testing.T) {
 
 	var logs syncBuffer
 	t.Setenv(passwordEnv, "") // no auth on this etcd
-	base := serveFor(t, []string{"-backend", "etcd", "-etcd-endpoints", cu.Host, "-listen", "127.0.0.1:0", "-etcd-refresh-interval", "1s", "-log-level", "debug"}, &logs)
+	base, _ := serveFor(t, []string{"-backend", "etcd", "-etcd-endpoints", cu.Host, "-listen", "127.0.0.1:0", "-etcd-refresh-interval", "1s", "-log-level", "debug"}, &logs)
 	if code, body := httpGet(t, base+"/fetch_sql_proxy_list?schema=app"); code != 200 || !strings.Contains(body, `"data":["127.0.0.1:2883"]`) {
 		t.Fatalf("fetch: %d %s", code, body)
 	}
