@@ -130,7 +130,7 @@ func checkCached(md5 string, list []string) error {
 	return nil
 }
 
-// load reads a variant's file. It returns errNoCache when there is none; an error wrapping
+// load reads a variant's file, its list in canonical form. It returns errNoCache when there is none; an error wrapping
 // errUnsafeCache when the directory or file could have been written by someone else (see
 // checkCacheDir, checkCacheFile); and another error when the file is unreadable, corrupt or
 // written for another set: not JSON, another schema, variant or config-server list, a bad
@@ -181,5 +181,7 @@ func (c *diskCache) load(variant string) (cacheFile, string, error) {
 	if err := checkCached(cf.MD5, cf.Nodes); err != nil {
 		return cacheFile{}, path, fmt.Errorf("holds %v", err)
 	}
+	// In the spelling answers are handed on in (a file of an older release may differ).
+	cf.Nodes = nodes.Set{Nodes: nodes.StaticAddrs(cf.Nodes...)}.Canonical().Addrs()
 	return cf, path, nil
 }

@@ -364,3 +364,20 @@ func TestMismatchedCacheIsIgnored(t *testing.T) {
 		})
 	}
 }
+
+// A cached list is handed on in canonical form, the spelling the Connector knows its nodes by.
+func TestCachedListIsCanonical(t *testing.T) {
+	path, cfg := seedCache(t, Config{CacheDir: t.TempDir()})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), `"10.0.0.1:1"`, `"[::ffff:10.0.0.1]:01", "DB.Example:2"`, 1))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, set := startSource(t, cfg, nil)
+	if got, want := set.Addrs(), []string{"10.0.0.1:1", "db.example:2"}; !slices.Equal(got, want) {
+		t.Fatalf("started from %v, want %v", got, want)
+	}
+}
