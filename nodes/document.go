@@ -112,17 +112,12 @@ func checkList(list []string) error {
 	if len(list) == 0 {
 		return ErrEmptySet
 	}
-	seen := make(map[string]bool, len(list))
 	for _, a := range list {
-		if err := CheckAddr(a); err != nil {
-			return err
+		if err := CheckAddr(a); err != nil { // no surrounding space here, unlike Canonical
+			return errors.New(strings.TrimPrefix(err.Error(), "nodes: "))
 		}
-		if seen[a] {
-			return fmt.Errorf("%q is listed twice", a)
-		}
-		seen[a] = true
 	}
-	return nil
+	return checkDistinct(list)
 }
 
 // AZOf returns the AZ whose CIDR blocks contain ip, or "" when none does or ip is not an IP.

@@ -78,3 +78,95 @@ func TestSetValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCanonical(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"H.Example:02883", "h.example:2883"},
+		{" db-1.example.com:3306 ", "db-1.example.com:3306"},
+		{"LOCALHOST:1", "localhost:1"},
+		{"10.0.0.1:3306", "10.0.0.1:3306"},
+		{"[10.0.0.1]:3306", "10.0.0.1:3306"},
+		{"[::1]:3306", "[::1]:3306"},
+		{"[0:0:0:0:0:0:0:1]:3306", "[::1]:3306"},
+		{"[0000:0000::0001]:3306", "[::1]:3306"},
+		{"[FD00::A]:1", "[fd00::a]:1"},
+		{"[::ffff:10.0.0.1]:3306", "10.0.0.1:3306"},
+		{"[::ffff:a00:1]:3306", "10.0.0.1:3306"},
+		{"[fe80::1%eth0]:1", "[fe80::1%eth0]:1"},
+		{"a:1", "a:1"},
+		{"xn--bcher-kva.example:1", "xn--bcher-kva.example:1"},
+		{"1a.example:1", "1a.example:1"},
+	} {
+		got, err := Canonical(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Canonical(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestCheckAddrRefuses(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	for name, addr := range map[string]string{
+		"empty":               "",
+		"no port":             "a.example",
+		"port 0":              "a:0",
+		"port too big":        "a:65536",
+		"signed port":         "a:+1",
+		"no host":             ":1",
+		"space":               "a b:1",
+		"comma":               "a,b:1",
+		"slash":               "a/b:1",
+		"underscore":          "a_b:1",
+		"control character":   "a\x00b:1",
+		"newline":             "a\nb:1",
+		"unicode":             "bücher.example:1",
+		"leading hyphen":      "-a.example:1",
+		"trailing hyphen":     "a-.example:1",
+		"empty label":         "a..example:1",
+		"leading dot":         ".a.example:1",
+		"trailing dot":        "a.example.:1",
+		"label of 64 bytes":   long + "a.example:1",
+		"name over 253 bytes": strings.Repeat(long+".", 4) + "a:1",
+		"zero-padded IPv4":    "010.000.000.001:1",
+		"short IPv4":          "10.1:1",
+		"IPv4 out of range":   "10.0.0.256:1",
+		"decimal IPv4":        "167772161:1",
+		"IPv6 unbracketed":    "::1:1",
+		"bad IPv6":            "[::g]:1",
+		"bracketed name":      "[a.example]:1",
+		"bad zone":            "[fe80::1%e th0]:1",
+		"zone of garbage":     "[fe80::1%\x01]:1",
+	} {
+		if err := CheckAddr(addr); err == nil {
+			t.Errorf("%s: CheckAddr(%q) accepted it", name, addr)
+		} else if !strings.HasPrefix(err.Error(), "nodes: ") {
+			t.Errorf("%s: error %q lacks the package prefix", name, err)
+		}
+	}
+	if err := CheckAddr(strings.Repeat(long+".", 3) + strings.Repeat("a", 61) + ":1"); err != nil {
+		t.Errorf("a 253-byte name: %v", err)
+	}
+}
+
+// Two spellings of one node are one node: listing both is a duplicate, in a set and in a
+// document alike.
+func TestDuplicatesAfterCanonicalForm(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"LOCALHOST:1", "localhost:1"},
+		{"[::1]:3306", "[0:0:0:0:0:0:0:1]:3306"},
+		{"10.0.0.1:3306", "[::ffff:10.0.0.1]:3306"},
+		{"a.example:1", "a.example:01"},
+	} {
+		if err := (Set{Nodes: StaticAddrs(pair[0], pair[1])}).Validate(); err == nil || !strings.Contains(err.Error(), "listed twice") {
+			t.Errorf("set %q: Validate = %v, want listed twice", pair, err)
+		}
+		doc := `{"schema":"s","proxy":["` + pair[0] + `","` + pair[1] + `"]}`
+		if _, err := ParseDocument([]byte(doc), "s"); err == nil || !strings.Contains(err.Error(), "listed twice") {
+			t.Errorf("document %s: %v, want listed twice", doc, err)
+		}
+		doc = `{"schema":"s","proxy":["b:1"],"az.proxy":{"az1":["` + pair[0] + `","` + pair[1] + `"]}}`
+		if _, err := ParseDocument([]byte(doc), "s"); err == nil || !strings.Contains(err.Error(), "listed twice") {
+			t.Errorf("document %s: %v, want listed twice", doc, err)
+		}
+	}
+}

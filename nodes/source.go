@@ -8,10 +8,6 @@ package nodes
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"strconv"
-	"strings"
 )
 
 // Node is one proxy endpoint as a source reports it.
@@ -48,21 +44,13 @@ func (s Set) Addrs() []string {
 }
 
 // Validate reports the first problem of a set that must not be applied: an empty set, a
-// malformed address or a duplicate.
+// malformed address (see CheckAddr) or a duplicate, two entries with one canonical form.
 func (s Set) Validate() error {
 	if len(s.Nodes) == 0 {
 		return ErrEmptySet
 	}
-	seen := make(map[string]bool, len(s.Nodes))
-	for _, n := range s.Nodes {
-		c, err := Canonical(n.Addr)
-		if err != nil {
-			return err
-		}
-		if seen[c] {
-			return fmt.Errorf("nodes: %q is listed twice", n.Addr)
-		}
-		seen[c] = true
+	if err := checkDistinct(s.Addrs()); err != nil {
+		return errors.New("nodes: " + err.Error())
 	}
 	return nil
 }
@@ -81,42 +69,6 @@ func (s Set) Canonical() Set {
 // ErrEmptySet is what Validate returns for a set with no node; sources keep their current list
 // when they would get one.
 var ErrEmptySet = errors.New("nodes: empty node list")
-
-// Canonical returns addr in the one spelling lbd uses to tell nodes apart: surrounding space
-// trimmed, host in lower case, port in plain decimal ("H.example:02883" → "h.example:2883").
-// It fails as CheckAddr does.
-func Canonical(addr string) (string, error) {
-	addr = strings.TrimSpace(addr)
-	if err := CheckAddr(addr); err != nil {
-		return "", err
-	}
-	host, port, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(port)
-	return net.JoinHostPort(strings.ToLower(host), strconv.Itoa(n)), nil
-}
-
-// CheckAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535 written in
-// decimal digits, and a host without spaces.
-func CheckAddr(addr string) error {
-	if addr == "" {
-		return errors.New("nodes: empty address")
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("nodes: %q is not host:port (IPv6 needs [addr]:port): %v", addr, err)
-	}
-	if strings.TrimSpace(host) == "" {
-		return fmt.Errorf("nodes: %q has no host", addr)
-	}
-	if strings.ContainsAny(host, " \t\r\n,/") {
-		return fmt.Errorf("nodes: %q has a space, comma or slash in its host", addr)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
-		return fmt.Errorf("nodes: %q has port %q, want a number from 1 to 65535", addr, port)
-	}
-	return nil
-}
 
 // Source supplies node sets to a Connector.
 //

@@ -46,8 +46,9 @@ type cacheFile struct {
 	SavedAt time.Time `json:"savedAt"`
 }
 
-// maxCacheFile bounds what is read from a cache file.
-const maxCacheFile = 8 << 20
+// maxCacheFile bounds what is read from a cache file: one list, as large as an answer may be,
+// written out indented.
+const maxCacheFile = 2 * maxAnswer
 
 // path returns the file of a set variant.
 func (c *diskCache) path(variant string) string {
@@ -60,9 +61,17 @@ func (c *diskCache) path(variant string) string {
 }
 
 // save writes a variant's list atomically: a temporary file in the same directory (mode 0600),
-// synced, then renamed over the old one. The directory is created with mode 0700.
+// synced, then renamed over the old one (a symbolic link planted there is replaced, not
+// followed). The directory is created with mode 0700; one that others can write is refused
+// (errUnsafeCache). The list and md5 are checked as load checks them.
 func (c *diskCache) save(variant, md5 string, list []string, now time.Time) error {
+	if err := checkCached(md5, list); err != nil {
+		return fmt.Errorf("refusing to cache an unusable list: %v", err)
+	}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return err
+	}
+	if err := checkCacheDir(c.dir); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(cacheFile{
@@ -109,19 +118,46 @@ func (c *diskCache) save(variant, md5 string, list []string, now time.Time) erro
 // errNoCache means no file exists for the variant.
 var errNoCache = errors.New("no cached list")
 
-// load reads a variant's file. It returns errNoCache when there is none, and another error
-// when the file is unreadable or corrupt (not JSON, another schema or variant, an invalid or
-// empty list, no md5).
+// checkCached applies to a cached list the checks an answer passes: an md5 fit to send back,
+// a valid list without duplicates.
+func checkCached(md5 string, list []string) error {
+	if err := checkMD5(md5); err != nil {
+		return err
+	}
+	if err := (nodes.Set{Nodes: nodes.StaticAddrs(list...)}).Validate(); err != nil {
+		return fmt.Errorf("an unusable list: %v", strings.TrimPrefix(err.Error(), "nodes: "))
+	}
+	return nil
+}
+
+// load reads a variant's file, its list in canonical form. It returns errNoCache when there is none; an error wrapping
+// errUnsafeCache when the directory or file could have been written by someone else (see
+// checkCacheDir, checkCacheFile); and another error when the file is unreadable, corrupt or
+// written for another set: not JSON, another schema, variant or config-server list, a bad
+// md5, an invalid or empty list.
 func (c *diskCache) load(variant string) (cacheFile, string, error) {
 	path := c.path(variant)
-	f, err := os.Open(path)
+	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return cacheFile{}, path, errNoCache
 	}
 	if err != nil {
 		return cacheFile{}, path, err
 	}
+	if err := checkCacheDir(c.dir); err != nil {
+		return cacheFile{}, path, err
+	}
+	if err := checkCacheFile(path, fi); err != nil {
+		return cacheFile{}, path, err
+	}
+	f, err := os.OpenFile(path, openNoFollow, 0)
+	if err != nil {
+		return cacheFile{}, path, err
+	}
 	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(fi, opened) {
+		return cacheFile{}, path, unsafeCache("the cache file %s changed while it was opened", path)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxCacheFile+1))
 	if err != nil {
 		return cacheFile{}, path, err
@@ -135,14 +171,17 @@ func (c *diskCache) load(variant string) (cacheFile, string, error) {
 	}
 	switch {
 	case cf.Schema != c.schema:
-		return cacheFile{}, path, fmt.Errorf("holds schema %q, want %q", cf.Schema, c.schema)
+		return cacheFile{}, path, fmt.Errorf("holds schema %q, want %q", clip(cf.Schema), c.schema)
 	case cf.Variant != variant:
-		return cacheFile{}, path, fmt.Errorf("holds set %q, want %q", cf.Variant, variant)
-	case strings.TrimSpace(cf.MD5) == "":
-		return cacheFile{}, path, errors.New("has no md5")
+		return cacheFile{}, path, fmt.Errorf("holds set %q, want %q", clip(cf.Variant), variant)
+	case !slices.Equal(cf.Servers, c.servers):
+		return cacheFile{}, path, fmt.Errorf("was written for the config-servers %s, want %s",
+			clip(strings.Join(cf.Servers, ",")), strings.Join(c.servers, ","))
 	}
-	if err := (nodes.Set{Nodes: nodes.StaticAddrs(cf.Nodes...)}).Validate(); err != nil {
-		return cacheFile{}, path, fmt.Errorf("holds an unusable list: %v", strings.TrimPrefix(err.Error(), "nodes: "))
+	if err := checkCached(cf.MD5, cf.Nodes); err != nil {
+		return cacheFile{}, path, fmt.Errorf("holds %v", err)
 	}
+	// In the spelling answers are handed on in (a file of an older release may differ).
+	cf.Nodes = nodes.Set{Nodes: nodes.StaticAddrs(cf.Nodes...)}.Canonical().Addrs()
 	return cf, path, nil
 }

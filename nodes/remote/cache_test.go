@@ -238,3 +238,146 @@ func TestDefaultCacheDir(t *testing.T) {
 		t.Fatalf("default cache dir holds %v", files)
 	}
 }
+
+// seedCache runs a source once against a live config-server, so that dir holds the cache
+// file of cfg, and returns that file's path; the config-server is then shut down.
+func seedCache(t *testing.T, cfg Config) (string, Config) {
+	t.Helper()
+	cs := newFakeCS(t)
+	cs.setList("s", "10.0.0.1:1")
+	cfg.Servers, cfg.Schema = []string{cs.addr()}, "s"
+	src, _, _ := startSource(t, cfg, nil)
+	src.Close()
+	cs.close()
+	files := cacheFiles(t, cfg.CacheDir)
+	if len(files) != 1 {
+		t.Fatalf("cache dir holds %v", files)
+	}
+	return filepath.Join(cfg.CacheDir, files[0]), cfg
+}
+
+// startExpectingNoCache starts a source whose config-servers are down and checks that it
+// refuses its cache: Start fails with an error containing want, and one warning containing
+// logWant is logged.
+func startExpectingNoCache(t *testing.T, cfg Config, want, logWant string) {
+	t.Helper()
+	logs := &logRecorder{}
+	cfg.Logger = logs.logger()
+	src, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	set, err := src.Start(context.Background(), func(nodes.Set) {})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Start = %v, %v; want an error containing %q", set.Addrs(), err, want)
+	}
+	if n := logs.count("WARN", logWant); n != 1 {
+		logs.dump(t)
+		t.Fatalf("%d warnings containing %q, want 1", n, logWant)
+	}
+}
+
+// A cache that others can write is not trusted, as ssh refuses a key file others can read:
+// neither a loose directory nor a loose file is read, and the error says what mode to set.
+func TestLooseCacheIsRefused(t *testing.T) {
+	t.Run("directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "c")
+		path, cfg := seedCache(t, Config{CacheDir: dir})
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		startExpectingNoCache(t, cfg, "chmod go-w "+dir, dir)
+		_ = path
+	})
+	t.Run("file", func(t *testing.T) {
+		path, cfg := seedCache(t, Config{CacheDir: t.TempDir()})
+		if err := os.Chmod(path, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		startExpectingNoCache(t, cfg, "chmod 600 "+path, path)
+	})
+	t.Run("symbolic link", func(t *testing.T) {
+		path, cfg := seedCache(t, Config{CacheDir: t.TempDir()})
+		planted := filepath.Join(t.TempDir(), "planted.json")
+		if err := os.Rename(path, planted); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(planted, path); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+		startExpectingNoCache(t, cfg, "symbolic link", path)
+	})
+}
+
+// Nothing is written into a directory others can write.
+func TestLooseCacheIsNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	cs := newFakeCS(t)
+	cs.setList("s", "10.0.0.1:1")
+	logs := &logRecorder{}
+	startSource(t, Config{Servers: []string{cs.addr()}, Schema: "s", CacheDir: dir, Logger: logs.logger()}, nil)
+	if files := cacheFiles(t, dir); len(files) != 0 {
+		t.Fatalf("wrote %v into a group-writable directory", files)
+	}
+	if n := logs.count("WARN", "cannot write", "chmod go-w "+dir); n != 1 {
+		logs.dump(t)
+		t.Fatalf("%d warnings about the loose directory, want 1", n)
+	}
+}
+
+// A cache file is bound to the schema and the config-servers it came from, and holds an md5
+// fit to send: a file naming another set, or with a bad md5, is ignored with one warning.
+func TestMismatchedCacheIsIgnored(t *testing.T) {
+	path, cfg := seedCache(t, Config{CacheDir: t.TempDir()})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf cacheFile
+	if err := json.Unmarshal(data, &cf); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*cacheFile){
+		"other servers": func(cf *cacheFile) { cf.Servers = []string{"http://elsewhere.example:8080"} },
+		"more servers":  func(cf *cacheFile) { cf.Servers = append(cf.Servers, "http://elsewhere.example:8080") },
+		"no servers":    func(cf *cacheFile) { cf.Servers = nil },
+		"other schema":  func(cf *cacheFile) { cf.Schema = "other" },
+		"huge md5":      func(cf *cacheFile) { cf.MD5 = strings.Repeat("a", 1<<20) },
+		"bad md5":       func(cf *cacheFile) { cf.MD5 = "not-an-md5" },
+		"duplicate":     func(cf *cacheFile) { cf.Nodes = []string{"LOCALHOST:1", "localhost:1"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cf
+			edit(&c)
+			out, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, out, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			startExpectingNoCache(t, cfg, "unusable", "ignoring")
+		})
+	}
+}
+
+// A cached list is handed on in canonical form, the spelling the Connector knows its nodes by.
+func TestCachedListIsCanonical(t *testing.T) {
+	path, cfg := seedCache(t, Config{CacheDir: t.TempDir()})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), `"10.0.0.1:1"`, `"[::ffff:10.0.0.1]:01", "DB.Example:2"`, 1))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, set := startSource(t, cfg, nil)
+	if got, want := set.Addrs(), []string{"10.0.0.1:1", "db.example:2"}; !slices.Equal(got, want) {
+		t.Fatalf("started from %v, want %v", got, want)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
@@ -25,8 +26,12 @@ const fetchPath = "/fetch_sql_proxy_list"
 // policyDefault asks for the default (whole) set whatever the client's AZ.
 const policyDefault = nodes.PolicyDefault
 
-// maxAnswer bounds the body read from a config-server.
-const maxAnswer = 8 << 20
+// Bounds on what a config-server sends. A proxy list of 1 MiB holds tens of thousands of
+// entries; anything larger is not a config-server answering lb-driver's protocol.
+const (
+	maxAnswer       = 1 << 20  // body bytes read
+	maxAnswerHeader = 64 << 10 // response header bytes (http.Transport.MaxResponseHeaderBytes)
+)
 
 // client speaks the config-server protocol. Its methods are called from one goroutine at a
 // time (Start, then the refresh goroutine), so its state needs no lock.
@@ -53,13 +58,14 @@ type client struct {
 func newClient(s settings, n *notes) *client {
 	dialer := &net.Dialer{Timeout: s.Timeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:                 nil, // the config-server must see the client's own address
-		DialContext:           dialer.DialContext,
-		TLSClientConfig:       s.TLS,
-		TLSHandshakeTimeout:   s.Timeout,
-		ResponseHeaderTimeout: s.Timeout,
-		MaxIdleConnsPerHost:   1,
-		IdleConnTimeout:       max(3*s.PollInterval, 30*time.Second),
+		Proxy:                  nil, // the config-server must see the client's own address
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        s.TLS,
+		TLSHandshakeTimeout:    s.Timeout,
+		ResponseHeaderTimeout:  s.Timeout,
+		MaxIdleConnsPerHost:    1,
+		IdleConnTimeout:        max(3*s.PollInterval, 30*time.Second),
+		MaxResponseHeaderBytes: maxAnswerHeader,
 	}
 	c := &client{
 		schema:  s.Schema,
@@ -69,7 +75,7 @@ func newClient(s settings, n *notes) *client {
 		timeout: s.Timeout,
 		backoff: s.AZRefreshInterval,
 		clk:     s.Clock,
-		http:    &http.Client{Transport: tr},
+		http:    &http.Client{Transport: tr, CheckRedirect: noRedirect},
 		tr:      tr,
 		notes:   n,
 	}
@@ -83,6 +89,11 @@ func newClient(s settings, n *notes) *client {
 	}
 	return c
 }
+
+// noRedirect stops the client at a redirect: the 3xx answer itself reaches decodeAnswer,
+// which refuses it. A config-server answer never sends lbd elsewhere (the API key would go
+// with it, and another server's list would be applied).
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // close drops the idle keep-alive connections (and their goroutines).
 func (c *client) close() { c.tr.CloseIdleConnections() }
@@ -156,6 +167,9 @@ func (c *client) fetch(ctx context.Context, srv server, q query) (answer, *Serve
 	if len(body) > maxAnswer {
 		return answer{}, newServerError(srv, ErrBadAnswer, "too large", fmt.Sprintf("the answer is larger than %d bytes", maxAnswer))
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return answer{}, redirected(srv, resp.StatusCode, resp.Header.Get("Location"))
+	}
 	return decodeAnswer(srv, resp.StatusCode, body, q.md5 != "")
 }
 
@@ -195,37 +209,74 @@ func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *S
 	if len(w.Data) == 0 {
 		return answer{}, newServerError(srv, ErrEmptyList, "", "")
 	}
+	spelled := make([]string, 0, len(w.Data)) // as the server wrote them, for ListMD5
 	list := make([]string, 0, len(w.Data))
-	seen := make(map[string]bool, len(w.Data))
+	seen := make(map[string]string, len(w.Data))
 	for _, raw := range w.Data {
 		var entry string
 		if err := json.Unmarshal(raw, &entry); err != nil {
 			return answer{}, newServerError(srv, ErrMalformedEntry, "", fmt.Sprintf("entry %s is not a string", clip(string(bytes.TrimSpace(raw)))))
 		}
 		entry = strings.TrimSpace(entry)
-		if err := nodes.CheckAddr(entry); err != nil {
-			return answer{}, newServerError(srv, ErrMalformedEntry, "", strings.TrimPrefix(err.Error(), "nodes: "))
+		canon, err := nodes.Canonical(entry)
+		if err != nil {
+			return answer{}, newServerError(srv, ErrMalformedEntry, "", clip(strings.TrimPrefix(err.Error(), "nodes: ")))
 		}
-		if seen[entry] {
-			return answer{}, newServerError(srv, ErrMalformedEntry, "", fmt.Sprintf("%q is listed twice", entry))
+		if first, dup := seen[canon]; dup {
+			detail := fmt.Sprintf("%q is listed twice", clip(entry))
+			if first != entry {
+				detail = fmt.Sprintf("%q is listed twice (also as %q, the same node)", clip(entry), clip(first))
+			}
+			return answer{}, newServerError(srv, ErrMalformedEntry, "", detail)
 		}
-		seen[entry] = true
-		list = append(list, entry)
+		seen[canon] = entry
+		spelled = append(spelled, entry)
+		list = append(list, canon)
 	}
 	md5 := strings.TrimSpace(w.MD5)
 	if md5 == "" {
-		md5 = nodes.ListMD5(list) // what lb-driver's config-server would have sent
+		md5 = nodes.ListMD5(spelled) // what lb-driver's config-server would have sent
+	} else if err := checkMD5(md5); err != nil {
+		return answer{}, newServerError(srv, ErrBadAnswer, "md5", err.Error())
 	}
 	return answer{md5: md5, list: list}, nil
 }
 
-// clip shortens text from a config-server for an error message.
+// checkMD5 accepts a list version as lb-driver's config-server writes it: an MD5 in 32 hex
+// digits (nodes.ListMD5). The client sends it back in every request, so anything else is
+// refused before it can make a request that no server accepts.
+func checkMD5(md5 string) error {
+	if len(md5) != 32 || strings.Trim(md5, "0123456789abcdefABCDEF") != "" {
+		return fmt.Errorf("the md5 %q is not 32 hex digits", clip(md5))
+	}
+	return nil
+}
+
+// redirected describes a 3xx answer, which lbd never follows.
+func redirected(srv server, status int, location string) *ServerError {
+	return newServerError(srv, ErrBadAnswer, "http "+strconv.Itoa(status),
+		fmt.Sprintf("HTTP status %d: the config-server redirects to %s, and lbd follows no redirect: "+
+			"list the config-server that answers in the DSN (or Config.Servers)", status, clip(location)))
+}
+
+// clip shortens text from a config-server for an error message and replaces its control
+// characters, so that it can neither flood nor forge a log line.
 func clip(s string) string {
 	const n = 200
-	if len(s) <= n {
-		return s
+	cut := len(s) > n
+	if cut {
+		s = strings.ToValidUTF8(s[:n], "")
 	}
-	return s[:n] + "..."
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+	if cut {
+		s += "..."
+	}
+	return s
 }
 
 // reportedIP returns the IP to send: the configured one, or the local address of a connection

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clock"
@@ -40,10 +41,12 @@ type Config struct {
 	// to choose the scheme; the port then defaults to 80 or 443. At least one is required.
 	Servers []string
 	// Schema is the schema whose proxy list is asked for (the schema query parameter).
-	// Required.
+	// Required; surrounding space is trimmed; at most 256 bytes, no control character.
 	Schema string
 	// APIKey, when not "", is sent as "Authorization: Bearer <APIKey>". It never appears in
-	// errors, log lines or the disk cache.
+	// errors, log lines or the disk cache. It must be visible ASCII (no space, control or
+	// non-ASCII character): New refuses a key with surrounding spaces rather than trim it,
+	// since such a key, sent as is, could never match.
 	APIKey string
 	// Timeout bounds each request to one config-server as a whole: connecting, sending and
 	// reading the answer. Zero means DefaultTimeout (5 s).
@@ -59,7 +62,8 @@ type Config struct {
 	// DisableCache turns the disk cache off: nothing is read or written.
 	DisableCache bool
 
-	// AZ is the client's availability zone, sent as the az query parameter; "" lets the
+	// AZ is the client's availability zone, sent as the az query parameter (at most 256 bytes,
+	// no control character); "" lets the
 	// config-server find the zone from the client's IP. The environment variable LBD_AZ, when
 	// set, replaces it (an empty value clears it).
 	AZ string
@@ -133,6 +137,12 @@ func (c Config) withDefaults() (settings, error) {
 	if s.Schema == "" {
 		return s, errors.New("remote: Config.Schema is empty: name the schema whose proxy list to fetch")
 	}
+	if err := checkText("Config.Schema (configServerSchema)", s.Schema); err != nil {
+		return s, err
+	}
+	if err := checkAPIKey(c.APIKey); err != nil {
+		return s, err
+	}
 	if v, ok := os.LookupEnv(EnvAZ); ok {
 		s.AZ = v
 	}
@@ -141,6 +151,9 @@ func (c Config) withDefaults() (settings, error) {
 	}
 	s.AZ = strings.TrimSpace(s.AZ)
 	s.IP = strings.TrimSpace(s.IP)
+	if err := checkText("the AZ (Config.AZ, the DSN's az or "+EnvAZ+")", s.AZ); err != nil {
+		return s, err
+	}
 	if s.IP != "" {
 		if _, err := netip.ParseAddr(s.IP); err != nil {
 			return s, fmt.Errorf("remote: the client IP %q (Config.IP, the DSN's ip or %s) is not an IP address", s.IP, EnvIP)
@@ -182,6 +195,38 @@ func (c Config) withDefaults() (settings, error) {
 		s.Clock = clock.Real
 	}
 	return s, nil
+}
+
+// maxText bounds the free text a request carries (schema, AZ), so that no setting makes a
+// request that a config-server refuses as too long.
+const maxText = 256
+
+func checkText(what, v string) error {
+	if len(v) > maxText {
+		return fmt.Errorf("remote: %s is %d bytes long, more than %d", what, len(v), maxText)
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("remote: %s %q has a control character at byte %d", what, v, i)
+	}
+	return nil
+}
+
+// checkAPIKey refuses a key that can never match: the key is sent byte for byte in the
+// Authorization header, whose value must be visible ASCII. The error does not show the key.
+func checkAPIKey(k string) error {
+	const what = "remote: Config.APIKey (the DSN's configServerApiKey)"
+	if len(k) > 4096 {
+		return fmt.Errorf("%s is %d bytes long, more than 4096", what, len(k))
+	}
+	if strings.TrimSpace(k) != k {
+		return fmt.Errorf("%s starts or ends with a space: remove it, the key is sent as is and would never match", what)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return fmt.Errorf("%s has a space, control or non-ASCII character at byte %d: an API key is visible ASCII", what, i)
+		}
+	}
+	return nil
 }
 
 func orDefault(name string, d, def time.Duration) (time.Duration, error) {

@@ -41,10 +41,15 @@
 // "Accept: application/json" and, with an API key, "Authorization: Bearer <key>".
 //
 // The answer {"code":200,"md5":"...","data":["10.0.0.1:2883",...]} replaces the list (the
-// set's Version is the md5); {"code":304} leaves it. Every entry must be host:port and appear
-// once, or the whole answer is refused. {"code":404} (unknown schema), HTTP 403 (API key
-// refused), any other status or code, a body that is not JSON, an empty list, a malformed
-// entry or no answer within configServerTimeout keep the current list. Such a condition is
+// set's Version is the md5); {"code":304} leaves it. Every entry must pass nodes.CheckAddr
+// and appear once in canonical form (nodes.Canonical: "LOCALHOST:1" and "localhost:1" are one
+// node), and the md5 must be 32 hex digits, or the whole answer is refused. {"code":404}
+// (unknown schema), HTTP 403 (API key refused), a redirect (never followed: a config-server
+// answer never sends lbd, or its API key, elsewhere), any other status or code, a body that is
+// not JSON or larger than 1 MiB, headers over 64 KiB, an empty list, a malformed entry or no
+// answer within configServerTimeout keep the current list. An API key must be visible ASCII:
+// one with spaces (even surrounding ones, which are not trimmed) or control characters is
+// refused by New. Such a condition is
 // logged once when it starts and once when it ends ("config-server answers again"), not at
 // every poll. The API key never appears in errors, log lines or the disk cache.
 //
@@ -62,8 +67,12 @@
 // by default "lbd" in the user's cache directory (os.UserCacheDir, e.g. ~/.cache/lbd), and off
 // when the parameter is present but empty. A file holds JSON with the schema, the list, its
 // md5 and the time; it is written, mode 0600 in a directory of mode 0700, to a temporary file
-// renamed over the old one, each time the list changes. A corrupt file is ignored with a
-// warning.
+// renamed over the old one, each time the list changes. A file records the schema and the
+// config-server list it came from; a corrupt file, or one written for another schema or
+// config-server list, is ignored with a warning. As ssh does with key files, a cache
+// directory or file that its group or others can write, or that belongs to another user, is
+// neither read nor written (the warning names the path and the chmod to run), and a symbolic
+// link in place of the file is refused.
 //
 // # AZ affinity
 //

@@ -20,13 +20,15 @@ var (
 	// ErrUnknownSchema: answer code 404, the config-server has no such schema
 	// (configServerSchema).
 	ErrUnknownSchema = errors.New("config-server does not know the schema (code 404): check configServerSchema")
-	// ErrBadAnswer: an HTTP status other than 200, a body that is not the expected JSON, or an
-	// answer code other than 200 and 304.
+	// ErrBadAnswer: an HTTP status other than 200 (a redirect included: none is followed), a
+	// body that is not the expected JSON or is larger than 1 MiB, an md5 that is not 32 hex
+	// digits, or an answer code other than 200 and 304.
 	ErrBadAnswer = errors.New("config-server gave an unusable answer")
 	// ErrEmptyList: the answer's proxy list is empty; lbd never applies one.
 	ErrEmptyList = errors.New("config-server answered an empty proxy list")
-	// ErrMalformedEntry: an entry of the answer's list is not host:port, or is listed twice.
-	// The whole answer is refused.
+	// ErrMalformedEntry: an entry of the answer's list is not host:port (see
+	// nodes.CheckAddr), or is listed twice once in canonical form (nodes.Canonical). The
+	// whole answer is refused.
 	ErrMalformedEntry = errors.New("config-server answered a malformed proxy list")
 )
 

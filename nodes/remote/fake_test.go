@@ -45,6 +45,7 @@ type fakeCS struct {
 	key         string
 	fault       string // see setFault
 	failDefault bool   // answer policy=default requests with HTTP 500
+	redirectTo  string // where the "redirect" fault sends the client
 	reqs        []fakeReq
 	release     chan struct{} // closed when the fake shuts down, ending hung requests
 	closeOnce   sync.Once
@@ -117,11 +118,20 @@ func (f *fakeCS) setKey(k string) {
 
 // setFault makes every answer wrong in one way: "hang" (never answers), "garbage" (not
 // JSON), "empty" (an empty list), "malformed" (an entry that is not host:port), "status500",
-// "code500" (JSON code 500); "" answers normally.
+// "code500" (JSON code 500), "redirect" (HTTP 302 to the URL set by setRedirect), "hugemd5"
+// (a list with an md5 of 512 KiB), "hugebody" (a body of 2 MiB), "hugeheader" (a header of
+// 128 KiB); "" answers normally.
 func (f *fakeCS) setFault(fault string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fault = fault
+}
+
+// setRedirect sets the URL the "redirect" fault sends the client to.
+func (f *fakeCS) setRedirect(url string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.redirectTo = url
 }
 
 func (f *fakeCS) setFailDefault(fail bool) {
@@ -157,7 +167,7 @@ func (f *fakeCS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.mu.Lock()
 	f.reqs = append(f.reqs, fakeReq{query: q, auth: r.Header.Get("Authorization"), accept: r.Header.Get("Accept")})
-	fault, key, failDefault := f.fault, f.key, f.failDefault
+	fault, key, failDefault, redirectTo := f.fault, f.key, f.failDefault, f.redirectTo
 	var list []string
 	sc, known := f.schemas[q.Get("schema")]
 	if known {
@@ -195,6 +205,16 @@ func (f *fakeCS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "code500":
 		io.WriteString(w, `{"code":500,"msg":"backend down"}`)
 		return
+	case "redirect":
+		http.Redirect(w, r, redirectTo+r.URL.RequestURI(), http.StatusFound)
+		return
+	case "hugebody":
+		io.WriteString(w, `{"code":200,"data":["10.0.0.1:1"],"msg":"`+strings.Repeat("x", 2<<20)+`"}`)
+		return
+	case "hugeheader":
+		w.Header().Set("X-Filler", strings.Repeat("x", 128<<10))
+		io.WriteString(w, `{"code":304}`)
+		return
 	}
 	if !known {
 		io.WriteString(w, `{"code":404}`)
@@ -216,6 +236,9 @@ func (f *fakeCS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		list = append(list, "not-an-address")
 	}
 	sum := nodes.ListMD5(list)
+	if fault == "hugemd5" {
+		sum = strings.Repeat("a", 512<<10)
+	}
 	if q.Get("md5") == sum {
 		io.WriteString(w, `{"code":304}`)
 		return

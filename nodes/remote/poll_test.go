@@ -22,6 +22,9 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 	cs.setKey(key)
 	list := []string{"10.0.0.1:2883", "10.0.0.2:2883"}
 	cs.setList("im_user", list...)
+	elsewhere := newFakeCS(t) // where the redirect points: another port, another list
+	elsewhere.setList("im_user", "10.9.9.9:2883")
+	cs.setRedirect(elsewhere.srv.URL)
 	logs := &logRecorder{}
 	src, u, _ := startSource(t, Config{
 		Servers: []string{cs.addr()}, Schema: "im_user", APIKey: key,
@@ -49,6 +52,10 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 		{"HTTP 500", func() { cs.setFault("status500") }, func() { cs.setFault("") }, "HTTP status 500"},
 		{"code 500", func() { cs.setFault("code500") }, func() { cs.setFault("") }, "answer code 500"},
 		{"hung", func() { cs.setFault("hang") }, func() { cs.setFault("") }, "no answer within 100ms"},
+		{"redirect", func() { cs.setFault("redirect") }, func() { cs.setFault("") }, "redirects to " + elsewhere.srv.URL},
+		{"huge md5", func() { cs.setFault("hugemd5") }, func() { cs.setFault("") }, "is not 32 hex digits"},
+		{"huge body", func() { cs.setFault("hugebody") }, func() { cs.setFault("") }, "larger than"},
+		{"huge header", func() { cs.setFault("hugeheader") }, func() { cs.setFault("") }, "header"},
 	}
 	for i, c := range conds {
 		c.on()
@@ -81,6 +88,14 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 	}
 	if u.count() != 0 {
 		t.Errorf("the source pushed %d sets; the list never changed", u.count())
+	}
+	if n := elsewhere.count(); n != 0 {
+		t.Errorf("a redirect was followed: the other server got %d requests", n)
+	}
+	for i, r := range cs.requests() {
+		if md5, ok := r.query["md5"]; ok && len(md5[0]) != 32 {
+			t.Errorf("request %d sent back an md5 of %d bytes", i, len(md5[0]))
+		}
 	}
 	for _, line := range logs.all() {
 		if strings.Contains(line, key) {

@@ -164,6 +164,9 @@ func (s *Source) startFromCache(errs []*ServerError) error {
 	switch {
 	case errors.Is(err, errNoCache):
 		return fail(", and no earlier run cached a list in " + s.cache.dir)
+	case errors.Is(err, errUnsafeCache):
+		s.notes.emit(slog.LevelWarn, "lbd: refusing the config-server node list cache: others could have written it", "file", path, "error", err.Error())
+		return fail(fmt.Sprintf(", and the disk cache is not trusted (%v)", err))
 	case err != nil:
 		s.notes.emit(slog.LevelWarn, "lbd: ignoring a corrupt config-server node list cache file", "file", path, "error", err.Error())
 		return fail(fmt.Sprintf(", and the cached list is unusable (%s: %v)", path, err))
