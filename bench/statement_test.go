@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -49,6 +50,20 @@ func BenchmarkSelect1(b *testing.B) {
 			for b.Loop() {
 				var one int
 				if err := target.db.QueryRow("SELECT 1").Scan(&one); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// With a context deadline: go-sql-driver watches the context, and lbd bounds the end of
+		// the result by it too.
+		b.Run(target.name+"/deadline", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				var one int
+				err := target.db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+				cancel()
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
