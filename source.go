@@ -72,13 +72,11 @@ func lookupSource(network string) (SourceFactory, bool) {
 	return f, ok
 }
 
-// otherNetworksParam finds name (in any letter case) among the parameters of registered sources:
+// otherNetworksParam finds name, spelt exactly so, among the parameters of registered sources:
 // set on a DSN of another network, it would otherwise be sent to the proxies as a SET.
 func otherNetworksParam(name string) (string, bool) {
-	for _, p := range allSourceParams() {
-		if strings.EqualFold(p, name) {
-			return p, true
-		}
+	if slices.Contains(allSourceParams(), name) {
+		return name, true
 	}
 	return "", false
 }

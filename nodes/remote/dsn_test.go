@@ -151,3 +151,11 @@ func TestConfigHidesTheKey(t *testing.T) {
 		}
 	}
 }
+
+// A parameter of this network in the wrong letter case is a typo of it, not another network's.
+func TestDSNParameterInOtherLetterCase(t *testing.T) {
+	_, err := lbd.ParseDSN("u:p@lbremote(cs1:8080)/db?configServerSchema=s&configServerApikey=k")
+	if err == nil || !strings.Contains(err.Error(), `did you mean "configServerApiKey"?`) || strings.Contains(err.Error(), "another network") {
+		t.Fatalf("ParseDSN = %v, want did you mean configServerApiKey", err)
+	}
+}
