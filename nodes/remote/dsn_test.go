@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -107,7 +108,7 @@ func TestDSN(t *testing.T) {
 		t.Fatalf("go-sql-driver params %v, source params %d", cfg.MySQL.Params, len(cfg.SourceParams))
 	}
 	logs := &logRecorder{}
-	c, err := lbd.NewConnector(dsn, fastOptions(logs)...)
+	c, err := testkit.Started(lbd.NewConnector(dsn, fastOptions(logs)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestDSN(t *testing.T) {
 	}
 	goleak.VerifyNone(t, leaks)
 
-	_, err = lbd.NewConnector(strings.Replace(dsn, "configServerSchema=im_user&", "", 1), fastOptions(logs)...)
+	_, err = testkit.Started(lbd.NewConnector(strings.Replace(dsn, "configServerSchema=im_user&", "", 1), fastOptions(logs)...))
 	if err == nil || !strings.Contains(err.Error(), paramSchema) {
 		t.Fatalf("no schema: %v", err)
 	}
