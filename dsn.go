@@ -265,25 +265,3 @@ func (c *Config) FormatDSN() string {
 	}
 	return b.String()
 }
-
-// String returns the DSN with the password, and the values of a source's secret parameters
-// (SourceFactory.Secrets), replaced by "***", for logs and error messages.
-func (c *Config) String() string {
-	if c.MySQL == nil {
-		return ""
-	}
-	red := *c
-	red.MySQL = c.MySQL.Clone()
-	if red.MySQL.Passwd != "" {
-		red.MySQL.Passwd = "***"
-	}
-	if f, ok := lookupSource(c.Network); ok && len(c.SourceParams) > 0 {
-		red.SourceParams = maps.Clone(c.SourceParams)
-		for _, k := range f.Secrets {
-			if _, set := red.SourceParams[k]; set {
-				red.SourceParams[k] = "***"
-			}
-		}
-	}
-	return red.FormatDSN()
-}
