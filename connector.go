@@ -22,7 +22,6 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -43,9 +42,8 @@ type Connector struct {
 
 	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
 
-	source     nodes.Source  // nil for a static list
-	initialSet nodes.Set     // the source's first set, standby flags included
-	ready      chan struct{} // closed once the Connector is built; source updates wait for it
+	start *sourceStart  // the node source's background start; nil for a static list
+	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
 	recent  recentFatal // latest fatal errors, for NodeOfError
 	mode    BalanceMode
@@ -67,7 +65,9 @@ var (
 
 // NewConnector parses dsn (see ParseDSN), applies opts and starts the connector's probes and
 // rebalancer. Errors: a malformed DSN, a bad lbd parameter or option, an unknown
-// exceptionSorter name. No connection is made here: the first one is made by Connect.
+// exceptionSorter name, a node source's bad parameter. No connection is made here, not even
+// to a node source: a source (lbremote, lbetcd, lbdns, WithSource) fetches its first node list
+// in the background, Connect waits for it within its context, and Ready waits for it alone.
 func NewConnector(dsn string, opts ...Option) (*Connector, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
@@ -134,26 +134,20 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := c.startSource(); err != nil {
 		return nil, err
 	}
-	for i, addr := range c.cfg.Nodes {
+	for _, addr := range c.staticNodes() {
 		n, err := c.newNode(addr)
 		if err != nil {
-			if c.source != nil {
-				c.source.Close()
-			}
 			return nil, err
-		}
-		if i < len(c.initialSet.Nodes) {
-			n.standby = c.initialSet.Nodes[i].Standby
 		}
 		c.bal.addUpLocked(n) // no other goroutine sees bal yet
 	}
 	if err := c.startLoops(); err != nil {
-		if c.source != nil {
-			c.source.Close()
+		if c.start != nil {
+			c.start.src.Close()
 		}
 		return nil, err
 	}
-	close(c.ready)
+	c.launchSource()
 	return c, nil
 }
 
@@ -209,7 +203,8 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 	return my
 }
 
-// Connect implements driver.Connector. In connection mode it dials the up node with the fewest
+// Connect implements driver.Connector. With a node source, it first waits for the source's
+// first node list as Ready does, and returns Ready's error when there is none. In connection mode it dials the up node with the fewest
 // open connections; when that fails it tries the next best, each node with the DSN's timeout
 // (DefaultDialTimeout without one), until one answers or every up node has failed. In
 // statement mode it returns a logical connection, dialing a physical one the same way only when
@@ -221,6 +216,9 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 //   - the caller's context error when ctx ends first;
 //   - ErrClosed after Close.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if err := c.Ready(ctx); err != nil {
+		return nil, err
+	}
 	if c.mode == BalanceStatement {
 		return c.connectLogical(ctx)
 	}
@@ -388,7 +386,8 @@ func (c *Connector) adopt(n *node, mc driverConn, tc *trackedConn) *conn {
 // Driver implements driver.Connector.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
 
-// Config returns a copy of the connector's configuration (the node list as given at start).
+// Config returns a copy of the connector's configuration: the node list as the DSN gave it,
+// which is empty for a node source's network (Stats lists the nodes the Connector has).
 func (c *Connector) Config() *Config { return cloneConfig(c.cfg) }
 
 // Close stops the node source, the probes, the rebalancer and the stats logger and waits for
@@ -401,9 +400,7 @@ func (c *Connector) Close() error {
 		close(c.stop)
 		c.cancelAll()
 		c.closeParked()
-		if c.source != nil {
-			c.source.Close()
-		}
+		c.stopSource()
 		c.rebal.Close()
 		c.prober.Close()
 		c.loops.Wait()
@@ -412,7 +409,7 @@ func (c *Connector) Close() error {
 }
 
 // Open opens a *sql.DB over an lbd DSN: sql.OpenDB(NewConnector(dsn)). Like sql.Open it makes
-// no connection; use PingContext to check the cluster.
+// no connection, not even to a node source; use PingContext to check the cluster.
 func Open(dsn string, opts ...Option) (*sql.DB, error) {
 	c, err := NewConnector(dsn, opts...)
 	if err != nil {

@@ -147,11 +147,8 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		p, ok := lookupParam(key)
 		if !ok {
-			if other, ok := otherNetworksParam(key); ok {
-				return nil, fmt.Errorf("lbd: DSN parameter %q is read by the node source of another network, not by %s(...)", other, my.Net)
-			}
-			if right, typo := misspelledParam(key, source.Params); typo {
-				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
+			if err := unknownParamError(key, my.Net, source.Params); err != nil {
+				return nil, err
 			}
 			if isCamelCase(key) {
 				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: neither lbd nor go-sql-driver reads it, and server variables are snake_case (a node source's parameter needs its network in the DSN and its package imported)", key)
@@ -267,26 +264,4 @@ func (c *Config) FormatDSN() string {
 		sep = "&"
 	}
 	return b.String()
-}
-
-// String returns the DSN with the password, and the values of a source's secret parameters
-// (SourceFactory.Secrets), replaced by "***", for logs and error messages.
-func (c *Config) String() string {
-	if c.MySQL == nil {
-		return ""
-	}
-	red := *c
-	red.MySQL = c.MySQL.Clone()
-	if red.MySQL.Passwd != "" {
-		red.MySQL.Passwd = "***"
-	}
-	if f, ok := lookupSource(c.Network); ok && len(c.SourceParams) > 0 {
-		red.SourceParams = maps.Clone(c.SourceParams)
-		for _, k := range f.Secrets {
-			if _, set := red.SourceParams[k]; set {
-				red.SourceParams[k] = "***"
-			}
-		}
-	}
-	return red.FormatDSN()
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // dsnCases is the one table of DSN cases shared by the parser test, the reformat test and the
@@ -146,6 +148,25 @@ var dsnCases = []struct {
 	{name: "session variable passes", dsn: "u:p@lb(10.0.0.1:1)/db?sql_mode=%27ANSI%27&transaction_isolation=%27READ-COMMITTED%27"},
 	{name: "bad driver parameter", dsn: "u:p@lb(10.0.0.1:1)/db?parseTime=maybe", wantErr: "invalid DSN"},
 	{name: "secret not in parameter error", dsn: "u:hunter2@lb(10.0.0.1:1)/db?logStats=2", wantErr: "logStats"},
+
+	// A source parameter in the wrong letter case or a letter off is a typo of this network's
+	// name, not a parameter of another network (lbdsnone and lbdsntwo are registered below).
+	{name: "source parameter in other letter case", dsn: "u:p@lbdsnone(cs:1)/db?dsnOneApikey=k", wantErr: `unknown DSN parameter "dsnOneApikey": did you mean "dsnOneApiKey"?`},
+	{name: "source parameter all lower case", dsn: "u:p@lbdsnone(cs:1)/db?dsnoneschema=s", wantErr: `did you mean "dsnOneSchema"?`},
+	{name: "source parameter a letter off", dsn: "u:p@lbdsnone(cs:1)/db?dsnOneApiKy=k", wantErr: `did you mean "dsnOneApiKey"?`},
+	{name: "lbd parameter in other case on a source network", dsn: "u:p@lbdsnone(cs:1)/db?LogStats=true", wantErr: `did you mean "logStats"?`},
+	{name: "parameter of another source network", dsn: "u:p@lbdsnone(cs:1)/db?dsnTwoKey=k", wantErr: `DSN parameter "dsnTwoKey" is read by the node source of another network, not by lbdsnone(...)`},
+	{name: "exact parameter of another network near one of this network's", dsn: "u:p@lbdsnone(cs:1)/db?dsnOneApiKeys=k", wantErr: `"dsnOneApiKeys" is read by the node source of another network`},
+	{name: "source parameter on a static list", dsn: "u:p@lb(10.0.0.1:1)/db?dsnOneApiKey=k", wantErr: `"dsnOneApiKey" is read by the node source of another network, not by lb(...)`},
+	{name: "another network's parameter in other letter case", dsn: "u:p@lb(10.0.0.1:1)/db?dsnOneApikey=k", wantErr: `"dsnOneApikey": did you mean "dsnOneApiKey"? That one is read by the node source of another network, not by lb(...)`},
+}
+
+// Two source networks for the parameter-name cases above. dsnOneApiKeys belongs to lbdsntwo on
+// purpose: it is one letter off lbdsnone's dsnOneApiKey.
+func init() {
+	newNone := func(SourceConfig) (nodes.Source, error) { return nodes.StaticAddrs("10.0.0.1:1"), nil }
+	RegisterSource("lbdsnone", SourceFactory{Params: []string{"dsnOneSchema", "dsnOneApiKey"}, Secrets: []string{"dsnOneApiKey"}, New: newNone})
+	RegisterSource("lbdsntwo", SourceFactory{Params: []string{"dsnTwoKey", "dsnOneApiKeys"}, New: newNone})
 }
 
 func TestParseDSN(t *testing.T) {

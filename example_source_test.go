@@ -55,6 +55,10 @@ func ExampleWithSource() {
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
+	// The source starts in the background; Connect waits for its first list, and so does Ready.
+	if err := connector.Ready(context.Background()); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("nodes at start:", len(connector.Stats().Nodes))
 
 	src.Set(addrs...) // the third proxy joins after one good probe

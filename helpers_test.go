@@ -36,8 +36,12 @@ func openDB(t testing.TB, cl *lbdtest.Cluster, params string, opts ...Option) (*
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
+	mustBeReady(t, c)
 	return db, c
 }
+
+// mustBeReady waits for the Connector's first node list (its source starts in the background).
+var mustBeReady = testkit.Ready
 
 var waitFor = testkit.WaitFor
 

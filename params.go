@@ -111,28 +111,53 @@ func lookupParam(name string) (*param, bool) {
 	return nil, false
 }
 
-// misspelledParam returns the lbd or source parameter that name spells with other letter case,
-// so that a typo such as `checkhealthintervalseconds` is an error instead of a `SET` sent to
-// every proxy.
-func misspelledParam(name string, sourceParams []string) (string, bool) {
-	for _, p := range params {
-		if p.name != name && strings.EqualFold(p.name, name) {
-			return p.name, true
-		}
+// unknownParamError explains a DSN key that neither lbd nor the DSN's own node source reads
+// (sourceParams are that source's parameter names), or returns nil for a key that may be a
+// session variable. The order matters: a key that differs only in letter case from one of this
+// network's names is a typo of it, even when another network has a name in the same letters
+// (configServerApikey in an lbremote DSN means configServerApiKey); a key that is exactly
+// another network's parameter is reported as such, even when it is also a near miss of one of
+// this network's names; then come near misses of this network's names; last, a key that spells
+// another network's parameter with other letter case.
+func unknownParamError(key, network string, sourceParams []string) error {
+	if right, ok := caseVariant(key, append(paramNames(), sourceParams...)); ok {
+		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
 	}
-	for _, p := range sourceParams {
-		if p != name && strings.EqualFold(p, name) {
+	if other, exact := otherNetworksParam(key); exact {
+		return fmt.Errorf("lbd: DSN parameter %q is read by the node source of another network, not by %s(...)", other, network)
+	}
+	if right, ok := nearMiss(key, append(paramNames(), sourceParams...)); ok {
+		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
+	}
+	if other, ok := caseVariant(key, allSourceParams()); ok {
+		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q? That one is read by the node source of another network, not by %s(...)", key, other, network)
+	}
+	return nil
+}
+
+// caseVariant returns the name among names that key spells with other letter case, so that a
+// typo such as `checkhealthintervalseconds` is an error instead of a `SET` sent to every proxy.
+func caseVariant(key string, names []string) (string, bool) {
+	for _, p := range names {
+		if p != key && strings.EqualFold(p, key) {
 			return p, true
 		}
 	}
-	// A near miss (checkHealthIntervalSecond) would go to every proxy as a SET and fail each
-	// connection with 1193; say so at parse time instead. Session variables are snake_case and
-	// far from lbd's camelCase names.
-	if len(name) >= 8 {
-		for _, p := range append(paramNames(), sourceParams...) {
-			if editDistance(strings.ToLower(p), strings.ToLower(name)) <= 2 {
-				return p, true
-			}
+	return "", false
+}
+
+// nearMiss returns the name among names that key misses by one or two letters
+// (checkHealthIntervalSecond). Such a key would go to every proxy as a SET and fail each
+// connection with 1193; saying so at parse time is better. Keys shorter than 8 bytes are left
+// alone: session variables are snake_case and far from lbd's long camelCase names, but short
+// ones can be close by chance.
+func nearMiss(key string, names []string) (string, bool) {
+	if len(key) < 8 {
+		return "", false
+	}
+	for _, p := range names {
+		if editDistance(strings.ToLower(p), strings.ToLower(key)) <= 2 {
+			return p, true
 		}
 	}
 	return "", false

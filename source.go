@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -72,13 +75,11 @@ func lookupSource(network string) (SourceFactory, bool) {
 	return f, ok
 }
 
-// otherNetworksParam finds name (in any letter case) among the parameters of registered sources:
+// otherNetworksParam finds name, spelt exactly so, among the parameters of registered sources:
 // set on a DSN of another network, it would otherwise be sent to the proxies as a SET.
 func otherNetworksParam(name string) (string, bool) {
-	for _, p := range allSourceParams() {
-		if strings.EqualFold(p, name) {
-			return p, true
-		}
+	if slices.Contains(allSourceParams(), name) {
+		return name, true
 	}
 	return "", false
 }
@@ -126,32 +127,63 @@ func WithSource(src nodes.Source) Option {
 	}
 }
 
-// sourceStartTimeout bounds a source's first fetch; sources apply their own, shorter timeouts.
+// sourceStartTimeout bounds one attempt to start a source; sources apply their own, shorter
+// timeouts.
 const sourceStartTimeout = 2 * time.Minute
 
-// startSource builds the Connector's source (WithSource, or the DSN network's registered one),
-// takes its first set as the node list, and leaves later sets to applySet. A static DSN list
-// has no source.
+// The wait between two attempts to start a DSN's node source: sourceRetryMin after the first
+// failure, doubling up to sourceRetryMax.
+const (
+	sourceRetryMin = time.Second
+	sourceRetryMax = 30 * time.Second
+)
+
+// sourceStart is the background start of a Connector's node source. NewConnector only builds
+// the source (which does no I/O); one goroutine then calls its Start, which fetches the first
+// node set, and Connect waits for that set. A source from the DSN that fails to start is built
+// again from its factory and retried with a growing pause; one given with WithSource cannot be
+// (Start may be called once), so its failure is final.
+type sourceStart struct {
+	name    string                       // names the source in errors: lbremote(cs1:8080,cs2:8080)
+	rebuild func() (nodes.Source, error) // builds a fresh source for a retry; nil for WithSource's
+	done    chan struct{}                // closed when the start goroutine has returned
+
+	mu      sync.Mutex
+	src     nodes.Source  // the source being started or, after success, running
+	err     error         // why the latest attempt failed; nil before the first failure
+	attempt chan struct{} // closed when the attempt in flight ends; nil between attempts
+	retryAt time.Time     // when the next attempt begins; zero when there will be none
+}
+
+// startSource builds the Connector's source (WithSource, or the DSN network's registered one)
+// and prepares its background start, which launchSource begins. It does no I/O: errors are the
+// source's configuration errors (from its factory) and a go-sql-driver configuration that no
+// node could use. A static DSN list has no source.
 func (c *Connector) startSource() error {
 	src := c.opts.source
+	var rebuild func() (nodes.Source, error)
+	name := fmt.Sprintf("%T given with WithSource", src)
 	if src == nil && c.cfg.Network != Network && c.cfg.Network != "" {
 		f, ok := lookupSource(c.cfg.Network)
 		if !ok {
 			return unknownNetworkError(c.cfg.Network)
 		}
-		var err error
-		src, err = f.New(SourceConfig{
-			Network: c.cfg.Network,
-			Addrs:   slices.Clone(c.cfg.SourceAddrs),
-			Params:  maps.Clone(c.cfg.SourceParams),
-			Logger:  c.logger,
-			Clock:   c.opts.clock,
+		rebuild = func() (nodes.Source, error) {
+			return f.New(SourceConfig{
+				Network: c.cfg.Network,
+				Addrs:   slices.Clone(c.cfg.SourceAddrs),
+				Params:  maps.Clone(c.cfg.SourceParams),
+				Logger:  c.logger,
+				Clock:   c.opts.clock,
 
-			RecoverCheckCount: c.opts.recoverCount,
-		})
-		if err != nil {
+				RecoverCheckCount: c.opts.recoverCount,
+			})
+		}
+		var err error
+		if src, err = rebuild(); err != nil {
 			return err
 		}
+		name = c.cfg.Network + "(" + strings.Join(c.cfg.SourceAddrs, ",") + ")"
 	}
 	if src == nil {
 		if len(c.cfg.Nodes) == 0 {
@@ -159,10 +191,111 @@ func (c *Connector) startSource() error {
 		}
 		return nil
 	}
+	// The nodes come later, but a driver setting that no node could use is known now.
+	if _, err := mysql.NewConnector(c.nodeConfig(placeholderAddr)); err != nil {
+		src.Close()
+		return fmt.Errorf("lbd: %w", err)
+	}
+	c.useHealth(src)
+	c.start = &sourceStart{name: name, rebuild: rebuild, src: src, done: make(chan struct{}), attempt: make(chan struct{})}
+	return nil
+}
+
+// staticNodes is the node list the Connector starts with: the DSN's, unless a source supplies
+// the list.
+func (c *Connector) staticNodes() []string {
+	if c.start != nil {
+		return nil
+	}
+	return c.cfg.Nodes
+}
+
+func (c *Connector) useHealth(src nodes.Source) {
 	if ha, ok := src.(nodes.HealthAware); ok {
 		ha.UseHealth(healthView{c.bal})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sourceStartTimeout)
+}
+
+// launchSource marks a Connector with a static list ready, or starts its source's background
+// start; the Connector is ready when the source's first set is in the node table.
+func (c *Connector) launchSource() {
+	if c.start == nil {
+		close(c.ready)
+		return
+	}
+	go c.runSource()
+}
+
+// runSource starts the source, retrying a DSN's source until it gives a first set or the
+// Connector closes.
+func (c *Connector) runSource() {
+	s := c.start
+	defer close(s.done)
+	pause := sourceRetryMin
+	for {
+		s.mu.Lock()
+		src, attempt := s.src, s.attempt
+		s.mu.Unlock()
+		err := c.startOnce(src)
+		if err == nil {
+			s.mu.Lock()
+			s.err, s.attempt = nil, nil
+			s.mu.Unlock()
+			close(attempt)
+			return
+		}
+		if c.closed.Load() {
+			s.mu.Lock()
+			s.src, s.attempt = nil, nil
+			s.mu.Unlock()
+			close(attempt)
+			return
+		}
+		s.mu.Lock()
+		s.src, s.attempt, s.retryAt = nil, nil, time.Time{}
+		if s.rebuild == nil {
+			s.err = fmt.Errorf("lbd: node source %s did not give a first node list: %w "+
+				"(a source given with WithSource is started once: fix the cause, then build a new Connector)", s.name, err)
+		} else {
+			s.retryAt = c.opts.clock.Now().Add(pause)
+			s.err = fmt.Errorf("lbd: node source %s did not give a first node list: %w "+
+				"(check that the source is reachable from this host and that the DSN's source parameters are right; "+
+				"lbd tries again in %v, the pause doubling up to %v)",
+				s.name, err, pause, sourceRetryMax)
+		}
+		s.mu.Unlock()
+		close(attempt)
+		if s.rebuild == nil {
+			c.logger.Error("lbd: node source did not start; Connect fails until a new Connector is built", "error", err.Error())
+			return
+		}
+		c.logger.Warn("lbd: node source did not start; retrying", "source", s.name, "retry_in", pause.String(), "error", err.Error())
+		t := c.opts.clock.NewTimer(pause)
+		select {
+		case <-t.C():
+		case <-c.stop:
+			t.Stop()
+			return
+		}
+		pause = min(2*pause, sourceRetryMax)
+		next, err := s.rebuild()
+		if err != nil { // the same configuration was accepted before; this should not happen
+			s.mu.Lock()
+			s.err, s.retryAt = fmt.Errorf("lbd: node source %s could not be built again: %w", s.name, err), time.Time{}
+			s.mu.Unlock()
+			return
+		}
+		c.useHealth(next)
+		s.mu.Lock()
+		s.src, s.attempt = next, make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+// startOnce runs one Start of src, bounded by sourceStartTimeout and cut short by Close, and
+// puts its first set in the node table. A source that fails is closed.
+func (c *Connector) startOnce(src nodes.Source) error {
+	ctx, cancel := context.WithTimeout(c.stopCtx, sourceStartTimeout)
 	defer cancel()
 	set, err := src.Start(ctx, c.applySet)
 	if err == nil {
@@ -170,16 +303,80 @@ func (c *Connector) startSource() error {
 	}
 	if err != nil {
 		src.Close()
-		return fmt.Errorf("lbd: node source: %w", err)
+		return err
 	}
-	c.source = src
-	c.cfg.Nodes = set.Addrs()
-	c.initialSet = set
+	if err := c.applyNodes(set); err != nil && !errors.Is(err, ErrNoUpNodeLeft) && !errors.Is(err, ErrClosed) {
+		c.logger.Warn("lbd: the node source's first list was not fully applied", "error", err.Error())
+	}
+	close(c.ready)
 	return nil
 }
 
+// stopSource stops the background start, waits for it and closes the source. Close calls it
+// after cancelling stopCtx, which ends a Start in flight.
+func (c *Connector) stopSource() {
+	if c.start == nil {
+		return
+	}
+	<-c.start.done
+	c.start.mu.Lock()
+	src := c.start.src
+	c.start.mu.Unlock()
+	if src != nil {
+		src.Close()
+	}
+}
+
+// Ready waits until the Connector has its first node list, for code that wants a bad node
+// source to fail at start-up rather than at the first statement. A Connector with a static
+// list is ready at once. With a node source (a DSN network such as lbremote or lbetcd, or
+// WithSource), NewConnector returns before the source has fetched anything, and Connect (so
+// the first statement or PingContext) waits the same way. Errors: the caller's context error,
+// wrapped with what is still awaited; the source's own error when its latest attempt to start
+// failed (lbd tries a DSN's source again, after a pause growing from 1 s to 30 s, so a later
+// call may succeed); ErrClosed after Close.
+func (c *Connector) Ready(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	default:
+	}
+	s := c.start
+	for {
+		s.mu.Lock()
+		err, attempt := s.err, s.attempt
+		s.mu.Unlock()
+		if attempt == nil {
+			select {
+			case <-c.ready:
+				return nil
+			default:
+			}
+			if c.closed.Load() {
+				return ErrClosed
+			}
+			if err != nil {
+				return err
+			}
+		}
+		select {
+		case <-c.ready:
+			return nil
+		case <-attempt: // that attempt ended: look again
+		case <-c.stop:
+			return ErrClosed
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("lbd: %w while node source %s was being started again (the last attempt failed: %v)", ctx.Err(), s.name, err)
+			}
+			return fmt.Errorf("lbd: %w while waiting for the first node list from node source %s, which has not answered yet "+
+				"(each attempt is bounded by the source's own timeout; check that the source is reachable from this host)", ctx.Err(), s.name)
+		}
+	}
+}
+
 // applySet is the source's update callback: it replaces the node list (SetNodes), waiting until
-// the Connector is fully built. An invalid set is logged and changes nothing.
+// the Connector has applied the source's first set. An invalid set is logged and changes nothing.
 func (c *Connector) applySet(set nodes.Set) {
 	select {
 	case <-c.ready:

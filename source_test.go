@@ -24,7 +24,8 @@ func TestSourceDrivesTheNodeList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Config().Nodes; len(got) != 2 {
+	mustBeReady(t, c)
+	if got := c.Stats().Nodes; len(got) != 2 {
 		t.Fatalf("initial nodes %v, want the source's two", got)
 	}
 	if err := src.Push(nodestest.SetOf(addrs[1], addrs[2])); err != nil {
@@ -52,9 +53,19 @@ func (f *failingSource) Close() error { f.closed = true; return nil }
 
 func TestSourceThatCannotStart(t *testing.T) {
 	src := &failingSource{}
-	_, err := NewConnector("u:p@lb()/db", WithSource(src), WithLogger(discardLogger()))
-	if err == nil || !strings.Contains(err.Error(), "config-server said 500") {
-		t.Fatalf("NewConnector = %v, want the source's error", err)
+	c, err := NewConnector("u:p@lb()/db", WithSource(src), WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatalf("NewConnector = %v; the source starts in the background", err)
+	}
+	defer c.Close()
+	for _, wait := range []func() error{
+		func() error { return c.Ready(context.Background()) },
+		func() error { _, err := c.Connect(context.Background()); return err },
+	} {
+		err := wait()
+		if err == nil || !strings.Contains(err.Error(), "config-server said 500") || !strings.Contains(err.Error(), "build a new Connector") {
+			t.Fatalf("got %v, want the source's error and what to do", err)
+		}
 	}
 	if !src.closed {
 		t.Fatal("a source that failed to start was not closed")
@@ -112,6 +123,7 @@ func TestRegisteredSourceNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
+	mustBeReady(t, c2)
 	if got.Network != "lbtestsrc" || got.Params["testSourceKey"] != "v1" {
 		t.Fatalf("factory got %+v", got)
 	}

@@ -73,7 +73,9 @@ var ErrEmptySet = errors.New("nodes: empty node list")
 // Source supplies node sets to a Connector.
 //
 // Start is called once. It returns the first set, fetching it if it must, or an error when no
-// set can be had (the Connector then fails to start). From then on the source follows changes
+// set can be had. The Connector calls it in the background, with a context that ends at its
+// Close, and makes Connect wait for the first set; after an error it reports that error from
+// Connect, and a source of a DSN network is built again by its factory and started anew. From then on the source follows changes
 // and calls update with each new whole set, from one goroutine at a time, until Close; update
 // must not block for long. A source never passes an empty or invalid set to update: such answers
 // keep the current list, and the source logs them once per change of condition.

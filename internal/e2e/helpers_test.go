@@ -367,13 +367,13 @@ func (r *rig) openApp(t testing.TB, servers []string, cacheDir string) (*app, er
 		t.Fatal(err)
 	}
 	dsn := fmt.Sprintf("%s:%s@lb()/%s?timeout=2s&readTimeout=5s", r.cluster.User(), r.cluster.Password(), r.cluster.Database())
-	c, err := lbd.NewConnector(dsn,
+	c, err := testkit.Started(lbd.NewConnector(dsn,
 		lbd.WithSource(src),
 		lbd.WithLogger(logs.logger()),
 		lbd.WithCheckHealthInterval(healthInterval),
 		lbd.WithCheckHealthTimeout(healthTimeout),
 		lbd.WithCheckBalanceInterval(balanceInterval),
-	)
+	))
 	if err != nil {
 		return nil, err
 	}

@@ -258,3 +258,42 @@ func ProxyThatSaw(t testing.TB, cl *lbdtest.Cluster, text string) int {
 	}
 	return at
 }
+
+// Readier is what Ready waits on: an *lbd.Connector, whose node source starts in the
+// background.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
+// Ready waits up to 10 s for a Connector's first node list, failing t with Ready's error.
+func Ready(t testing.TB, c Readier) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatalf("Connector.Ready: %v", err)
+	}
+}
+
+// ReadyCloser is a Connector as Started sees it.
+type ReadyCloser interface {
+	Readier
+	Close() error
+}
+
+// Started is NewConnector followed by a wait for the first node list:
+// testkit.Started(lbd.NewConnector(dsn, opts...)) returns NewConnector's error, or else
+// Ready's within 10 s, closing the Connector when Ready fails. Tests of a node source's
+// start-up use it, since NewConnector itself no longer waits for the source.
+func Started[C ReadyCloser](c C, err error) (C, error) {
+	if err != nil {
+		return c, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx); err != nil {
+		c.Close()
+		return c, err
+	}
+	return c, nil
+}

@@ -52,11 +52,11 @@ func TestConnectorFollowsSRVRecords(t *testing.T) {
 	l := &logs{}
 	// The probe timeout is capped at the health interval; much below 200ms, a busy machine
 	// running the race detector makes probes miss it and takes every node down at once.
-	c, err := lbd.NewConnector(dsn,
+	c, err := testkit.Started(lbd.NewConnector(dsn,
 		lbd.WithCheckHealthInterval(200*time.Millisecond),
 		lbd.WithCheckHealthTimeout(200*time.Millisecond),
 		lbd.WithCheckBalanceInterval(200*time.Millisecond),
-		lbd.WithLogger(l.Logger()))
+		lbd.WithLogger(l.Logger())))
 	if err != nil {
 		t.Fatal(err)
 	}

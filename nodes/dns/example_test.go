@@ -1,6 +1,7 @@
 package dns_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"log"
@@ -42,6 +43,10 @@ func Example() {
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
+	// The source fetches its first list in the background; Ready (or the first statement) waits for it.
+	if err := connector.Ready(context.Background()); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("nodes at start:", len(connector.Stats().Nodes))
 
 	dnsServer.setSRV("_mysql._tcp.proxies.example", records...)

@@ -71,7 +71,7 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 	dsn := cl.User() + ":" + cl.Password() + "@lbetcd(" + srv.Endpoint() + ")/" + cl.Database() +
 		"?etcdKey=" + url.QueryEscape(testKey) + "&etcdDialTimeoutMillis=1000"
 	l := &logs{}
-	c, err := lbd.NewConnector(dsn, fastOptions(l.Logger())...)
+	c, err := testkit.Started(lbd.NewConnector(dsn, fastOptions(l.Logger())...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	dsn := cl.User() + ":" + cl.Password() + "@lb()/" + cl.Database()
-	c, err := lbd.NewConnector(dsn, append(fastOptions(discard()), lbd.WithSource(src))...)
+	c, err := testkit.Started(lbd.NewConnector(dsn, append(fastOptions(discard()), lbd.WithSource(src))...))
 	if err != nil {
 		t.Fatal(err)
 	}

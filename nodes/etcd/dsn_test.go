@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -46,7 +47,7 @@ func TestDSNErrors(t *testing.T) {
 			if c.name == "user without password" {
 				dsn = c.dsn
 			}
-			_, err := lbd.NewConnector(dsn, lbd.WithLogger(discard()))
+			_, err := testkit.Started(lbd.NewConnector(dsn, lbd.WithLogger(discard())))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("NewConnector(%q) = %v, want an error naming %q", dsn, err, c.want)
 			}
@@ -78,13 +79,13 @@ func TestDSNAuthentication(t *testing.T) {
 	base := cl.User() + ":" + cl.Password() + "@lbetcd(" + srv.Endpoint() + ")/" + cl.Database() +
 		"?etcdKey=" + escapedKey + "&etcdDialTimeoutMillis=1000&etcdUser=root&etcdPassword="
 	l := &logs{}
-	_, err := lbd.NewConnector(base+"wrong-"+secret, lbd.WithLogger(l.Logger()))
+	_, err := testkit.Started(lbd.NewConnector(base+"wrong-"+secret, lbd.WithLogger(l.Logger())))
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("a wrong password: NewConnector = %v, want an error without the password", err)
 	}
 	t.Logf("wrong password: %v", err)
 
-	c, err := lbd.NewConnector(base+url.QueryEscape(secret), append(fastOptions(l.Logger()), lbd.WithCheckHealthInterval(time.Hour))...)
+	c, err := testkit.Started(lbd.NewConnector(base+url.QueryEscape(secret), append(fastOptions(l.Logger()), lbd.WithCheckHealthInterval(time.Hour))...))
 	if err != nil {
 		t.Fatalf("the right password: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestDSNTLS(t *testing.T) {
 	}
 	for _, c := range cases {
 		dsn := "u:p@lbetcd(" + c.scheme + c.srv.Endpoint() + ")/db?etcdKey=" + escapedKey + "&etcdDialTimeoutMillis=500" + c.params
-		conn, err := lbd.NewConnector(dsn, append(fastOptions(discard()), lbd.WithCheckHealthInterval(time.Hour))...)
+		conn, err := testkit.Started(lbd.NewConnector(dsn, append(fastOptions(discard()), lbd.WithCheckHealthInterval(time.Hour))...))
 		if (err == nil) != c.ok {
 			t.Errorf("%s: NewConnector error %v, want success %v", dsn, err, c.ok)
 		}

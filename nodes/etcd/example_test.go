@@ -41,6 +41,10 @@ func Example() {
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
+	// The source fetches its first list in the background; Ready (or the first statement) waits for it.
+	if err := connector.Ready(context.Background()); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("nodes at start:", len(connector.Stats().Nodes))
 
 	put(key, fmt.Sprintf(`{"schema":"im_user","proxy":[%q,%q,%q]}`, p[0], p[1], p[2]))

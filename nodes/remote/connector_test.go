@@ -35,7 +35,7 @@ func openWithSource(t *testing.T, cl *lbdtest.Cluster, cfg Config, logs *logReco
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := lbd.NewConnector(sourceDSN(cl), append(fastOptions(logs), lbd.WithSource(src))...)
+	c, err := testkit.Started(lbd.NewConnector(sourceDSN(cl), append(fastOptions(logs), lbd.WithSource(src))...))
 	if err != nil {
 		t.Fatalf("NewConnector: %v", err)
 	}
@@ -229,7 +229,7 @@ func TestConnectorStartsFromTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lbd.NewConnector(sourceDSN(cl), append(fastOptions(logs), lbd.WithSource(src))...)
+	_, err = testkit.Started(lbd.NewConnector(sourceDSN(cl), append(fastOptions(logs), lbd.WithSource(src))...))
 	if err == nil || !strings.Contains(err.Error(), cs.addr()) || strings.Contains(err.Error(), "very-secret") {
 		t.Fatalf("NewConnector without config-server or cache = %v, want an error naming the server", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -107,7 +108,7 @@ func TestDSN(t *testing.T) {
 		t.Fatalf("go-sql-driver params %v, source params %d", cfg.MySQL.Params, len(cfg.SourceParams))
 	}
 	logs := &logRecorder{}
-	c, err := lbd.NewConnector(dsn, fastOptions(logs)...)
+	c, err := testkit.Started(lbd.NewConnector(dsn, fastOptions(logs)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestDSN(t *testing.T) {
 	}
 	goleak.VerifyNone(t, leaks)
 
-	_, err = lbd.NewConnector(strings.Replace(dsn, "configServerSchema=im_user&", "", 1), fastOptions(logs)...)
+	_, err = testkit.Started(lbd.NewConnector(strings.Replace(dsn, "configServerSchema=im_user&", "", 1), fastOptions(logs)...))
 	if err == nil || !strings.Contains(err.Error(), paramSchema) {
 		t.Fatalf("no schema: %v", err)
 	}
@@ -149,5 +150,13 @@ func TestConfigHidesTheKey(t *testing.T) {
 		if strings.Contains(s, "hidden-key") || !strings.Contains(s, "cs:1") {
 			t.Errorf("%s", s)
 		}
+	}
+}
+
+// A parameter of this network in the wrong letter case is a typo of it, not another network's.
+func TestDSNParameterInOtherLetterCase(t *testing.T) {
+	_, err := lbd.ParseDSN("u:p@lbremote(cs1:8080)/db?configServerSchema=s&configServerApikey=k")
+	if err == nil || !strings.Contains(err.Error(), `did you mean "configServerApiKey"?`) || strings.Contains(err.Error(), "another network") {
+		t.Fatalf("ParseDSN = %v, want did you mean configServerApiKey", err)
 	}
 }

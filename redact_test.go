@@ -1,0 +1,39 @@
+package lbd
+
+import (
+	"testing"
+
+	"github.com/lbd-go/lbd/internal/testkit"
+)
+
+// Distinctive secrets, so that a match can only be a leak.
+const (
+	testPassword = "s3cr3t-db-password-XYZ"
+	testAPIKey   = "s3cr3t-api-key-XYZ"
+)
+
+// No way of printing a Config, a SourceConfig or a Connector shows the DSN's password or a
+// source's secret parameter.
+func TestPrintingHidesSecrets(t *testing.T) {
+	secrets := []string{testPassword, testAPIKey}
+	cfg, err := ParseDSN("app:" + testPassword + "@lbdsnone(cs.example:8080)/db?dsnOneSchema=s&dsnOneApiKey=" + testAPIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.NoSecrets(t, "Config", *cfg, "cs.example", secrets)
+	testkit.NoSecrets(t, "*Config", cfg, "cs.example", secrets)
+
+	sc := SourceConfig{Network: "lbdsnone", Addrs: []string{"cs.example:8080"}, Params: cfg.SourceParams}
+	testkit.NoSecrets(t, "SourceConfig", sc, "cs.example", secrets)
+	testkit.NoSecrets(t, "*SourceConfig", &sc, "cs.example", secrets)
+	// A source that is not registered still has its obvious secrets masked.
+	sc = SourceConfig{Network: "lbunknown", Addrs: []string{"cs.example:8080"}, Params: map[string]string{"somePassword": testPassword, "apiToken": testAPIKey}}
+	testkit.NoSecrets(t, "SourceConfig of an unknown network", sc, "cs.example", secrets)
+
+	c, err := NewConnector("app:"+testPassword+"@lb(node.example:2883)/db", WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testkit.NoSecrets(t, "*Connector", c, "node.example", secrets) // it holds locks: never copied
+}
