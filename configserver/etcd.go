@@ -58,23 +58,6 @@ type EtcdConfig struct {
 	LogClient bool
 }
 
-// LogValue keeps the password out of logs.
-func (c EtcdConfig) LogValue() slog.Value {
-	pw := ""
-	if c.Password != "" {
-		pw = "<set>"
-	}
-	return slog.GroupValue(
-		slog.Any("endpoints", c.Endpoints),
-		slog.String("prefix", c.Prefix),
-		slog.String("user", c.Username),
-		slog.String("password", pw),
-		slog.Bool("tls", c.TLS != nil),
-		slog.Duration("dialTimeout", c.DialTimeout),
-		slog.Duration("refreshInterval", c.RefreshInterval),
-	)
-}
-
 // Etcd is a Backend serving every document under a prefix of an etcd cluster.
 //
 // At start it reads the whole prefix: etcd unreachable, a document that does not parse or
