@@ -8,7 +8,7 @@ import "fmt"
 // a close, a reset, a stall and garbage; in the greeting a truncation, an error packet cut
 // short, a wrong sequence number and a 16 MiB announcement followed by nothing; in the auth
 // exchange one-byte ERR and OK answers, a truncated auth switch and auth-more-data garbage; in
-// a result set a truncated or huge column count (2^24, 2^32: Heavy), column definitions cut
+// a result set a truncated or huge column count (2^24 and 2^32, Heavy), column definitions cut
 // after every field, broken EOF packets, rows with truncated length-encoded strings, lengths
 // past the packet and wrong field counts, a final OK/EOF of one byte, ERR packets of 1 to 3
 // bytes and wrong sequence numbers; in OK answers and prepare answers truncations.
@@ -84,8 +84,8 @@ func Catalogue() []Fault {
 	add(PhaseResultHeader, "two_columns_one_sent", payload(0x02), Continue)
 	add(PhaseResultHeader, "cols_1000_then_stall", payload(0xfc, 0xe8, 0x03), Stall)
 	out = append(out,
-		Fault{Name: "header/cols_2^24", Phase: PhaseResultHeader, Bytes: payload(0xfe, 0, 0, 0, 1, 0, 0, 0, 0), After: Close, Heavy: true},
-		Fault{Name: "header/cols_2^32", Phase: PhaseResultHeader, Bytes: payload(0xfe, 0, 0, 0, 0, 1, 0, 0, 0), After: Close, Heavy: true},
+		Fault{Name: "header/cols_2e24", Phase: PhaseResultHeader, Bytes: payload(0xfe, 0, 0, 0, 1, 0, 0, 0, 0), After: Close, Heavy: true},
+		Fault{Name: "header/cols_2e32", Phase: PhaseResultHeader, Bytes: payload(0xfe, 0, 0, 0, 0, 1, 0, 0, 0), After: Close, Heavy: true},
 	)
 
 	// Column definitions cut after every field.
@@ -105,7 +105,7 @@ func Catalogue() []Fault {
 	add(PhaseRows, "lenenc_3byte_cut", payload(0xfd, 0x05, 0x00), Continue)
 	add(PhaseRows, "lenenc_8byte_cut", payload(0xfe, 0x05, 0x00, 0x00), Continue)
 	add(PhaseRows, "len_past_packet", payload(0x05, '1'), Continue)
-	add(PhaseRows, "len_2^24_past_packet", payload(0xfd, 0xff, 0xff, 0xff, '1'), Continue)
+	add(PhaseRows, "len_2e24_past_packet", payload(0xfd, 0xff, 0xff, 0xff, '1'), Continue)
 	add(PhaseRows, "two_fields", payload(0x01, '1', 0x01, '2'), Continue)
 	add(PhaseRows, "eof_1byte", payload(0xfe), Continue)
 	add(PhaseRows, "value_2", payload(0x01, '2'), Continue)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package lbd
+
+const raceEnabled = false
