@@ -1,5 +1,0 @@
-//go:build race
-
-package lbd
-
-const raceEnabled = true
