@@ -1,0 +1,96 @@
+package lbd
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+)
+
+// fuzzPhases are the points FuzzHostileProxy's first input byte chooses (its low 2 bits); the
+// next 2 bits choose what the server does after the bytes (continue, stall, close, reset).
+var fuzzPhases = []mysqlfake.Phase{mysqlfake.PhaseAccept, mysqlfake.PhaseGreeting, mysqlfake.PhaseAuth, mysqlfake.PhaseCommand}
+
+// fuzzInput encodes a catalogue fault as FuzzHostileProxy's input.
+func fuzzInput(f mysqlfake.Fault) []byte {
+	ph, b := mysqlfake.Render(f, mysqlfake.Config{})
+	sel := byte(0)
+	for i, p := range fuzzPhases {
+		if p == ph {
+			sel = byte(i)
+		}
+	}
+	return append([]byte{sel | byte(f.After)<<2}, b...)
+}
+
+// FuzzHostileProxy answers, at the phase the first input byte chooses, with exactly the rest of
+// the input, and drives a probe-like query and an application query through lbd. Every call must
+// return within its deadline plus slack, without a panic, and leave no goroutine behind. The
+// seed corpus holds every fault of the mysqlfake catalogue; the Heavy ones (a huge column count)
+// only with LBD_HOSTILE_HEAVY=1, since an unguarded driver allocates without bound on them.
+func FuzzHostileProxy(f *testing.F) {
+	for _, fault := range mysqlfake.Catalogue() {
+		if fault.Heavy && os.Getenv("LBD_HOSTILE_HEAVY") == "" {
+			continue
+		}
+		f.Add(fuzzInput(fault))
+	}
+	srv, err := mysqlfake.New(mysqlfake.Config{StallTimeout: 5 * time.Second, IOTimeout: time.Second})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { srv.Close() })
+	dsn := "u:p@lb(" + srv.Addr() + ")/db?timeout=200ms&readTimeout=300ms&writeTimeout=300ms"
+	baseline := runtime.NumGoroutine()
+
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		phase := fuzzPhases[int(in[0]&3)]
+		after := mysqlfake.Action(in[0] >> 2 & 3)
+		srv.ClearFaults()
+		srv.AddFault(mysqlfake.Fault{Name: "fuzz", Phase: phase, Bytes: mysqlfake.Raw(in[1:]), After: after})
+		defer srv.ClearFaults()
+
+		c, err := NewConnector(dsn, append(quiet(), WithLogger(discardLogger()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(c)
+		for _, q := range []string{probeQuery, "/* hostile */ SELECT 1"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				var v string
+				_ = db.QueryRowContext(ctx, q).Scan(&v)
+			}()
+			select {
+			case <-done:
+			case <-time.After(300*time.Millisecond + hostileSlack):
+				cancel()
+				t.Fatalf("%q did not return within its deadline plus %v", q, hostileSlack)
+			}
+			cancel()
+		}
+		closed := make(chan struct{})
+		go func() { db.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(hostileSlack):
+			t.Fatal("db.Close did not return")
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for srv.Open() != 0 || runtime.NumGoroutine() > baseline+2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("leak: %d sockets open on the server, %d goroutines (baseline %d)", srv.Open(), runtime.NumGoroutine(), baseline)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}

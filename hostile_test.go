@@ -1,0 +1,354 @@
+package lbd
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+)
+
+// The hostile suite: one node of two is a mysqlfake server armed with one fault of the
+// catalogue, the other is healthy. Each fault is driven through the probe and through the
+// application's statements in both balance modes; every case checks that the call returns an
+// error (not a panic) in bounded time, that a protocol break wraps ErrProtocol, that the
+// hostile node is taken out while the healthy one serves, and that Close leaves no goroutine
+// and no socket behind.
+//
+// Faults the catalogue marks Heavy (a column count of 2^24 or 2^32, which an unguarded driver
+// tries to allocate) run in a child process of this test binary under `ulimit -v`; see
+// runHeavy.
+
+const (
+	hostileDialTimeout   = 500 * time.Millisecond // the DSN timeout
+	hostileStmtDeadline  = time.Second            // each application call's context deadline
+	hostileProbeInterval = 100 * time.Millisecond
+	hostileProbeTimeout  = 300 * time.Millisecond
+	hostileSlack         = 2 * time.Second // a noisy 2-core machine
+)
+
+// hostileApp is one way the application meets a node's answers.
+type hostileApp struct {
+	name   string
+	phases []mysqlfake.Phase // the command phases this path reaches (connection phases: see below)
+	run    func(ctx context.Context, db *sql.DB) error
+}
+
+var resultPhases = []mysqlfake.Phase{mysqlfake.PhaseResultHeader, mysqlfake.PhaseColumns, mysqlfake.PhaseColumnsEOF, mysqlfake.PhaseRows, mysqlfake.PhaseResultEnd}
+
+// hostileApps are the application paths. Only "scan" also meets the connection phases: every
+// path dials the same way.
+var hostileApps = []hostileApp{
+	{name: "scan", phases: resultPhases, run: func(ctx context.Context, db *sql.DB) error {
+		var v string
+		return db.QueryRowContext(ctx, "/* hostile */ SELECT 1").Scan(&v)
+	}},
+	{name: "rows", phases: resultPhases, run: func(ctx context.Context, db *sql.DB) error {
+		rows, err := db.QueryContext(ctx, "/* hostile */ SELECT 1")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return rows.Close()
+	}},
+	{name: "exec", phases: []mysqlfake.Phase{mysqlfake.PhaseAnswer}, run: func(ctx context.Context, db *sql.DB) error {
+		_, err := db.ExecContext(ctx, "/* hostile */ UPDATE t SET x = 1")
+		return err
+	}},
+	{name: "prepared", phases: append([]mysqlfake.Phase{mysqlfake.PhasePrepare}, resultPhases...), run: func(ctx context.Context, db *sql.DB) error {
+		st, err := db.PrepareContext(ctx, "/* hostile */ SELECT ?")
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		var v string
+		if err := st.QueryRowContext(ctx, 1).Scan(&v); err != nil {
+			return err
+		}
+		return st.Close()
+	}},
+}
+
+// wellFormed names the catalogue's faults whose bytes are valid protocol (a wrong value, a
+// LOCAL INFILE request, an unknown auth plugin): the call may fail, but not with ErrProtocol
+// necessarily.
+var wellFormed = map[string]bool{
+	"rows/value_2": true, "rows/null_value": true,
+	"header/local_infile_empty": true, "header/local_infile": true,
+	"auth/switch_unknown_plugin": true, "auth/switch_no_data": true,
+}
+
+// expectProtocol reports whether a call failing on f must wrap ErrProtocol: f sends broken
+// bytes and lets the client read them (stalls, closes and resets give timeout and connection
+// errors instead).
+func expectProtocol(f mysqlfake.Fault) bool {
+	return f.After == mysqlfake.Continue && f.Bytes != nil && !wellFormed[f.Name]
+}
+
+func TestHostile(t *testing.T) {
+	heavyChild := os.Getenv(heavyChildEnv) != ""
+	for _, f := range mysqlfake.Catalogue() {
+		if heavyChild && !f.Heavy {
+			continue
+		}
+		probeOK := f.Phase.Connection() || contains(resultPhases, f.Phase)
+		if probeOK {
+			t.Run("probe/"+f.Name, func(t *testing.T) { runHostile(t, f, "connection", nil) })
+		}
+		for _, mode := range []string{"connection", "statement"} {
+			for _, app := range hostileApps {
+				if f.Phase.Connection() && app.name != "scan" || !f.Phase.Connection() && !contains(app.phases, f.Phase) {
+					continue
+				}
+				t.Run(mode+"/"+app.name+"/"+f.Name, func(t *testing.T) { runHostile(t, f, mode, &app) })
+			}
+		}
+	}
+}
+
+func contains(phases []mysqlfake.Phase, p mysqlfake.Phase) bool {
+	for _, q := range phases {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// runHostile runs one case: f armed on the hostile node, driven through app (nil: through the
+// probe only) in the balance mode.
+func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
+	if f.Heavy && os.Getenv(heavyChildEnv) == "" {
+		runHeavy(t)
+		return
+	}
+	before := goleak.IgnoreCurrent()
+	cfg := mysqlfake.Config{StallTimeout: 20 * time.Second}
+	healthy, hostile := mysqlfake.Start(t, cfg), mysqlfake.Start(t, cfg)
+	// The fault meets the probe alone, or the application's statements alone, so each path is
+	// seen to take the node out by itself; a connection-phase fault meets every dial.
+	var hits atomic.Int64
+	match := mysqlfake.QueryContains(probeQuery)
+	if app != nil {
+		match = mysqlfake.QueryContains("/* hostile */")
+	}
+	f.Match = func(c mysqlfake.Command) bool {
+		if match(c) {
+			hits.Add(1)
+			return true
+		}
+		return false
+	}
+	hostile.AddFault(f)
+
+	logs := &logRecorder{}
+	dsn := fmt.Sprintf("u:p@lb(%s,%s)/db?timeout=%s&balance=%s", hostile.Addr(), healthy.Addr(), hostileDialTimeout, mode)
+	c, err := NewConnector(dsn, fast(hostileProbeInterval, hostileProbeTimeout, time.Hour, logs)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			db.Close()
+		}
+	})
+	// On a failure, close the servers first (cleanups run last-in first-out), so a stalled
+	// socket cannot hold db.Close.
+	t.Cleanup(func() { hostile.Close(); healthy.Close() })
+
+	state := func() NodeState { s, _ := nodeState(c, hostile.Addr()); return s }
+	takenOut := func() bool {
+		ns, _ := c.Stats().Node(hostile.Addr())
+		return ns.State != StateUp || ns.Transitions > 0
+	}
+	check := hostileApps[0]
+	requireDown := true
+	if app == nil {
+		waitFor(t, 5*time.Second, "the probe to take the hostile node out", takenOut)
+	} else {
+		check = *app
+		// Call until the node has met the fault as often as the fatal-error threshold.
+		for i := 0; i < 12 && (hits.Load() < DefaultFatalErrorThreshold || f.Phase.Connection()) && !(f.Phase.Connection() && takenOut()); i++ {
+			err := callBounded(t, *app, db)
+			switch {
+			case err == nil:
+			case f.Phase.Connection():
+				t.Errorf("call %d: %v; the healthy node should have served it", i, err)
+			case expectProtocol(f) && !errors.Is(err, ErrProtocol):
+				t.Errorf("call %d: %v; want an error wrapping lbd.ErrProtocol", i, err)
+			}
+		}
+		if !f.Phase.Connection() && hits.Load() == 0 {
+			if mode == "statement" {
+				// Statement mode may bind every statement to the healthy node (least busy).
+				t.Skipf("statement mode sent no statement to the hostile node (%d commands there)", hostile.Commands())
+			}
+			t.Fatalf("the application's statements never reached the hostile node (%d commands, %d connections there)", hostile.Commands(), hostile.Accepted())
+		}
+		// A stall of the application's statements is the caller's deadline, which lbd does not
+		// blame on the node (the probe cases cover stalled nodes); a well-formed answer is no
+		// fault of the node.
+		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name]
+		if requireDown {
+			waitFor(t, 5*time.Second, "the hostile node to be taken out", takenOut)
+		}
+	}
+	// The healthy node keeps serving: every call succeeds while the hostile node is down.
+	down := state() != StateUp
+	served := 0
+	for range 3 {
+		if callBounded(t, check, db) == nil {
+			served++
+		}
+	}
+	if down && state() != StateUp && served != 3 || served == 0 && requireDown {
+		t.Errorf("%d of 3 calls succeeded with the hostile node %v; the healthy node saw %d commands", served, state(), healthy.Commands())
+	}
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case <-done:
+	case <-time.After(hostileProbeTimeout + hostileSlack):
+		t.Fatalf("db.Close took more than %v", hostileProbeTimeout+hostileSlack)
+	}
+	closed = true
+	if took := time.Since(start); took > hostileProbeTimeout+hostileSlack {
+		t.Errorf("db.Close took %v", took)
+	}
+	waitFor(t, 5*time.Second, "both servers to see every socket closed", func() bool {
+		return hostile.Open() == 0 && healthy.Open() == 0
+	})
+	hostile.Close()
+	healthy.Close()
+	goleak.VerifyNone(t, before)
+}
+
+// TestHostileCloseWithAStuckProbe closes the DB while the probe waits on a result that stalled
+// after its column definitions: Close must return within one probe timeout plus slack.
+func TestHostileCloseWithAStuckProbe(t *testing.T) {
+	for _, ph := range []mysqlfake.Phase{mysqlfake.PhaseColumns, mysqlfake.PhaseRows, mysqlfake.PhaseResultEnd} {
+		t.Run(ph.String(), func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			hostile := mysqlfake.Start(t, mysqlfake.Config{StallTimeout: 20 * time.Second})
+			var probes atomic.Int64
+			hostile.AddFault(mysqlfake.Fault{Phase: ph, After: mysqlfake.Stall, Match: func(c mysqlfake.Command) bool {
+				if strings.Contains(c.Text, probeQuery) {
+					probes.Add(1)
+					return true
+				}
+				return false
+			}})
+			c, err := NewConnector("u:p@lb("+hostile.Addr()+")/db?timeout=500ms", fast(hostileProbeInterval, hostileProbeTimeout, time.Hour, &logRecorder{})...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			t.Cleanup(func() { hostile.Close(); db.Close() })
+			waitFor(t, 5*time.Second, "a probe to meet the stalled result", func() bool { return probes.Load() > 0 })
+			start := time.Now()
+			done := make(chan error, 1)
+			go func() { done <- db.Close() }()
+			select {
+			case <-done:
+			case <-time.After(hostileProbeTimeout + hostileSlack):
+				t.Fatalf("db.Close still blocked after %v with a probe stuck on a stalled %s", hostileProbeTimeout+hostileSlack, ph)
+			}
+			t.Logf("db.Close took %v", time.Since(start))
+			waitFor(t, 5*time.Second, "the server to see the probe's socket closed", func() bool { return hostile.Open() == 0 })
+			hostile.Close()
+			goleak.VerifyNone(t, before)
+		})
+	}
+}
+
+// callBounded runs app once under the statement deadline, turning a panic into a failure, and
+// checks that it returned within the deadline plus slack.
+func callBounded(t *testing.T, app hostileApp, db *sql.DB) (err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hostileStmtDeadline)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			}
+		}()
+		done <- app.run(ctx, db)
+	}()
+	bound := min(hostileDialTimeout, hostileStmtDeadline) + hostileStmtDeadline + hostileSlack
+	select {
+	case err = <-done:
+	case <-time.After(bound):
+		t.Fatalf("%s did not return within %v", app.name, bound)
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "panic: ") {
+		t.Fatalf("%s panicked: %v", app.name, err)
+	}
+	if took := time.Since(start); took > hostileStmtDeadline+hostileSlack {
+		t.Errorf("%s took %v (deadline %v)", app.name, took, hostileStmtDeadline)
+	}
+	return err
+}
+
+// heavyChildEnv is set in the child process that runs a Heavy fault under a memory limit.
+const heavyChildEnv = "LBD_HOSTILE_HEAVY_CHILD"
+
+// heavyMemoryKiB is the child's virtual memory limit (ulimit -v).
+const heavyMemoryKiB = 4 << 20
+
+// runHeavy re-runs the current test in a child process of this test binary under ulimit -v and
+// GOMEMLIMIT, so an unbounded allocation ends the child ("out of memory"), not the machine.
+func runHeavy(t *testing.T) {
+	pattern := "^" + strings.ReplaceAll(regexpQuote(t.Name()), "/", "$/^") + "$"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, heavyMemoryKiB),
+		os.Args[0], "-test.run="+pattern, "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), heavyChildEnv+"=1", "GOMEMLIMIT=1GiB")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child under ulimit -v %d KiB: %v\n%s", heavyMemoryKiB, err, head(string(out), 25))
+	}
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// head returns the first lines of s, where a crashed child says why.
+func head(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	return strings.Join(l[:min(lines, len(l))], "\n")
+}
