@@ -97,11 +97,19 @@ var wellFormed = map[string]bool{
 	"auth/switch_unknown_plugin": true, "auth/switch_no_data": true,
 }
 
+// harmless names the catalogue's faults whose bytes break the protocol where go-sql-driver
+// does not look (a column definition without its two filler bytes, a malformed EOF after the
+// column definitions, which it skips unread, a row with a value more than its columns): lbd
+// lets them through, so the node may stay up.
+var harmless = map[string]bool{
+	"columns/def_cut_field12": true, "columns_eof/eof_1byte": true, "rows/two_fields": true,
+}
+
 // expectProtocol reports whether a call failing on f must wrap ErrProtocol: f sends broken
 // bytes and lets the client read them (stalls, closes and resets give timeout and connection
 // errors instead).
 func expectProtocol(f mysqlfake.Fault) bool {
-	return f.After == mysqlfake.Continue && f.Bytes != nil && !wellFormed[f.Name]
+	return f.After == mysqlfake.Continue && f.Bytes != nil && !wellFormed[f.Name] && !harmless[f.Name]
 }
 
 func TestHostile(t *testing.T) {
@@ -185,7 +193,11 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 	check := hostileApps[0]
 	requireDown := true
 	if app == nil {
-		waitFor(t, 5*time.Second, "the probe to take the hostile node out", takenOut)
+		if harmless[f.Name] {
+			waitFor(t, 5*time.Second, "the probe to meet the fault", func() bool { return hits.Load() > 0 })
+		} else {
+			waitFor(t, 5*time.Second, "the probe to take the hostile node out", takenOut)
+		}
 	} else {
 		check = *app
 		// Call until the node has met the fault as often as the fatal-error threshold.
@@ -209,7 +221,7 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 		// A stall of the application's statements is the caller's deadline, which lbd does not
 		// blame on the node (the probe cases cover stalled nodes); a well-formed answer is no
 		// fault of the node.
-		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name]
+		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name] && !harmless[f.Name]
 		if requireDown {
 			waitFor(t, 5*time.Second, "the hostile node to be taken out", takenOut)
 		}
