@@ -18,7 +18,6 @@ import (
 // (plus a margin for the log line's timestamp) failed. It then heals the proxy and checks that
 // the node comes back up and gets statements again, without a rebalancing round.
 func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
-	const statementTimeout = time.Second // startWorkload's
 	const interval, timeout, margin = 300 * time.Millisecond, 300 * time.Millisecond, 50 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
@@ -55,8 +54,8 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 	w.Progress(t, 5*time.Second, 300) // statements on the other proxies while it is down
 	// Keep the proxy out until the statements caught by the outage have ended (the workload
 	// gives each one second), so that they fail rather than finish after healing.
-	waitFor(t, 5*time.Second, "the statements caught by the outage to time out", func() bool {
-		return time.Since(failedAt) > statementTimeout+200*time.Millisecond
+	waitFor(t, 5*time.Second, "the statements caught by the outage to end", func() bool {
+		return w.StillRunning(failedAt) == 0
 	})
 	if ns, _ := c.Stats().Node(bad.Addr()); ns.State != StateDown {
 		t.Fatalf("node state %v while the proxy is still out, want down", ns.State)

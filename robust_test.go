@@ -73,12 +73,15 @@ func TestCloseCutsAHungDialShort(t *testing.T) {
 	}
 	cl.Proxy(0).Hang()
 	defer cl.Proxy(0).Resume()
+	accepted := cl.Proxy(0).TotalConns()
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Connect(context.Background())
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // let the dial reach the hung handshake
+	// The hung proxy has accepted the dial's TCP connection: the dial now waits for a greeting
+	// that never comes.
+	waitFor(t, 5*time.Second, "the hung proxy to accept the dial", func() bool { return cl.Proxy(0).TotalConns() > accepted })
 	c.Close()
 	select {
 	case err := <-done:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -128,7 +129,9 @@ func isSuspicious(err error) bool {
 
 // TestStatementModeChaosAccounting mixes every kind of use of statement mode with every fault lbdtest can
 // inject, then checks the accounting once everything is idle, and that Close leaves no
-// connection open on any proxy.
+// connection open on any proxy. The chaos ends once every kind of fault has been injected twice and
+// 2000 operations have run (about two seconds); set LBD_TEST_SOAK=5m to keep it going
+// longer.
 func TestStatementModeChaosAccounting(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
@@ -191,7 +194,7 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 				rows, err := db.QueryContext(ctx, "SELECT id FROM "+tbl+" LIMIT 5")
 				note(err)
 				if err == nil {
-					time.Sleep(time.Duration(r.IntN(10)) * time.Millisecond)
+					time.Sleep(time.Duration(r.IntN(10)) * time.Millisecond) // the pause is the use under test
 					for rows.Next() {
 					}
 					note(rows.Err())
@@ -284,25 +287,35 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); worker(uint64(i) + uint64(time.Now().UnixNano())) }()
 	}
+	// The faults come in rounds: each round injects every kind once, in a random order, on
+	// random proxies, so that a run of any length has seen each kind of fault.
+	const faultKinds = 8
+	var rounds atomic.Int64
 	chaosDone := make(chan struct{})
 	go func() {
 		defer close(chaosDone)
 		r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 		fatal := &mysql.MySQLError{Number: 8001, SQLState: [5]byte{'0', '8', '0', '0', '4'}, Message: "Server is initializing"}
 		nonFatal := &mysql.MySQLError{Number: 1146, Message: "Table doesn't exist"}
+		var round []int
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(time.Duration(50+r.IntN(100)) * time.Millisecond):
 			}
+			if len(round) == 0 {
+				round = r.Perm(faultKinds)
+			}
+			kind := round[0]
+			round = round[1:]
 			px := cl.Proxy(r.IntN(3))
-			switch r.IntN(8) {
+			switch kind {
 			case 0:
 				px.FailNext(1+r.IntN(3), fatal)
 			case 1:
 				px.FailNext(1+r.IntN(3), nonFatal)
-			case 2:
+			case 2: // the sleeps here are the outage's length, part of the fault
 				px.Hang()
 				time.Sleep(time.Duration(100+r.IntN(300)) * time.Millisecond)
 				px.Resume()
@@ -319,9 +332,17 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 			case 7:
 				db.SetConnMaxLifetime(time.Duration(r.IntN(300)+1) * time.Millisecond)
 			}
+			if len(round) == 0 {
+				rounds.Add(1)
+			}
 		}
 	}()
-	time.Sleep(4 * time.Second)
+	// The chaos lasts until every kind of fault has hit the workload twice and the workers have
+	// run enough operations around it; LBD_TEST_SOAK keeps it going longer.
+	waitFor(t, 30*time.Second, "two rounds of every fault kind and 2000 operations", func() bool {
+		return rounds.Load() >= 2 && ops.Load() >= 2000
+	})
+	testkit.SoakWait(t)
 	close(stop)
 	wg.Wait()
 	<-chaosDone
@@ -421,7 +442,7 @@ func TestStatementModeDrainAndAddUnderLoad(t *testing.T) {
 				case 2:
 					var rows *sql.Rows
 					if rows, err = db.QueryContext(ctx, "SELECT id FROM "+tbl+" LIMIT 3"); err == nil {
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // rows held open across the node-set change
 						for rows.Next() {
 						}
 						err = rows.Err()
@@ -496,13 +517,13 @@ func TestStatementModeCloseWhileBusy(t *testing.T) {
 					var tx *sql.Tx
 					if tx, err = db.BeginTx(ctx, nil); err == nil {
 						tx.ExecContext(ctx, "INSERT INTO "+tbl+" (id) VALUES (?)", g*100000+i)
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // a transaction open when Close comes
 						err = tx.Commit()
 					}
 				case 1:
 					var rows *sql.Rows
 					if rows, err = db.QueryContext(ctx, "SELECT id FROM "+tbl+" LIMIT 3"); err == nil {
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // rows open when Close comes
 						for rows.Next() {
 						}
 						rows.Close()

@@ -403,7 +403,11 @@ func TestStatementModeCancelledStatementLeaksNothing(t *testing.T) {
 				defer rows.Close()
 				rows.Next()
 				<-ctx.Done()
-				time.Sleep(20 * time.Millisecond)
+				// database/sql closes rows whose context ended on a goroutine of its own; the
+				// logical connection goes back to the pool once it has.
+				waitFor(t, 5*time.Second, "database/sql to close the rows of the ended context", func() bool {
+					return db.Stats().InUse == 0
+				})
 				for rows.Next() {
 				}
 				return rows.Err()

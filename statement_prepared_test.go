@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -303,16 +304,23 @@ func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.
 		db.SetMaxIdleConns(8)
 		db.SetConnMaxLifetime(time.Millisecond)
 		var wg, side sync.WaitGroup
-		deadline := time.Now().Add(2 * time.Second)
+		var cycles atomic.Int64
+		stop := make(chan struct{})
 		for range 16 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for time.Now().Before(deadline) {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
 					st, err := db.Prepare("SELECT 1 + ?")
 					if err != nil {
 						continue
 					}
+					cycles.Add(1)
 					var runs sync.WaitGroup
 					for range 3 {
 						runs.Add(1)
@@ -325,8 +333,14 @@ func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.
 				}
 			}()
 		}
+		// The race needs many statements closed while database/sql discards their connections;
+		// LBD_TEST_SOAK keeps it going longer.
+		waitFor(t, 30*time.Second, "500 prepared statements used and closed", func() bool { return cycles.Load() >= 500 })
+		testkit.SoakWait(t)
+		close(stop)
 		wg.Wait()
 		side.Wait()
+		t.Logf("%d prepared statements used and closed", cycles.Load())
 		db.SetMaxIdleConns(0) // every logical connection closes
 		waitFor(t, 5*time.Second, "every logical connection to close", func() bool { return c.Stats().Logical == 0 })
 		c.stmt.prepared.mu.Lock()

@@ -178,7 +178,14 @@ func TestEtcdBackend(t *testing.T) {
 	// Invalid JSON: rejected with one clear log line, the last good document stays.
 	te.put(keyA, `{"schema":"app_a","proxy":["127.0.0.5:2883"]`)
 	within("rejection logged", func() bool { return len(lb.lines("document rejected", keyA)) > 0 })
-	time.Sleep(700 * time.Millisecond) // a few full reads of the same bad value
+	fullReads := func(n int) { // the periodic full read, run here so that it surely ran n times
+		for range n {
+			be.mu.Lock()
+			_ = be.refresh(context.Background())
+			be.mu.Unlock()
+		}
+	}
+	fullReads(3) // of the same bad value
 	if got := lb.lines("document rejected", keyA); len(got) != 1 || !strings.Contains(got[0], "not valid JSON") || !strings.Contains(got[0], "previous document") {
 		t.Fatalf("want one clear line for the bad JSON, got %q", got)
 	}
@@ -216,7 +223,7 @@ func TestEtcdBackend(t *testing.T) {
 	// etcd down: everything keeps being served; logged once.
 	te.stop()
 	within("etcd down logged", func() bool { return len(lb.lines("cannot read etcd")) > 0 })
-	time.Sleep(1500 * time.Millisecond) // more failed full reads
+	fullReads(1) // one more failed one
 	if n := len(lb.lines("cannot read etcd")); n != 1 {
 		t.Errorf("etcd down logged %d times:\n%s", n, lb)
 	}

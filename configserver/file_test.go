@@ -42,7 +42,12 @@ func startFile(t *testing.T, content string, poll time.Duration) (string, *Serve
 }
 
 func TestFileFollowsChanges(t *testing.T) {
-	path, _, base, logs := startFile(t, fileV1, 50*time.Millisecond)
+	path, s, base, logs := startFile(t, fileV1, 50*time.Millisecond)
+	polls := func(n int) { // the poller's check, run here so that it surely ran n times
+		for range n {
+			s.backend.(*File).check()
+		}
+	}
 	a := &javaClient{base: base, schema: "a"}
 	if r := a.fetch(t); !slices.Equal(r.Data, []string{"127.0.0.1:1", "127.0.0.2:1"}) {
 		t.Fatalf("a: %s", r.raw)
@@ -73,7 +78,7 @@ func TestFileFollowsChanges(t *testing.T) {
 		eventually(t, 5*time.Second, name+" logged", func() bool {
 			return len(logs.lines("documents file rejected")) > 0
 		})
-		time.Sleep(200 * time.Millisecond) // several polls of the same bad file
+		polls(3) // of the same bad file
 		if n := len(logs.lines("documents file rejected")); n != 1 {
 			t.Fatalf("%s: %d log lines, want 1:\n%s", name, n, logs)
 		}
@@ -90,7 +95,7 @@ func TestFileFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "missing file logged", func() bool { return len(logs.lines("cannot stat")) > 0 })
-	time.Sleep(200 * time.Millisecond)
+	polls(3)
 	if n := len(logs.lines("cannot stat")); n != 1 {
 		t.Fatalf("%d lines for a missing file", n)
 	}
@@ -106,7 +111,11 @@ func TestFileReloadEndpoint(t *testing.T) {
 	a := &javaClient{base: base, schema: "a"}
 	first := a.fetch(t)
 	writeFile(t, path, `[{"schema":"a","proxy":["127.0.0.3:1"]}]`)
-	time.Sleep(100 * time.Millisecond)
+	select { // with polling off no poller runs, so nothing but /reload can read the change
+	case <-s.backend.(*File).done:
+	default:
+		t.Fatal("a poller runs with polling off")
+	}
 	if r := a.fetch(t); r.Code != 304 {
 		t.Fatalf("changed without polling or /reload: %s", r.raw)
 	}

@@ -34,8 +34,9 @@ type Workload struct {
 	wg   sync.WaitGroup
 	ok   atomic.Int64
 
-	mu  sync.Mutex
-	ops []Op
+	mu      sync.Mutex
+	ops     []Op
+	running map[int]time.Time // start of the statement each worker is running now, by worker
 }
 
 // StartWorkload starts a workload on db; it is stopped at the end of the test at the latest.
@@ -52,8 +53,8 @@ func StartWorkload(t testing.TB, db *sql.DB, cfg WorkloadConfig) *Workload {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	w := &Workload{stop: make(chan struct{})}
-	for range cfg.Workers {
+	w := &Workload{stop: make(chan struct{}), running: make(map[int]time.Time, cfg.Workers)}
+	for worker := range cfg.Workers {
 		w.wg.Go(func() {
 			for {
 				select {
@@ -62,8 +63,12 @@ func StartWorkload(t testing.TB, db *sql.DB, cfg WorkloadConfig) *Workload {
 				default:
 				}
 				start := time.Now()
+				w.mu.Lock()
+				w.running[worker] = start
+				w.mu.Unlock()
 				err := runOnce(db, cfg)
 				w.mu.Lock()
+				delete(w.running, worker)
 				w.ops = append(w.ops, Op{Start: start, Err: err})
 				w.mu.Unlock()
 				if err == nil {
@@ -117,6 +122,20 @@ func (w *Workload) Count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.ops)
+}
+
+// StillRunning reports how many statements that started before t are still running: a test
+// waits for it to reach 0 to know that every statement caught by some event has ended.
+func (w *Workload) StillRunning(t time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, start := range w.running {
+		if start.Before(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // Failures returns the failed statements so far.
