@@ -1,6 +1,8 @@
 package lbd
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -12,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 )
@@ -149,7 +149,7 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 		runHeavy(t)
 		return
 	}
-	before := goleak.IgnoreCurrent()
+	before := testkit.IgnoreCurrent()
 	cfg := mysqlfake.Config{StallTimeout: 20 * time.Second}
 	healthy, hostile := mysqlfake.Start(t, cfg), mysqlfake.Start(t, cfg)
 	// The fault meets the probe alone, or the application's statements alone, so each path is
@@ -255,7 +255,7 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 	})
 	hostile.Close()
 	healthy.Close()
-	goleak.VerifyNone(t, before)
+	testkit.VerifyNone(t, before)
 }
 
 // TestHostileCloseWithAStuckProbe closes the DB while the probe waits on a result that stalled
@@ -263,7 +263,7 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 func TestHostileCloseWithAStuckProbe(t *testing.T) {
 	for _, ph := range []mysqlfake.Phase{mysqlfake.PhaseColumns, mysqlfake.PhaseRows, mysqlfake.PhaseResultEnd} {
 		t.Run(ph.String(), func(t *testing.T) {
-			before := goleak.IgnoreCurrent()
+			before := testkit.IgnoreCurrent()
 			hostile := mysqlfake.Start(t, mysqlfake.Config{StallTimeout: 20 * time.Second})
 			var probes atomic.Int64
 			hostile.AddFault(mysqlfake.Fault{Phase: ph, After: mysqlfake.Stall, Match: func(c mysqlfake.Command) bool {
@@ -291,7 +291,7 @@ func TestHostileCloseWithAStuckProbe(t *testing.T) {
 			t.Logf("db.Close took %v", time.Since(start))
 			waitFor(t, 5*time.Second, "the server to see the probe's socket closed", func() bool { return hostile.Open() == 0 })
 			hostile.Close()
-			goleak.VerifyNone(t, before)
+			testkit.VerifyNone(t, before)
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
+
 	"bytes"
 	"runtime"
 	"strconv"
@@ -8,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lbd-go/lbd/internal/clock"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testkit.VerifyTestMain(m)
 }
 
 // fakeClock is a manual clock: time moves only when the test calls Advance.

@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
+
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
 // target is a scripted Target that records what the prober did with it.
@@ -529,7 +529,7 @@ func TestProberRemoveClosesOnProbeGoroutine(t *testing.T) {
 	}
 	tg.checkClean(t)
 	other.checkClean(t)
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 }
 
 func TestProberRemoveDoesNotWaitForProbe(t *testing.T) {
@@ -616,7 +616,7 @@ func TestProberCloseWaitsAndLeavesNoGoroutine(t *testing.T) {
 		return true
 	})
 	p.Close()
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 	n := len(rep.all())
 	for _, tg := range targets {
 		if tg.closes() != 1 {
@@ -631,7 +631,7 @@ func TestProberCloseWaitsAndLeavesNoGoroutine(t *testing.T) {
 	p.Add(late)
 	p.Trigger(targets[0])
 	p.Remove(targets[1])
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 	if late.probes() != 0 || late.closes() != 0 {
 		t.Fatal("a target added after Close was touched")
 	}
@@ -665,7 +665,7 @@ func TestProberCloseDuringHungProbe(t *testing.T) {
 	if n := len(rep.all()); n != 0 {
 		t.Fatalf("%d reports for a probe cancelled by Close, want 0", n)
 	}
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 }
 
 func TestProberConcurrentUse(t *testing.T) {
@@ -702,7 +702,7 @@ func TestProberConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	p.Close()
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 	for _, tg := range targets {
 		tg.checkClean(t)
 		if ev := tg.log(); len(ev) > 0 && ev[len(ev)-1] != "close" {

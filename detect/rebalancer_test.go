@@ -1,14 +1,14 @@
 package detect
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
+
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
 type fakeNode struct {
@@ -284,7 +284,7 @@ func TestRebalancerLoopRunsEveryInterval(t *testing.T) {
 	}
 
 	r.Close()
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 	if n := clk.Armed(); n != 0 {
 		t.Fatalf("%d timers still armed after Close", n)
 	}
@@ -297,7 +297,7 @@ func TestRebalancerLoopRunsEveryInterval(t *testing.T) {
 	if n := pool.roundCount(); n != 3 {
 		t.Fatalf("%d rounds after Close, want 3", n)
 	}
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 }
 
 func TestRebalancerRealClock(t *testing.T) {
@@ -315,7 +315,7 @@ func TestRebalancerRealClock(t *testing.T) {
 		return Surplus(loadsOf(pool.opens()...)) == nil && pool.roundCount() >= 3
 	})
 	r.Close()
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 }
 
 func sum(xs []int) int {
@@ -356,7 +356,7 @@ func TestRebalancerRunOnceConcurrentWithLoop(t *testing.T) {
 	wg.Wait()
 	waitFor(t, "some loop rounds", func() bool { return pool.roundCount() >= 400+3 })
 	r.Close()
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 	if pool.overlap.Load() {
 		t.Fatal("Pool methods ran concurrently")
 	}
@@ -398,7 +398,7 @@ func TestRebalancerCloseWaitsForRoundInProgress(t *testing.T) {
 	if got := r.RunOnce(); got != nil || len(pool.takeAsks()) != 0 {
 		t.Fatal("RunOnce after Close used the pool")
 	}
-	goleak.VerifyNone(t)
+	testkit.VerifyNone(t)
 }
 
 func TestRebalancerBalancedRoundDoesNotAllocate(t *testing.T) {

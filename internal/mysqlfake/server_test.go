@@ -1,6 +1,8 @@
 package mysqlfake
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -9,10 +11,9 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 func open(t *testing.T, s *Server, userPass string) *sql.DB {
 	t.Helper()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -202,22 +201,6 @@ func MySQLNumber(err error) uint16 {
 	return 0
 }
 
-// ClosedConns is how many client connections through p have closed. A fatal error brings the
-// node's probe forward, and the probe's own connection goes through the proxy too, so the
-// proxy's open count alone does not show that the application's connection closed.
-func ClosedConns(p *lbdtest.Proxy) int64 { return p.TotalConns() - int64(p.OpenConns()) }
-
-// WaitForClose waits until exactly one more connection through p has closed than before, and
-// checks a moment later that no other one did.
-func WaitForClose(t testing.TB, p *lbdtest.Proxy, before int64) {
-	t.Helper()
-	WaitFor(t, 5*time.Second, "the retired connection to close", func() bool { return ClosedConns(p) == before+1 })
-	time.Sleep(20 * time.Millisecond)
-	if got := ClosedConns(p); got != before+1 {
-		t.Fatalf("%d connections closed through the proxy, want 1", got-before)
-	}
-}
-
 // GoroutinesIn counts the goroutines whose stack runs code of the package with this import
 // path, right now; a source's Close must have waited for all of them.
 func GoroutinesIn(pkgPath string) int {
@@ -237,26 +220,6 @@ func GoroutinesIn(pkgPath string) int {
 		}
 	}
 	return count
-}
-
-// ProxyThatSaw returns the index of the one proxy of cl that recorded the statement text, and
-// fails t unless exactly one did.
-func ProxyThatSaw(t testing.TB, cl *lbdtest.Cluster, text string) int {
-	t.Helper()
-	at, seen := -1, 0
-	for i, p := range cl.Proxies() {
-		for _, q := range p.Queries() {
-			if q == text {
-				at = i
-				seen++
-				break
-			}
-		}
-	}
-	if seen != 1 {
-		t.Fatalf("%d proxies recorded %q, want exactly 1", seen, text)
-	}
-	return at
 }
 
 // Readier is what Ready waits on: an *lbd.Connector, whose node source starts in the
