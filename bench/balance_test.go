@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -90,7 +90,7 @@ func BenchmarkStatementShare(b *testing.B) {
 				b.ResetTimer()
 				select1On(b, db, workers, b.N)
 				b.StopTimer()
-				b.ReportMetric(testkit.ShareCV(testkit.StatementCounts(cluster))*100, "cv%")
+				b.ReportMetric(clusterkit.ShareCV(clusterkit.StatementCounts(cluster))*100, "cv%")
 			})
 		}
 	}

@@ -14,7 +14,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/adaptertest"
+	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -186,8 +187,8 @@ func (e *env) onlyConn(t *testing.T) int {
 var waitFor = testkit.WaitFor
 
 var (
-	proxyThatSaw = testkit.ProxyThatSaw
+	proxyThatSaw = clusterkit.ProxyThatSaw
 	mysqlNumber  = testkit.MySQLNumber
-	closedConns  = testkit.ClosedConns
-	waitForClose = testkit.WaitForClose
+	closedConns  = clusterkit.ClosedConns
+	waitForClose = clusterkit.WaitForClose
 )

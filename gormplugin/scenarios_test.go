@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/adaptertest"
+	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
 )
 
 // Create, read, update and delete, with the connections spread over every proxy.

@@ -10,7 +10,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/adaptertest"
+	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -134,8 +135,8 @@ func servedTable(queries []string, table string) bool {
 }
 
 var (
-	proxyThatSaw = testkit.ProxyThatSaw
+	proxyThatSaw = clusterkit.ProxyThatSaw
 	mysqlNumber  = testkit.MySQLNumber
-	closedConns  = testkit.ClosedConns
-	waitForClose = testkit.WaitForClose
+	closedConns  = clusterkit.ClosedConns
+	waitForClose = clusterkit.WaitForClose
 )

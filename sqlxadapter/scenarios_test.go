@@ -8,7 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/adaptertest"
+	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
 )
 
 // Create, read, update and delete through sqlx's helpers, with the connections

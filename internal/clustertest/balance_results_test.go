@@ -1,4 +1,4 @@
-package lbd
+package clustertest
 
 import (
 	"context"

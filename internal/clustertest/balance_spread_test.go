@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -11,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -19,7 +21,7 @@ import (
 // to count as evenly spread.
 const maxShareCV = 0.05
 
-var statementCounts = testkit.StatementCounts
+var statementCounts = clusterkit.StatementCounts
 
 // resetProxyCounters zeroes every proxy's statement and connection counters.
 func resetProxyCounters(cl *lbdtest.Cluster) {
@@ -28,7 +30,7 @@ func resetProxyCounters(cl *lbdtest.Cluster) {
 	}
 }
 
-var shareCV = testkit.ShareCV
+var shareCV = clusterkit.ShareCV
 
 // runSelect1 runs total SELECT 1 statements through db.QueryRow on the given number of
 // goroutines and fails t on any error or wrong answer.
@@ -170,7 +172,7 @@ func TestStatementModeReachesEveryProxyAtLowConcurrency(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
 		s, _ := nodeState(c, p.Addr())
-		return s == StateDown
+		return s == lbd.StateDown
 	})
 	waitFor(t, 5*time.Second, "its physical connections to close", func() bool {
 		ns, _ := c.Stats().Node(p.Addr())
@@ -181,7 +183,7 @@ func TestStatementModeReachesEveryProxyAtLowConcurrency(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the proxy to come back up", func() bool {
 		s, _ := nodeState(c, p.Addr())
-		return s == StateUp
+		return s == lbd.StateUp
 	})
 	share("after proxy 1 came back")
 }

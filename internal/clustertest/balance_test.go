@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -47,7 +49,7 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 	}()
 	waitFor(t, 5*time.Second, "the proxy to go down", func() bool {
 		s, _ := nodeState(c, bad.Addr())
-		return s == StateDown
+		return s == lbd.StateDown
 	})
 	downAt := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "down")[0].At
 	t.Logf("proxy down after %v", downAt.Sub(failedAt))
@@ -57,7 +59,7 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 	waitFor(t, 5*time.Second, "the statements caught by the outage to end", func() bool {
 		return w.StillRunning(failedAt) == 0
 	})
-	if ns, _ := c.Stats().Node(bad.Addr()); ns.State != StateDown {
+	if ns, _ := c.Stats().Node(bad.Addr()); ns.State != lbd.StateDown {
 		t.Fatalf("node state %v while the proxy is still out, want down", ns.State)
 	}
 
@@ -67,7 +69,7 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 	}
 	waitFor(t, 5*time.Second, "the proxy to come back up", func() bool {
 		s, _ := nodeState(c, bad.Addr())
-		return s == StateUp
+		return s == lbd.StateUp
 	})
 	bad.ResetCounters()
 	waitFor(t, 5*time.Second, "the healed proxy to get the workload's statements again", func() bool {
@@ -107,7 +109,7 @@ func TestStatementModeStoppedProxyFailsOnlyInFlight(t *testing.T) {
 }
 
 // nodesInUse returns the InUse count of every node, in Stats order, and their sum.
-func nodesInUse(c *Connector) ([]int, int) {
+func nodesInUse(c *lbd.Connector) ([]int, int) {
 	var per []int
 	total := 0
 	for _, ns := range c.Stats().Nodes {
@@ -123,7 +125,7 @@ func TestStatementModeStats(t *testing.T) {
 		db, c := openDB(t, cl, "balance=statement", quiet()...)
 		db.SetMaxOpenConns(10)
 		db.SetMaxIdleConns(10)
-		if st := c.Stats(); st.Balance != BalanceStatement || st.Logical != 0 {
+		if st := c.Stats(); st.Balance != lbd.BalanceStatement || st.Logical != 0 {
 			t.Fatalf("fresh connector: Balance %v, Logical %d; want statement, 0", st.Balance, st.Logical)
 		}
 
@@ -192,7 +194,7 @@ func TestStatementModeStats(t *testing.T) {
 			}
 		}()
 		st := c.Stats()
-		if st.Balance != BalanceConnection {
+		if st.Balance != lbd.BalanceConnection {
 			t.Errorf("Balance = %v by default, want connection", st.Balance)
 		}
 		if st.Logical != st.Open() || st.Logical != db.Stats().OpenConnections || st.Logical != 5 {
@@ -207,7 +209,7 @@ func TestStatementModeStats(t *testing.T) {
 func TestBalanceParameter(t *testing.T) {
 	const base = "u:p@lb(10.0.0.1:1,10.0.0.2:2)/db"
 	for _, bad := range []string{"statment", "Statement", "", "stmt"} {
-		_, err := ParseDSN(base + "?balance=" + bad)
+		_, err := lbd.ParseDSN(base + "?balance=" + bad)
 		if err == nil {
 			t.Errorf("balance=%q was accepted", bad)
 			continue
@@ -217,20 +219,20 @@ func TestBalanceParameter(t *testing.T) {
 			t.Errorf("balance=%q: error %q does not name the parameter, the value and the allowed values", bad, msg)
 		}
 	}
-	if _, err := sql.Open(DriverName, base+"?balance=statment"); err == nil || !strings.Contains(err.Error(), "balance") {
+	if _, err := sql.Open(lbd.DriverName, base+"?balance=statment"); err == nil || !strings.Contains(err.Error(), "balance") {
 		t.Errorf("sql.Open with balance=statment: %v, want an error naming the parameter", err)
 	}
 
 	cl := lbdtest.NewCluster(t, 1)
 	for _, tc := range []struct {
 		params string
-		opt    BalanceMode
+		opt    lbd.BalanceMode
 	}{
-		{"balance=connection", BalanceStatement},
-		{"balance=statement", BalanceConnection},
-		{"", BalanceStatement},
+		{"balance=connection", lbd.BalanceStatement},
+		{"balance=statement", lbd.BalanceConnection},
+		{"", lbd.BalanceStatement},
 	} {
-		c, err := NewConnector(cl.DSN(tc.params), append(quiet(), WithLogger(discardLogger()), WithBalance(tc.opt))...)
+		c, err := lbd.NewConnector(cl.DSN(tc.params), append(quiet(), lbd.WithLogger(discardLogger()), lbd.WithBalance(tc.opt))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,17 +248,17 @@ func TestBalanceParameter(t *testing.T) {
 		}
 		db.Close()
 	}
-	if c, err := NewConnector(cl.DSN(""), WithBalance(BalanceMode(7))); err == nil {
+	if c, err := lbd.NewConnector(cl.DSN(""), lbd.WithBalance(lbd.BalanceMode(7))); err == nil {
 		c.Close()
 		t.Error("WithBalance(BalanceMode(7)) was accepted")
 	}
 	// autocommit off gives every physical connection an open transaction of its own.
 	for _, params := range []string{"balance=statement&autocommit=0", "balance=statement&AUTOCOMMIT='OFF'", "autocommit=false"} {
-		opts := []Option{WithLogger(discardLogger())}
+		opts := []lbd.Option{lbd.WithLogger(discardLogger())}
 		if !strings.Contains(params, "balance") {
-			opts = append(opts, WithBalance(BalanceStatement))
+			opts = append(opts, lbd.WithBalance(lbd.BalanceStatement))
 		}
-		c, err := NewConnector(cl.DSN(params), opts...)
+		c, err := lbd.NewConnector(cl.DSN(params), opts...)
 		if err == nil {
 			c.Close()
 			t.Errorf("%s in statement mode was accepted", params)
@@ -264,7 +266,7 @@ func TestBalanceParameter(t *testing.T) {
 			t.Errorf("%s: error %q does not name autocommit", params, err)
 		}
 	}
-	c, err := NewConnector(cl.DSN("balance=statement&autocommit=1"), WithLogger(discardLogger()))
+	c, err := lbd.NewConnector(cl.DSN("balance=statement&autocommit=1"), lbd.WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatalf("autocommit=1 in statement mode: %v", err)
 	}

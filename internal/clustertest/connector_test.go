@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -77,7 +79,7 @@ func TestStoppedProxyIsSkipped(t *testing.T) {
 		}
 	}
 	ns, _ := c.Stats().Node(stopped.Addr())
-	if ns.State != StateDown {
+	if ns.State != lbd.StateDown {
 		t.Fatalf("stopped proxy state = %v, want down", ns.State)
 	}
 	// The first failed dial brings its probe forward, so the node may go down after one
@@ -100,7 +102,7 @@ func TestAllProxiesStoppedNamesEveryOne(t *testing.T) {
 	}
 	for round := range 3 { // first round dials all three; later rounds find them down
 		err := db.Ping()
-		var ce *ConnectError
+		var ce *lbd.ConnectError
 		if !errors.As(err, &ce) {
 			t.Fatalf("round %d: error %v (%T), want *ConnectError", round, err, err)
 		}
@@ -157,15 +159,15 @@ func params_() []string {
 }
 
 func TestBadParameterIsAClearError(t *testing.T) {
-	_, err := sql.Open(DriverName, "u:p@lb(127.0.0.1:1)/db?checkBalanceIntervalSeconds=ten")
+	_, err := sql.Open(lbd.DriverName, "u:p@lb(127.0.0.1:1)/db?checkBalanceIntervalSeconds=ten")
 	if err == nil || !strings.Contains(err.Error(), "checkBalanceIntervalSeconds") {
 		t.Fatalf("sql.Open error = %v, want one naming checkBalanceIntervalSeconds", err)
 	}
-	_, err = NewConnector("u:p@lb(127.0.0.1:1)/db?exceptionSorter=nosuch")
+	_, err = lbd.NewConnector("u:p@lb(127.0.0.1:1)/db?exceptionSorter=nosuch")
 	if err == nil || !strings.Contains(err.Error(), `exceptionSorter="nosuch"`) {
 		t.Fatalf("error = %v, want one naming the unknown sorter", err)
 	}
-	if _, err := NewConnector("u:p@lb(127.0.0.1:1)/db", WithCheckHealthInterval(0)); err == nil {
+	if _, err := lbd.NewConnector("u:p@lb(127.0.0.1:1)/db", lbd.WithCheckHealthInterval(0)); err == nil {
 		t.Fatal("a zero interval option was accepted")
 	}
 }
@@ -173,7 +175,7 @@ func TestBadParameterIsAClearError(t *testing.T) {
 func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	dsn := strings.Replace(cl.DSN(""), ")/"+cl.Database(), ")/no_such_db_lbd", 1)
-	c, err := NewConnector(dsn, append(quiet(), WithLogger(discardLogger()))...)
+	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	}
 	tried := 0
 	for _, ns := range c.Stats().Nodes {
-		if ns.State != StateUp {
+		if ns.State != lbd.StateUp {
 			t.Fatalf("node %s is %v after an unknown-database error", ns.Addr, ns.State)
 		}
 		tried += int(ns.DialFailures)
@@ -303,11 +305,11 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 }
 
 func TestTLSChecksEachNodesOwnName(t *testing.T) {
-	cfg, err := ParseDSN("u:p@lb(a.example:1,b.example:2,[fd00::3]:3)/db?tls=true")
+	cfg, err := lbd.ParseDSN("u:p@lb(a.example:1,b.example:2,[fd00::3]:3)/db?tls=true")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConnectorFromConfig(cfg, append(quiet(), WithLogger(discardLogger()))...)
+	c, err := lbd.NewConnectorFromConfig(cfg, append(quiet(), lbd.WithLogger(discardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,12 +323,12 @@ func TestTLSChecksEachNodesOwnName(t *testing.T) {
 	if name := fixedTLSName(cfg); name != "" {
 		t.Errorf("fixedTLSName = %q for a list, want none", name)
 	}
-	one, _ := ParseDSN("u:p@lb(a.example:1)/db?tls=true")
+	one, _ := lbd.ParseDSN("u:p@lb(a.example:1)/db?tls=true")
 	if name := fixedTLSName(one); name != "" {
 		t.Errorf("fixedTLSName = %q for a name derived from the only node, want none", name)
 	}
 	registerTestSources.Do(registerTLSTestSource)
-	viaSource, err := ParseDSN("u:p@lbtlssrc(configserver.example:8080)/db?tls=true")
+	viaSource, err := lbd.ParseDSN("u:p@lbtlssrc(configserver.example:8080)/db?tls=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,19 +339,19 @@ func TestTLSChecksEachNodesOwnName(t *testing.T) {
 
 func TestConnectAfterClose(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
-	c, err := NewConnector(cl.DSN(""), WithLogger(discardLogger()))
+	c, err := lbd.NewConnector(cl.DSN(""), lbd.WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
 	c.Close() // idempotent
-	if _, err := c.Connect(context.Background()); !errors.Is(err, ErrClosed) {
+	if _, err := c.Connect(context.Background()); !errors.Is(err, lbd.ErrClosed) {
 		t.Fatalf("Connect after Close = %v, want ErrClosed", err)
 	}
 }
 
 func TestDriverOpenIsRefused(t *testing.T) {
-	if _, err := (Driver{}).Open("u:p@lb(127.0.0.1:1)/db"); err == nil {
+	if _, err := (lbd.Driver{}).Open("u:p@lb(127.0.0.1:1)/db"); err == nil {
 		t.Fatal("Driver.Open succeeded")
 	}
 }
@@ -366,9 +368,9 @@ func TestLbNetworkNeedsAConnector(t *testing.T) {
 }
 
 func TestConnectErrorMessageIsBounded(t *testing.T) {
-	e := &ConnectError{}
+	e := &lbd.ConnectError{}
 	for i := range 50 {
-		e.Nodes = append(e.Nodes, &NodeError{Addr: "10.0.0." + strconv.Itoa(i) + ":1", Err: syscall.ECONNREFUSED})
+		e.Nodes = append(e.Nodes, &lbd.NodeError{Addr: "10.0.0." + strconv.Itoa(i) + ":1", Err: syscall.ECONNREFUSED})
 	}
 	msg := e.Error()
 	if !strings.Contains(msg, "and 30 more") || strings.Contains(msg, "10.0.0.20:1") {
@@ -384,7 +386,7 @@ func TestConnectErrorMessageIsBounded(t *testing.T) {
 var registerTestSources sync.Once
 
 func registerTLSTestSource() {
-	RegisterSource("lbtlssrc", SourceFactory{New: func(SourceConfig) (nodes.Source, error) {
+	lbd.RegisterSource("lbtlssrc", lbd.SourceFactory{New: func(lbd.SourceConfig) (nodes.Source, error) {
 		return nodes.StaticAddrs("proxy-a.example:2883"), nil
 	}})
 }

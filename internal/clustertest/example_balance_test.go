@@ -1,4 +1,4 @@
-package lbd_test
+package clustertest_test
 
 import (
 	"context"

@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"errors"
 	"fmt"
 	"testing"
@@ -35,7 +37,7 @@ func TestFatalErrorRetiresItsConnection(t *testing.T) {
 	if ns.FatalErrors != 1 || ns.Retired != 1 {
 		t.Fatalf("fatal errors %d, retired %d; want 1 and 1", ns.FatalErrors, ns.Retired)
 	}
-	if ns.Open != 0 || ns.State != StateUp {
+	if ns.Open != 0 || ns.State != lbd.StateUp {
 		t.Fatalf("after one fatal error: open %d, state %v; want 0 and up (one error does not block)", ns.Open, ns.State)
 	}
 	if _, err := db.Exec("SELECT 1"); err != nil {
@@ -75,7 +77,7 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 	// start the node's way down: the threshold, or the early probe a fatal error triggers.
 	// No idle connection is kept, so every statement is a fresh pick and the bad node gets
 	// its share.
-	opts := append(fast(time.Hour, time.Hour, time.Hour, logs), WithJitter(func(max time.Duration) time.Duration { return max - 1 }))
+	opts := append(fast(time.Hour, time.Hour, time.Hour, logs), lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }))
 	db, c := openDB(t, cl, "fatalErrorThreshold=3&recoverCheckCount=2", opts...)
 	db.SetMaxIdleConns(0)
 	bad := cl.Proxy(1)
@@ -86,7 +88,7 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 			failures++
 		}
 	}
-	if s, _ := nodeState(c, bad.Addr()); s != StateDown {
+	if s, _ := nodeState(c, bad.Addr()); s != lbd.StateDown {
 		t.Fatalf("node answering 8001 to everything is %v, want down", s)
 	}
 	if failures < 1 || failures > 3 {
@@ -108,12 +110,12 @@ func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 	waitFor(t, 5*time.Second, "the failing node to go down", func() bool {
 		db.Exec("SELECT 1")
 		s, _ := nodeState(c, bad.Addr())
-		return s == StateDown
+		return s == lbd.StateDown
 	})
 	bad.FailNext(0, nil)
 	waitFor(t, 5*time.Second, "the node to come back", func() bool {
 		s, _ := nodeState(c, bad.Addr())
-		return s == StateUp
+		return s == lbd.StateUp
 	})
 	if len(logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "up")) != 1 {
 		t.Fatal("no single up transition logged")
@@ -123,7 +125,7 @@ func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 func TestCustomSorterByOption(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
 	everything := exception.SorterFunc(func(err error) bool { return err != nil })
-	db, c := openDB(t, cl, "", append(quiet(), WithExceptionSorter(everything))...)
+	db, c := openDB(t, cl, "", append(quiet(), lbd.WithExceptionSorter(everything))...)
 	db.SetMaxOpenConns(1)
 	cl.Proxy(0).FailNext(1, errNoSuchTable)
 	db.Exec("SELECT 1")

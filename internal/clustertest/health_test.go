@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"database/sql"
 	"errors"
 	"strings"
@@ -13,13 +15,13 @@ import (
 
 // fast returns options for loops that run in milliseconds; jitter 0 puts every node's probes
 // in the same phase, which makes "one hung probe does not delay another" visible.
-func fast(health, timeout, balance time.Duration, logs *logRecorder) []Option {
-	return []Option{
-		WithCheckHealthInterval(health),
-		WithCheckHealthTimeout(timeout),
-		WithCheckBalanceInterval(balance),
-		WithJitter(func(time.Duration) time.Duration { return 0 }),
-		WithLogger(logs.Logger()),
+func fast(health, timeout, balance time.Duration, logs *logRecorder) []lbd.Option {
+	return []lbd.Option{
+		lbd.WithCheckHealthInterval(health),
+		lbd.WithCheckHealthTimeout(timeout),
+		lbd.WithCheckBalanceInterval(balance),
+		lbd.WithJitter(func(time.Duration) time.Duration { return 0 }),
+		lbd.WithLogger(logs.Logger()),
 	}
 }
 
@@ -61,7 +63,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 	defer hung.Resume()
 	waitFor(t, 5*time.Second, "the hung proxy to go down", func() bool {
 		s, _ := nodeState(c, hung.Addr())
-		return s == StateDown
+		return s == lbd.StateDown
 	})
 	downAt := logs.Match("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].At
 	took := downAt.Sub(hungAt)
@@ -103,7 +105,7 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 	waitFor(t, 5*time.Second, "both proxies to go down", func() bool {
 		a, _ := nodeState(c, hung.Addr())
 		b, _ := nodeState(c, stopped.Addr())
-		return a == StateDown && b == StateDown
+		return a == lbd.StateDown && b == lbd.StateDown
 	})
 	hungDown := logs.Match("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].At.Sub(at)
 	stoppedDown := logs.Match("lbd: node state changed", "node", stopped.Addr(), "to", "down")[0].At.Sub(at)
@@ -131,7 +133,7 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
 		s, _ := nodeState(c, p.Addr())
-		return s == StateDown
+		return s == lbd.StateDown
 	})
 	// The idle connections close right after the transition (on the goroutine that saw it).
 	waitFor(t, 2*time.Second, "the down node's idle connections to close", func() bool {
@@ -143,7 +145,7 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the proxy to come back", func() bool {
 		s, _ := nodeState(c, p.Addr())
-		return s == StateUp
+		return s == lbd.StateUp
 	})
 	ups := logs.Match("lbd: node state changed", "node", p.Addr(), "to", "up")
 	if len(ups) != 1 || !strings.HasPrefix(ups[0].Attrs["reason"], "3 consecutive good probes") {
@@ -177,7 +179,7 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 	newAddr := cl.Addrs()[3]
 	waitFor(t, 5*time.Second, "the new proxy to pass its probe", func() bool {
 		s, _ := nodeState(c, newAddr)
-		return s == StateUp
+		return s == lbd.StateUp
 	})
 	upAt := time.Now()
 	waitFor(t, 10*time.Second, "counts within 1 of each other over 4 proxies", func() bool {
@@ -236,11 +238,11 @@ func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 	// Replace both nodes by one that does not answer: the new one is down until probed, so
 	// removing both old ones would leave nothing up.
 	err := c.SetNodes([]string{"127.0.0.1:1"})
-	if !errors.Is(err, ErrNoUpNodeLeft) {
+	if !errors.Is(err, lbd.ErrNoUpNodeLeft) {
 		t.Fatalf("SetNodes = %v, want ErrNoUpNodeLeft", err)
 	}
 	for _, a := range cl.Addrs() {
-		if s, ok := nodeState(c, a); !ok || s != StateUp {
+		if s, ok := nodeState(c, a); !ok || s != lbd.StateUp {
 			t.Fatalf("node %s is %v (present %v) after a refused removal, want up", a, s, ok)
 		}
 	}
@@ -264,7 +266,7 @@ func TestAllDownFailsFastAndRecovers(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "every node down", func() bool {
 		for _, ns := range c.Stats().Nodes {
-			if ns.State != StateDown {
+			if ns.State != lbd.StateDown {
 				return false
 			}
 		}
@@ -272,7 +274,7 @@ func TestAllDownFailsFastAndRecovers(t *testing.T) {
 	})
 	start := time.Now()
 	err := db.Ping()
-	var ce *ConnectError
+	var ce *lbd.ConnectError
 	if !errors.As(err, &ce) || !ce.AllDown {
 		t.Fatalf("ping with every node down = %v, want ConnectError with AllDown", err)
 	}
@@ -289,7 +291,7 @@ func TestLogStatsWritesOneLinePerNode(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
 	dsn := strings.Replace(cl.DSN("logStats=true"), cl.User()+":"+cl.Password()+"@", cl.User()+":s3cretpw@", 1)
-	c, err := NewConnector(dsn, append(quiet(), WithLogger(logs.Logger()), WithStatsInterval(20*time.Millisecond))...)
+	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(logs.Logger()), lbd.WithStatsInterval(20*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}

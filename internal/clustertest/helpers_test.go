@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -16,21 +18,21 @@ import (
 
 // quiet keeps the background loops out of a test's way: no probe or rebalance round runs
 // within an hour, so the proxies' own connection counters show application connections only.
-func quiet() []Option {
-	return []Option{
-		WithCheckHealthInterval(time.Hour),
-		WithCheckBalanceInterval(time.Hour),
-		WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
+func quiet() []lbd.Option {
+	return []lbd.Option{
+		lbd.WithCheckHealthInterval(time.Hour),
+		lbd.WithCheckBalanceInterval(time.Hour),
+		lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
 	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // openDB opens a *sql.DB through a new Connector over the cluster; both close at test end.
-func openDB(t testing.TB, cl *lbdtest.Cluster, params string, opts ...Option) (*sql.DB, *Connector) {
+func openDB(t testing.TB, cl *lbdtest.Cluster, params string, opts ...lbd.Option) (*sql.DB, *lbd.Connector) {
 	t.Helper()
-	opts = append([]Option{WithLogger(discardLogger())}, opts...)
-	c, err := NewConnector(cl.DSN(params), opts...)
+	opts = append([]lbd.Option{lbd.WithLogger(discardLogger())}, opts...)
+	c, err := lbd.NewConnector(cl.DSN(params), opts...)
 	if err != nil {
 		t.Fatalf("NewConnector: %v", err)
 	}
@@ -46,7 +48,7 @@ var mustBeReady = testkit.Ready
 var waitFor = testkit.WaitFor
 
 // openCounts returns Stats' open count per proxy, in the cluster's order.
-func openCounts(c *Connector, cl *lbdtest.Cluster) []int {
+func openCounts(c *lbd.Connector, cl *lbdtest.Cluster) []int {
 	st := c.Stats()
 	out := make([]int, 0, len(cl.Addrs()))
 	for _, a := range cl.Addrs() {
@@ -94,7 +96,7 @@ func holdConns(t testing.TB, db *sql.DB, n int) []*sql.Conn {
 type logRecorder = testkit.Logs
 
 // nodeState returns addr's state in c's Stats, and false when addr is not there.
-func nodeState(c *Connector, addr string) (NodeState, bool) {
+func nodeState(c *lbd.Connector, addr string) (lbd.NodeState, bool) {
 	ns, ok := c.Stats().Node(addr)
 	return ns.State, ok
 }

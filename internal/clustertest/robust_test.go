@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -23,14 +25,14 @@ func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
 	bad := garbageServer(t)
 	logs := &logRecorder{}
 	dsn := cl.User() + ":" + cl.Password() + "@lb(" + bad + "," + cl.Addrs()[0] + ")/" + cl.Database() + "?timeout=1s"
-	c, err := NewConnector(dsn, fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
+	c, err := lbd.NewConnector(dsn, fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	waitFor(t, 5*time.Second, "the garbage proxy to be probed down", func() bool {
 		s, _ := nodeState(c, bad)
-		return s == StateDown
+		return s == lbd.StateDown
 	})
 	for i := range 5 {
 		cn, err := c.Connect(context.Background())
@@ -56,7 +58,7 @@ func TestCallerDeadlineIsNotBlamedOnNodes(t *testing.T) {
 		cancel()
 	}
 	for _, ns := range c.Stats().Nodes {
-		if ns.State != StateUp {
+		if ns.State != lbd.StateUp {
 			t.Fatalf("node %s is %v after callers' deadlines expired: %s", ns.Addr, ns.State, ns.LastError)
 		}
 		if ns.Open != 0 {
@@ -67,7 +69,7 @@ func TestCallerDeadlineIsNotBlamedOnNodes(t *testing.T) {
 
 func TestCloseCutsAHungDialShort(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
-	c, err := NewConnector(cl.DSN(""), append(quiet(), WithLogger(discardLogger()))...) // no timeout in the DSN
+	c, err := lbd.NewConnector(cl.DSN(""), append(quiet(), lbd.WithLogger(discardLogger()))...) // no timeout in the DSN
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +90,13 @@ func TestCloseCutsAHungDialShort(t *testing.T) {
 		if err == nil {
 			t.Fatal("Connect to a hung proxy succeeded")
 		}
-		if !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, lbd.ErrClosed) && !errors.Is(err, context.Canceled) {
 			t.Logf("Connect ended with %v", err)
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("Close did not cut the hung dial short")
 	}
-	if ns := c.Stats().Nodes[0]; ns.Open != 0 || ns.State != StateUp {
+	if ns := c.Stats().Nodes[0]; ns.Open != 0 || ns.State != lbd.StateUp {
 		t.Fatalf("after Close: %+v, want no open connection and the node not blamed", ns)
 	}
 }
@@ -112,7 +114,7 @@ func TestTruncatedGreetingsNeverReachTheDriver(t *testing.T) {
 		}
 		pkt := append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), 0}, p...)
 		addr := replayServer(t, pkt)
-		c, err := NewConnector("u:p@lb("+addr+")/db?timeout=1s", append(quiet(), WithLogger(discardLogger()))...)
+		c, err := lbd.NewConnector("u:p@lb("+addr+")/db?timeout=1s", append(quiet(), lbd.WithLogger(discardLogger()))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"errors"
 	"strings"
@@ -20,7 +22,7 @@ func TestSourceDrivesTheNodeList(t *testing.T) {
 	src := nodestest.New(addrs[0], addrs[1])
 	logs := &logRecorder{}
 	dsn := strings.Replace(cl.DSN(""), strings.Join(addrs, ","), "", 1) // user:pass@lb()/db
-	c, err := NewConnector(dsn, append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), WithSource(src))...)
+	c, err := lbd.NewConnector(dsn, append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), lbd.WithSource(src))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestSourceDrivesTheNodeList(t *testing.T) {
 	waitFor(t, 5*time.Second, "the third proxy up and the first gone", func() bool {
 		s, ok := nodeState(c, addrs[2])
 		_, first := nodeState(c, addrs[0])
-		return ok && s == StateUp && !first
+		return ok && s == lbd.StateUp && !first
 	})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func (f *failingSource) Close() error { f.closed = true; return nil }
 
 func TestSourceThatCannotStart(t *testing.T) {
 	src := &failingSource{}
-	c, err := NewConnector("u:p@lb()/db", WithSource(src), WithLogger(discardLogger()))
+	c, err := lbd.NewConnector("u:p@lb()/db", lbd.WithSource(src), lbd.WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatalf("NewConnector = %v; the source starts in the background", err)
 	}
@@ -70,55 +72,55 @@ func TestSourceThatCannotStart(t *testing.T) {
 	if !src.closed {
 		t.Fatal("a source that failed to start was not closed")
 	}
-	if _, err := NewConnector("u:p@lb()/db", WithLogger(discardLogger())); !errors.Is(err, errNoNodes) {
+	if _, err := lbd.NewConnector("u:p@lb()/db", lbd.WithLogger(discardLogger())); !errors.Is(err, errNoNodes) {
 		t.Fatalf("no nodes and no source: %v, want errNoNodes", err)
 	}
 }
 
 func TestRegisterSourceRejectsBadNames(t *testing.T) {
-	for _, name := range []string{"", Network} {
+	for _, name := range []string{"", lbd.Network} {
 		func() {
 			defer func() {
 				if recover() == nil {
 					t.Errorf("RegisterSource(%q) did not panic", name)
 				}
 			}()
-			RegisterSource(name, SourceFactory{New: func(SourceConfig) (nodes.Source, error) { return nil, nil }})
+			lbd.RegisterSource(name, lbd.SourceFactory{New: func(lbd.SourceConfig) (nodes.Source, error) { return nil, nil }})
 		}()
 	}
 }
 
 func TestRegisteredSourceNetwork(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	var got SourceConfig
-	newSource := func(sc SourceConfig) (nodes.Source, error) {
+	var got lbd.SourceConfig
+	newSource := func(sc lbd.SourceConfig) (nodes.Source, error) {
 		got = sc
 		return nodes.StaticAddrs(cl.Addrs()...), nil
 	}
 	testSourceNew.Store(&newSource)
 	registerTestSource.Do(func() {
-		RegisterSource("lbtestsrc", SourceFactory{
+		lbd.RegisterSource("lbtestsrc", lbd.SourceFactory{
 			Params: []string{"testSourceKey"},
-			New: func(sc SourceConfig) (nodes.Source, error) {
+			New: func(sc lbd.SourceConfig) (nodes.Source, error) {
 				return (*testSourceNew.Load())(sc)
 			},
 		})
 	})
 	dsn := cl.User() + ":" + cl.Password() + "@lbtestsrc(anything, here)/" + cl.Database() + "?testSourceKey=v1&parseTime=true"
-	cfg, err := ParseDSN(dsn)
+	cfg, err := lbd.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.SourceParams["testSourceKey"] != "v1" || cfg.MySQL.Params != nil || len(cfg.SourceAddrs) != 2 || cfg.SourceAddrs[1] != "here" {
 		t.Fatalf("parsed %+v / %+v", cfg, cfg.MySQL.Params)
 	}
-	if back, err := ParseDSN(cfg.FormatDSN()); err != nil || back.SourceParams["testSourceKey"] != "v1" {
+	if back, err := lbd.ParseDSN(cfg.FormatDSN()); err != nil || back.SourceParams["testSourceKey"] != "v1" {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
-	if _, err := ParseDSN(strings.Replace(dsn, "testSourceKey", "testsourcekey", 1)); err == nil {
+	if _, err := lbd.ParseDSN(strings.Replace(dsn, "testSourceKey", "testsourcekey", 1)); err == nil {
 		t.Fatal("a misspelt source parameter was accepted")
 	}
-	c2, err := NewConnector(dsn, append(quiet(), WithLogger(discardLogger()))...)
+	c2, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
 	a, b := cl.Addrs()[0], cl.Addrs()[1]
 	src := &healthSource{Manual: nodestest.New(a)}
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), WithSource(src))...)
+	db, c := openDB(t, cl, "", append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), lbd.WithSource(src))...)
 	if src.health == nil {
 		t.Fatal("a HealthAware source was not given the Connector's health view")
 	}
@@ -155,7 +157,7 @@ func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
 		}
 	}
 	holdAndRelease()
-	if ns, _ := c.Stats().Node(b); ns.Open != 0 || !ns.Standby || ns.State != StateUp {
+	if ns, _ := c.Stats().Node(b); ns.Open != 0 || !ns.Standby || ns.State != lbd.StateUp {
 		t.Fatalf("standby node: %+v, want up, standby, no connection", ns)
 	}
 	if err := src.Push(nodes.Set{Nodes: []nodes.Node{{Addr: a}, {Addr: b}}}); err != nil {
@@ -186,5 +188,5 @@ func (h *healthSource) UseHealth(hv nodes.Health) { h.health = hv }
 
 var (
 	registerTestSource sync.Once
-	testSourceNew      atomic.Pointer[func(SourceConfig) (nodes.Source, error)]
+	testSourceNew      atomic.Pointer[func(lbd.SourceConfig) (nodes.Source, error)]
 )

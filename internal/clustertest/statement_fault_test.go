@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -33,7 +35,7 @@ func faultTable(t *testing.T, cl *lbdtest.Cluster, db *sql.DB) string {
 }
 
 // inUseTotal returns the sum of every node's in-use count.
-func inUseTotal(c *Connector) int {
+func inUseTotal(c *lbd.Connector) int {
 	total := 0
 	for _, ns := range c.Stats().Nodes {
 		total += ns.InUse
@@ -55,7 +57,7 @@ func TestStatementModeInUseAfterClose(t *testing.T) {
 	}
 	defer cn.Close()
 	db.Close()
-	if _, err := cn.ExecContext(ctx, "SELECT 1"); !errors.Is(err, ErrClosed) {
+	if _, err := cn.ExecContext(ctx, "SELECT 1"); !errors.Is(err, lbd.ErrClosed) {
 		t.Fatalf("statement after Close: %v, want ErrClosed", err)
 	}
 	if n := inUseTotal(c); n != 0 {
@@ -67,7 +69,7 @@ func TestStatementModeInUseAfterClose(t *testing.T) {
 // no physical connection in use (and every open one idle), Logical equal to database/sql's open count, no more physical
 // connections than the trim target, and each proxy's own count equal to lbd's (plus at most
 // the probe connection).
-func checkIdleInvariants(t *testing.T, db *sql.DB, c *Connector, cl *lbdtest.Cluster, probes bool) {
+func checkIdleInvariants(t *testing.T, db *sql.DB, c *lbd.Connector, cl *lbdtest.Cluster, probes bool) {
 	t.Helper()
 	var last string
 	deadline := time.Now().Add(10 * time.Second)
@@ -76,7 +78,7 @@ func checkIdleInvariants(t *testing.T, db *sql.DB, c *Connector, cl *lbdtest.Clu
 		var problems []string
 		ups := 0
 		for _, ns := range st.Nodes {
-			if ns.State == StateUp && !ns.Standby {
+			if ns.State == lbd.StateUp && !ns.Standby {
 				ups++
 			}
 			if ns.InUse != 0 || ns.Idle != ns.Open {
@@ -369,7 +371,7 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "every node up again", func() bool {
 		for _, ns := range c.Stats().Nodes {
-			if ns.State != StateUp {
+			if ns.State != lbd.StateUp {
 				return false
 			}
 		}
@@ -571,7 +573,7 @@ func TestStatementModeHungAndStoppedMidUse(t *testing.T) {
 	p0 := cl.Proxy(0)
 	waitUp := func() {
 		t.Helper()
-		waitFor(t, 5*time.Second, "proxy 0 up", func() bool { s, _ := nodeState(c, p0.Addr()); return s == StateUp })
+		waitFor(t, 5*time.Second, "proxy 0 up", func() bool { s, _ := nodeState(c, p0.Addr()); return s == lbd.StateUp })
 	}
 	nodeOf := func(cn *sql.Conn) string {
 		var addr string

@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -50,7 +52,7 @@ func freshCount(t *testing.T, cl *lbdtest.Cluster, tbl, where string) int {
 }
 
 // onePool opens a DB in the given balance mode with a pool of exactly one connection.
-func onePool(t *testing.T, cl *lbdtest.Cluster, balance, params string) (*sql.DB, *Connector) {
+func onePool(t *testing.T, cl *lbdtest.Cluster, balance, params string) (*sql.DB, *lbd.Connector) {
 	t.Helper()
 	if params != "" {
 		params += "&"

@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -16,7 +18,7 @@ import (
 
 // serverStatements returns how many prepared statements lbd keeps open on the server over
 // every physical connection (only safe while no other goroutine uses the Connector).
-func serverStatements(c *Connector) int {
+func serverStatements(c *lbd.Connector) int {
 	c.bal.mu.Lock()
 	nodes := append([]*node(nil), c.bal.order...)
 	c.bal.mu.Unlock()
@@ -93,7 +95,7 @@ func TestStatementModeClosedStatementsAreClosedOnTheServerWhileTheConnectionIsHe
 }
 
 // openPreparedQueries returns how many query texts the Connector's prepared set holds open.
-func openPreparedQueries(c *Connector) int {
+func openPreparedQueries(c *lbd.Connector) int {
 	c.stmt.prepared.mu.Lock()
 	defer c.stmt.prepared.mu.Unlock()
 	return len(c.stmt.prepared.open)
@@ -271,7 +273,7 @@ func TestStatementModePreparedStatementChurn(t *testing.T) {
 func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.T) {
 	t.Run("driver", func(t *testing.T) { // deterministic: the connection closes, its statement does not
 		cl := lbdtest.NewCluster(t, 2)
-		c, err := NewConnector(cl.DSN("balance=statement"), append(quiet(), WithLogger(discardLogger()))...)
+		c, err := lbd.NewConnector(cl.DSN("balance=statement"), append(quiet(), lbd.WithLogger(discardLogger()))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
-package lbd
+package clustertest
 
 import (
+	"github.com/lbd-go/lbd"
+
 	"context"
 	"database/sql"
 	"testing"
@@ -15,7 +17,7 @@ import (
 // liveness check, which connection mode runs at each checkout too).
 func BenchmarkStatementModeOverhead(b *testing.B) {
 	cl := lbdtest.NewCluster(b, 3)
-	c, err := NewConnector(cl.DSN("balance=statement&checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600"), quiet()...)
+	c, err := lbd.NewConnector(cl.DSN("balance=statement&checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600"), quiet()...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package testkit
+// Package clusterkit holds the helpers lbd's cluster-level tests share: counters and waits
+// over an lbdtest cluster's proxies. It is not for users.
+package clusterkit
 
 import (
 	"math"

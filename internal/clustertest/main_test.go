@@ -1,0 +1,54 @@
+package clustertest
+
+import (
+	"database/sql"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/lbdtest"
+)
+
+// TestMain fails the package when any goroutine outlives the tests: every Connector, probe,
+// rebalancer and stats loop must stop on Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestCloseLeavesNothingBehind(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	before := goleak.IgnoreCurrent()
+	logs := &logRecorder{}
+	c, err := lbd.NewConnector(cl.DSN("logStats=true"), fast(250*time.Millisecond, 250*time.Millisecond, 100*time.Millisecond, logs)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(10)
+	w := startWorkload(t, db, 10)
+	waitFor(t, 5*time.Second, "probes and statements on every proxy", func() bool {
+		for _, ns := range c.Stats().Nodes {
+			if ns.Probes == 0 || ns.Dials == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if f := failures(w); len(f) > 0 {
+		t.Fatalf("workload errors: %v", f[0].Err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "every proxy to see 0 open connections", func() bool {
+		for _, p := range cl.Proxies() {
+			if p.OpenConns() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	goleak.VerifyNone(t, before)
+}
