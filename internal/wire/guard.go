@@ -346,7 +346,9 @@ func (g *Guard) packetEnd() error {
 	p := f.prefix[:f.prefN]
 	total := f.total
 	if total == 0 {
-		return nil // go-sql-driver refuses an empty packet by itself
+		// An empty packet only ends a run of max-size fragments; go-sql-driver would fail on
+		// one alone, but without saying why.
+		return g.fail("empty packet")
 	}
 	switch g.phase {
 	case phaseGreeting:

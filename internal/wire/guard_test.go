@@ -160,6 +160,7 @@ func guardCases(t *testing.T) []guardCase {
 			return append(s, srv(22, b(0, 0)))
 		}()), want: "NULL bitmap"},
 		{name: "truncated prepare answer", steps: join(handshake(modern, 0), []step{cli(0, b(comStmtPrepare), []byte("SELECT ?")), srv(1, b(0, 1, 0))}), want: "prepare answer"},
+		{name: "empty packet", steps: join(handshake(modern, 0), []step{query("x"), srv(1)}), want: "empty packet"},
 		{name: "packet while idle", steps: join(handshake(modern, 0), []step{srv(0, okPacket(0))}), want: "no command"},
 		{name: "packet after the answer", steps: join(handshake(modern, 0), []step{query("x"), srv(1, okPacket(0)), srv(2, okPacket(0))}), want: "no command"},
 		{name: "packet above the size limit", lim: Limits{MaxPacket: 100}, steps: join(handshake(modern, 0), []step{query("x"), {b: b(101, 0, 0, 1)}}), want: "more than 100 bytes"},
