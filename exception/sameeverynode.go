@@ -1,9 +1,9 @@
 package exception
 
 import (
-	"errors"
-
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/errtree"
 )
 
 // SameOnEveryNode reports whether err is a server error that every proxy of the cluster would
@@ -14,13 +14,15 @@ import (
 // method). Trying another node cannot help and the node is not at fault, so a caller should
 // fail fast and count nothing against the node.
 //
-// The first *mysql.MySQLError in err's tree decides, as errors.As finds it; a nil or non-MySQL
-// error gives false. Whether the error is fatal to its connection is a separate question
+// The first *mysql.MySQLError in err's tree decides (the one errors.As would find); a nil or
+// non-MySQL error gives false, and so does a tree too deep to be real (see [Classify]). Whether the error is fatal to its connection is a separate question
 // ([Classify]): 1045 is both.
 func SameOnEveryNode(err error) bool {
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me == nil {
-		return false
-	}
-	return sameOnEveryNodeNumbers[me.Number]
+	errtree.Walk(err, func(e error) bool {
+		var ok bool
+		me, ok = e.(*mysql.MySQLError)
+		return ok
+	})
+	return me != nil && sameOnEveryNodeNumbers[me.Number]
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -52,5 +53,36 @@ func TestSameOnEveryNodeNumberSet(t *testing.T) {
 		if !sameOnEveryNodeNumbers[n] {
 			t.Errorf("%d is missing from sameOnEveryNodeNumbers", n)
 		}
+	}
+}
+
+// loopErr unwraps to itself, a tree errors.Is and errors.As never finish.
+type loopErr struct{}
+
+func (e *loopErr) Error() string { return "loop" }
+func (e *loopErr) Unwrap() error { return e }
+
+// TestCyclicErrorTree: an error type whose Unwrap returns itself must not hang the rules.
+func TestCyclicErrorTree(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if fatal, reason := Classify(&loopErr{}); fatal {
+			t.Errorf("Classify(loop) = fatal %q", reason)
+		}
+		if fatal, reason := Classify(errors.Join(&loopErr{}, io.EOF)); !fatal || reason != ReasonEOF {
+			t.Errorf("Classify(loop + EOF) = %v %q, want fatal %q", fatal, reason, ReasonEOF)
+		}
+		if SameOnEveryNode(&loopErr{}) {
+			t.Error("SameOnEveryNode(loop) = true")
+		}
+		if !SameOnEveryNode(errors.Join(&loopErr{}, myErr(1049, "42000", "x"))) {
+			t.Error("SameOnEveryNode misses 1049 next to a loop")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rules are still walking a cyclic error tree after 10s")
 	}
 }
