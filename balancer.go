@@ -144,7 +144,7 @@ func (b *balancer) release(n *node) {
 }
 
 // dialed records the outcome of a dial that was not refused for a reason that is the same on
-// every node (see sameOnEveryNode).
+// every node (see exception.SameOnEveryNode).
 func (b *balancer) dialed(n *node, err error) {
 	if err == nil {
 		n.dials.Add(1)

@@ -255,7 +255,7 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*node) *node
 		if err == nil {
 			return cn, nil
 		}
-		if sameOnEveryNode(err) {
+		if exception.SameOnEveryNode(err) {
 			return nil, err
 		}
 		failures = append(failures, &NodeError{Addr: n.addr, State: StateUp, Err: err})
@@ -323,7 +323,7 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 		if ctx.Err() != context.Canceled {
 			c.triggerProbe(n)
 		}
-	case sameOnEveryNode(err):
+	case exception.SameOnEveryNode(err):
 		n.dialFailed.Add(1)
 	default:
 		c.bal.dialed(n, err)

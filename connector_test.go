@@ -181,7 +181,7 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	defer db.Close()
 	err = db.Ping()
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != errBadDB {
+	if !errors.As(err, &me) || me.Number != 1049 { // ER_BAD_DB_ERROR
 		t.Fatalf("ping error = %v, want MySQL error 1049", err)
 	}
 	tried := 0

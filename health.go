@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
+	"github.com/lbd-go/lbd/exception"
 )
 
 // probeQuery is the health check lb-driver sends; the comment lets proxies and the server's
@@ -35,7 +36,7 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 	if p.conn == nil {
 		t := &dialTicket{node: p.n} // uncounted: probes are not application load
 		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, t), p.n.connector, t)
-		if sameOnEveryNode(err) {
+		if exception.SameOnEveryNode(err) {
 			if pc != nil {
 				pc.Close()
 			}
