@@ -2,6 +2,8 @@ package lbd
 
 import (
 	"database/sql"
+	"flag"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,9 +14,21 @@ import (
 
 // TestMain fails the package when any goroutine outlives the tests: every Connector, probe,
 // rebalancer and stats loop must stop on Close.
+//
+// The hostile suite's parallel cases wait on deadlines and probes rather than the CPU, so
+// unless -test.parallel is given, up to hostileParallel of them run at once.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(hostileParallel))
+	}
 	goleak.VerifyTestMain(m)
 }
+
+// hostileParallel is how many hostile cases run at once by default.
+const hostileParallel = 8
 
 func TestCloseLeavesNothingBehind(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
