@@ -379,12 +379,12 @@ func TestConnectErrorMessageIsBounded(t *testing.T) {
 	}
 }
 
-// registerTestSources makes test source registrations survive -count=N (RegisterSource panics
+// registerTestSources makes test source registrations survive -count=N (nodes.Register panics
 // on a second registration of a name).
 var registerTestSources sync.Once
 
 func registerTLSTestSource() {
-	RegisterSource("lbtlssrc", SourceFactory{New: func(SourceConfig) (nodes.Source, error) {
+	nodes.Register("lbtlssrc", nodes.SourceFactory{New: func(nodes.SourceConfig) (nodes.Source, error) {
 		return nodes.StaticAddrs("proxy-a.example:2883"), nil
 	}})
 }

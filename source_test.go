@@ -75,31 +75,32 @@ func TestSourceThatCannotStart(t *testing.T) {
 	}
 }
 
-func TestRegisterSourceRejectsBadNames(t *testing.T) {
+// nodes.Register refuses the static list's network, lbd.Network, as well as an empty name.
+func TestRegisterRejectsBadNames(t *testing.T) {
 	for _, name := range []string{"", Network} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("RegisterSource(%q) did not panic", name)
+					t.Errorf("nodes.Register(%q) did not panic", name)
 				}
 			}()
-			RegisterSource(name, SourceFactory{New: func(SourceConfig) (nodes.Source, error) { return nil, nil }})
+			nodes.Register(name, nodes.SourceFactory{New: func(nodes.SourceConfig) (nodes.Source, error) { return nil, nil }})
 		}()
 	}
 }
 
 func TestRegisteredSourceNetwork(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	var got SourceConfig
-	newSource := func(sc SourceConfig) (nodes.Source, error) {
+	var got nodes.SourceConfig
+	newSource := func(sc nodes.SourceConfig) (nodes.Source, error) {
 		got = sc
 		return nodes.StaticAddrs(cl.Addrs()...), nil
 	}
 	testSourceNew.Store(&newSource)
 	registerTestSource.Do(func() {
-		RegisterSource("lbtestsrc", SourceFactory{
+		nodes.Register("lbtestsrc", nodes.SourceFactory{
 			Params: []string{"testSourceKey"},
-			New: func(sc SourceConfig) (nodes.Source, error) {
+			New: func(sc nodes.SourceConfig) (nodes.Source, error) {
 				return (*testSourceNew.Load())(sc)
 			},
 		})
@@ -186,5 +187,5 @@ func (h *healthSource) UseHealth(hv nodes.Health) { h.health = hv }
 
 var (
 	registerTestSource sync.Once
-	testSourceNew      atomic.Pointer[func(SourceConfig) (nodes.Source, error)]
+	testSourceNew      atomic.Pointer[func(nodes.SourceConfig) (nodes.Source, error)]
 )
