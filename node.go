@@ -67,7 +67,7 @@ func newNode(addr string, connector driver.Connector) *node {
 }
 
 // open returns the node's open-connection count; the balancer's mutex must be held.
-func (n *node) open() int { return n.entry.Open() }
+func (n *node) open() int { return n.entry.Count() }
 
 func (n *node) track(c *conn) {
 	n.connsMu.Lock()

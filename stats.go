@@ -72,7 +72,7 @@ func (c *Connector) Stats() Stats {
 	copy(nodes, c.bal.order)
 	out := make([]NodeStats, len(nodes))
 	for i, n := range nodes {
-		out[i] = NodeStats{Addr: n.addr, State: n.state, Standby: n.standby, Open: n.open(), InUse: n.busy.Open()}
+		out[i] = NodeStats{Addr: n.addr, State: n.state, Standby: n.standby, Open: n.open(), InUse: n.busy.Count()}
 		if n.lastErr != nil {
 			out[i].LastError = n.lastErr.Error()
 		}
