@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -81,9 +82,9 @@ func TestStoppedProxyIsSkipped(t *testing.T) {
 		t.Fatalf("stopped proxy state = %v, want down", ns.State)
 	}
 	// The first failed dial brings its probe forward, so the node may go down after one
-	// failure; it must never take more than dialFailuresToDown.
-	if ns.DialFailures < 1 || ns.DialFailures > dialFailuresToDown {
-		t.Fatalf("dial failures = %d, want 1..%d (no dial after it went down)", ns.DialFailures, dialFailuresToDown)
+	// failure; it must never take more than nodetable.DialFailuresToDown.
+	if ns.DialFailures < 1 || ns.DialFailures > nodetable.DialFailuresToDown {
+		t.Fatalf("dial failures = %d, want 1..%d (no dial after it went down)", ns.DialFailures, nodetable.DialFailuresToDown)
 	}
 	if ns.LastError == "" {
 		t.Fatal("no last error recorded for the stopped proxy")
@@ -275,8 +276,8 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var idle []*conn
-	for _, n := range c.bal.order {
-		for _, x := range n.snapshotConns() {
+	for _, tn := range c.table.Nodes(nil) {
+		for _, x := range tn.Payload().snapshotConns() {
 			if x.isIdle() {
 				idle = append(idle, x)
 			}

@@ -67,15 +67,16 @@ type Table[P any] struct {
 	cfg Config[P]
 }
 
-// New returns an empty table, or an error naming the setting of cfg that is out of range.
+// New returns an empty table, or an error naming the setting of cfg that is out of range (by
+// the name of lbd's DSN parameter that sets it).
 func New[P any](cfg Config[P]) (*Table[P], error) {
 	switch {
 	case cfg.RecoverCount < 1:
-		return nil, fmt.Errorf("node table: recover count %d, want at least 1", cfg.RecoverCount)
+		return nil, fmt.Errorf("recoverCheckCount is %d; it must be at least 1", cfg.RecoverCount)
 	case cfg.FatalThreshold < 1:
-		return nil, fmt.Errorf("node table: fatal-error threshold %d, want at least 1", cfg.FatalThreshold)
+		return nil, fmt.Errorf("fatalErrorThreshold is %d; it must be at least 1", cfg.FatalThreshold)
 	case cfg.FatalWindow <= 0:
-		return nil, fmt.Errorf("node table: fatal-error window %v, want a positive duration", cfg.FatalWindow)
+		return nil, fmt.Errorf("fatalErrorWindow is %v; it must be positive", cfg.FatalWindow)
 	}
 	return &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}, nil
 }

@@ -137,9 +137,9 @@ func TestNewRejectsSettingsOutOfRange(t *testing.T) {
 		cfg  Config[int]
 		want string
 	}{
-		{"recover", Config[int]{RecoverCount: 0, FatalThreshold: 1, FatalWindow: time.Second}, "recover count 0"},
-		{"threshold", Config[int]{RecoverCount: 1, FatalThreshold: -1, FatalWindow: time.Second}, "threshold -1"},
-		{"window", Config[int]{RecoverCount: 1, FatalThreshold: 1}, "window 0s"},
+		{"recover", Config[int]{RecoverCount: 0, FatalThreshold: 1, FatalWindow: time.Second}, "recoverCheckCount is 0"},
+		{"threshold", Config[int]{RecoverCount: 1, FatalThreshold: -1, FatalWindow: time.Second}, "fatalErrorThreshold is -1"},
+		{"window", Config[int]{RecoverCount: 1, FatalThreshold: 1}, "fatalErrorWindow is 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.cfg)

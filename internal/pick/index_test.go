@@ -13,7 +13,7 @@ func newEntries(n int) []*Entry[int] {
 	return es
 }
 
-// charge picks like the balancer does: the first entry, charged by one.
+// charge picks like the node table does: the first entry, charged by one.
 func charge(x *Index[int]) *Entry[int] {
 	e := x.First()
 	if e != nil {
