@@ -171,6 +171,36 @@ func TestBadParameterIsAClearError(t *testing.T) {
 	}
 }
 
+// A Config built in code skips the DSN's checks; the node table's rules need their settings in
+// range (a zero fatal-error threshold used to panic at the first fatal error).
+func TestConfigRuleSettingsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"recover", func(c *Config) { c.RecoverCheckCount = 0 }, "recoverCheckCount is 0"},
+		{"threshold", func(c *Config) { c.FatalErrorThreshold = 0 }, "fatalErrorThreshold is 0"},
+		{"window", func(c *Config) { c.FatalErrorWindow = -time.Second }, "fatalErrorWindow is -1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.set(cfg)
+			c, err := NewConnectorFromConfig(cfg)
+			if err == nil {
+				c.Close()
+				t.Fatalf("NewConnectorFromConfig accepted the setting; want an error naming %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	dsn := strings.Replace(cl.DSN(""), ")/"+cl.Database(), ")/no_such_db_lbd", 1)

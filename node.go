@@ -11,7 +11,8 @@ import (
 // node is what lbd hangs off one proxy in the node table (the table's payload): its
 // go-sql-driver connector, its live connections, statement mode's idle list and its probe
 // target. Its state and counts are the table's (see internal/nodetable); n.tn is its handle
-// there.
+// there. connsMu and freeMu are leaf locks like the table's mutex: nothing else is called while
+// one is held, so no two of the three are ever held at once.
 type node struct {
 	addr string
 	// connector is go-sql-driver's for this node (network "lb", the node's address and TLS
