@@ -2,7 +2,6 @@ package lbd
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -22,12 +21,9 @@ func (c *Connector) onConnError(w *conn, err error) {
 	}
 	w.markRetired()
 	n := w.node
-	n.fatalErrors.Add(1)
 	now := c.opts.clock.Now()
 	c.recent.add(err, n.addr, now)
-	if n.recordFatal(now, c.opts.fatalThreshold, c.opts.fatalWindow) {
-		c.bal.markDown(n, fmt.Sprintf("%d fatal errors within %v, last: %v", c.opts.fatalThreshold, c.opts.fatalWindow, err))
-	}
+	c.table.Fatal(n.tn, now, err)
 	c.triggerProbe(n)
 }
 

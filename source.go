@@ -143,7 +143,7 @@ func (c *Connector) staticNodes() []string {
 
 func (c *Connector) useHealth(src nodes.Source) {
 	if ha, ok := src.(nodes.HealthAware); ok {
-		ha.UseHealth(healthView{c.bal})
+		ha.UseHealth(c.table)
 	}
 }
 
