@@ -3,9 +3,12 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Connection states as lbd sees them through database/sql's hooks: database/sql calls IsValid
@@ -142,8 +145,17 @@ func (c *conn) observe(err error) error {
 	if perr := c.tc.protocolErr(); perr != nil {
 		return c.fail(perr)
 	}
+	if driverFoundViolation(err) {
+		return c.fail(protocolError(c.node.addr, err))
+	}
 	c.connector.onConnError(c, err)
 	return err
+}
+
+// driverFoundViolation reports the errors go-sql-driver returns when it finds the server
+// breaking the protocol itself (a packet out of sequence, a packet it cannot parse).
+func driverFoundViolation(err error) bool {
+	return errors.Is(err, mysql.ErrPktSync) || errors.Is(err, mysql.ErrPktSyncMul) || errors.Is(err, mysql.ErrMalformPkt)
 }
 
 // contain turns a panic of go-sql-driver's parser into an error; every method that lets

@@ -22,6 +22,8 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -36,7 +38,7 @@ type Connector struct {
 	opts   options
 	logger *slog.Logger
 	sorter exception.Sorter
-	bal    *balancer
+	table  *nodeTable
 	prober *detect.Prober
 	rebal  *detect.Rebalancer
 
@@ -116,10 +118,19 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		opts:   o,
 		logger: o.logger,
 		sorter: o.sorter,
-		bal:    newBalancer(o.recoverCount),
 		stop:   make(chan struct{}),
 		ready:  make(chan struct{}),
 	}
+	table, err := nodetable.New(nodetable.Config[*node]{
+		RecoverCount:   o.recoverCount,
+		FatalThreshold: o.fatalThreshold,
+		FatalWindow:    o.fatalWindow,
+		OnTransition:   c.onTransition,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lbd: %w", err)
+	}
+	c.table = table
 	c.mode = cfg.Balance
 	if o.balanceSet {
 		c.mode = o.balance
@@ -130,16 +141,11 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	}
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
-	c.bal.onTransition = c.onTransition
 	if err := c.startSource(); err != nil {
 		return nil, err
 	}
-	for _, addr := range c.staticNodes() {
-		n, err := c.newNode(addr)
-		if err != nil {
-			return nil, err
-		}
-		c.bal.addUpLocked(n) // no other goroutine sees bal yet
+	if err := c.table.Start(nodes.StaticAddrs(c.staticNodes()...), c.newNode); err != nil {
+		return nil, err
 	}
 	if err := c.startLoops(); err != nil {
 		if c.start != nil {
@@ -177,15 +183,16 @@ func fixedTLSName(cfg *Config) string {
 	return t.ServerName
 }
 
-// newNode builds a node with its go-sql-driver connector, dialing through the lb network with
-// the node's own address and, with TLS, its own host name.
-func (c *Connector) newNode(addr string) (*node, error) {
-	my := c.nodeConfig(addr)
+// newNode builds the node the table is adding as tn, with its go-sql-driver connector, dialing
+// through the lb network with the node's own address and, with TLS, its own host name. It is
+// the table's Build: it runs under the table's mutex and does no I/O.
+func (c *Connector) newNode(tn *tableNode) (*node, error) {
+	my := c.nodeConfig(tn.Addr())
 	connector, err := mysql.NewConnector(my)
 	if err != nil {
-		return nil, fmt.Errorf("lbd: node %s: %w", addr, err)
+		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
 	}
-	return newNode(addr, connector), nil
+	return newNode(tn, connector), nil
 }
 
 // nodeConfig is the go-sql-driver config for one node.
@@ -232,30 +239,31 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
 // moving on to the next best when a dial fails.
 func (c *Connector) connectPhysical(ctx context.Context) (*conn, error) {
-	return c.tryNodes(ctx, c.bal.pick, func(n *node) (*conn, error) { return c.connectNode(ctx, n) })
+	return c.tryNodes(ctx, c.table.Pick, func(n *node) (*conn, error) { return c.connectNode(ctx, n) })
 }
 
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.
 // It applies Connect's error rules.
-func (c *Connector) tryNodes(ctx context.Context, next func(tried []*node) *node, use func(*node) (*conn, error)) (*conn, error) {
+func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode, use func(*node) (*conn, error)) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	var triedBuf [4]*node
+	var triedBuf [4]*tableNode
 	tried := triedBuf[:0]
 	var failures []*NodeError
 	for {
-		n := next(tried)
-		if n == nil {
+		tn := next(tried)
+		if tn == nil {
 			break
 		}
-		tried = append(tried, n)
+		tried = append(tried, tn)
+		n := tn.Payload()
 		cn, err := use(n)
 		if err == nil {
 			return cn, nil
 		}
-		if sameOnEveryNode(err) {
+		if exception.SameOnEveryNode(err) {
 			return nil, err
 		}
 		failures = append(failures, &NodeError{Addr: n.addr, State: StateUp, Err: err})
@@ -280,13 +288,11 @@ func (c *Connector) connectError(tried []*NodeError) error {
 	for _, t := range tried {
 		seen[t.Addr] = true
 	}
-	c.bal.mu.Lock()
-	for _, n := range c.bal.order {
-		if !seen[n.addr] {
-			tried = append(tried, &NodeError{Addr: n.addr, State: n.state, Err: n.lastErr})
+	for _, v := range c.table.Snapshot(nil) {
+		if !seen[v.Addr()] {
+			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Err: v.LastErr})
 		}
 	}
-	c.bal.mu.Unlock()
 	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}
 }
 
@@ -294,7 +300,7 @@ func (c *Connector) connectError(tried []*NodeError) error {
 // dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
 // cut short when the Connector closes.
 func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
-	t := &dialTicket{node: n, balancer: c.bal}
+	t := &dialTicket{node: n, table: c.table}
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
@@ -313,7 +319,7 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	if t.conn != nil {
 		t.conn.Close() // gives the count back once, even if go-sql-driver closed it already
 	} else {
-		c.bal.release(n)
+		c.table.Release(n.tn)
 	}
 	switch {
 	case c.closed.Load():
@@ -323,10 +329,10 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 		if ctx.Err() != context.Canceled {
 			c.triggerProbe(n)
 		}
-	case sameOnEveryNode(err):
-		n.dialFailed.Add(1)
+	case exception.SameOnEveryNode(err):
+		c.table.DialRefused(n.tn)
 	default:
-		c.bal.dialed(n, err)
+		c.table.Dialed(n.tn, err)
 		c.triggerProbe(n)
 	}
 	return nil, err
@@ -376,8 +382,8 @@ func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn 
 func (c *Connector) adopt(n *node, mc driverConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
-	c.bal.dialed(n, nil)
-	if c.bal.state(n) != StateUp {
+	c.table.Dialed(n.tn, nil)
+	if c.table.State(n.tn) != nodetable.Up {
 		w.markRetired()
 	}
 	return w

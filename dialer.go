@@ -23,9 +23,9 @@ func init() {
 // open count was already raised by the pick; once the dial succeeds the tracked connection owns
 // that count and gives it back when it closes.
 type dialTicket struct {
-	node     *node
-	balancer *balancer    // nil for a probe connection, which is not counted
-	conn     *trackedConn // set when the dial succeeded; a counted one owns the node's count from then on
+	node  *node
+	table *nodeTable   // nil for a probe connection, which is not counted
+	conn  *trackedConn // set when the dial succeeded; a counted one owns the node's count from then on
 }
 
 type ticketKey struct{}
@@ -51,7 +51,7 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 		nc.Close()
 		return nil, errors.New("lbd: dial returned a non-TCP connection")
 	}
-	tc := &trackedConn{TCPConn: tcp, node: t.node, balancer: t.balancer}
+	tc := &trackedConn{TCPConn: tcp, node: t.node, table: t.table}
 	tc.guard.Init(wire.Limits{})
 	t.conn = tc
 	greeting, err := readGreeting(ctx, tcp)
@@ -74,10 +74,10 @@ func dialContext(ctx context.Context, addr string) (net.Conn, error) {
 // write outlives it.
 type trackedConn struct {
 	*net.TCPConn
-	node     *node
-	balancer *balancer // nil: not counted (probe connection)
-	closed   atomic.Bool
-	pending  []byte // the server's greeting, read and checked by the dialer, handed over first
+	node    *node
+	table   *nodeTable // nil: not counted (probe connection)
+	closed  atomic.Bool
+	pending []byte // the server's greeting, read and checked by the dialer, handed over first
 
 	guard wire.Guard   // used only by the goroutine reading and writing the connection
 	bound atomic.Int64 // lbd's deadline for every read and write, in Unix nanoseconds; 0: none
@@ -192,8 +192,8 @@ var _ syscall.Conn = (*trackedConn)(nil)
 // Close closes the socket and releases the node's count once.
 func (c *trackedConn) Close() error {
 	err := c.TCPConn.Close()
-	if c.closed.CompareAndSwap(false, true) && c.balancer != nil {
-		c.balancer.release(c.node)
+	if c.closed.CompareAndSwap(false, true) && c.table != nil {
+		c.table.Release(c.node.tn)
 	}
 	return err
 }

@@ -24,5 +24,7 @@
 // removed before go-sql-driver sees the DSN. See ParseDSN and the README.
 package lbd
 
+import "github.com/lbd-go/lbd/internal/version"
+
 // Version is lbd's version, sent to config-servers as clientVersion.
-const Version = "0.2.0"
+const Version = version.Version

@@ -49,7 +49,7 @@ type Config struct {
 	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
 	// a DNS name), trimmed, in DSN order; the source validates them.
 	SourceAddrs []string
-	// SourceParams are the DSN parameters the source network claims (see RegisterSource), kept
+	// SourceParams are the DSN parameters the source network claims (see nodes.Register), kept
 	// out of the driver's session parameters.
 	SourceParams map[string]string
 
@@ -105,7 +105,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("lbd: invalid DSN: %w", err)
 	}
-	source, isSource := lookupSource(my.Net)
+	source, isSource := nodes.Lookup(my.Net)
 	if my.Net != Network && !isSource {
 		return nil, unknownNetworkError(my.Net)
 	}

@@ -164,9 +164,9 @@ var dsnCases = []struct {
 // Two source networks for the parameter-name cases above. dsnOneApiKeys belongs to lbdsntwo on
 // purpose: it is one letter off lbdsnone's dsnOneApiKey.
 func init() {
-	newNone := func(SourceConfig) (nodes.Source, error) { return nodes.StaticAddrs("10.0.0.1:1"), nil }
-	RegisterSource("lbdsnone", SourceFactory{Params: []string{"dsnOneSchema", "dsnOneApiKey"}, Secrets: []string{"dsnOneApiKey"}, New: newNone})
-	RegisterSource("lbdsntwo", SourceFactory{Params: []string{"dsnTwoKey", "dsnOneApiKeys"}, New: newNone})
+	newNone := func(nodes.SourceConfig) (nodes.Source, error) { return nodes.StaticAddrs("10.0.0.1:1"), nil }
+	nodes.Register("lbdsnone", nodes.SourceFactory{Params: []string{"dsnOneSchema", "dsnOneApiKey"}, Secrets: []string{"dsnOneApiKey"}, New: newNone})
+	nodes.Register("lbdsntwo", nodes.SourceFactory{Params: []string{"dsnTwoKey", "dsnOneApiKeys"}, New: newNone})
 }
 
 func TestParseDSN(t *testing.T) {

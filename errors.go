@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // ErrClosed is returned by Connect after Close.
@@ -79,30 +77,6 @@ func (e *ConnectError) Unwrap() []error {
 		out[i] = n
 	}
 	return out
-}
-
-// MySQL error numbers that every proxy of a cluster answers alike, because they come from the
-// shared user and schema definitions behind the proxies: trying another node cannot help and the
-// node is not at fault, so Connect returns them at once and blocks nothing.
-const (
-	errAccessDeniedDB       = 1044 // ER_DBACCESS_DENIED_ERROR: user may not use this database
-	errAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: wrong user or password
-	errBadDB                = 1049 // ER_BAD_DB_ERROR: unknown database
-	errAccessDeniedNoPasswd = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (MySQL/MariaDB): user needs another auth method
-	errUnknownSystemVar     = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE: a DSN parameter go-sql-driver sent as SET (often a typo)
-)
-
-// sameOnEveryNode reports errors that would be the same on every proxy.
-func sameOnEveryNode(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case errAccessDeniedDB, errAccessDenied, errBadDB, errAccessDeniedNoPasswd, errUnknownSystemVar:
-		return true
-	}
-	return false
 }
 
 // ErrProtocol is wrapped by every error lbd returns when a proxy broke the MySQL protocol: a

@@ -2,12 +2,11 @@ package lbd
 
 import (
 	"errors"
-	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/errtree"
 )
 
 // onConnError is told every error a connection returns. A fatal error (per the exception
@@ -22,12 +21,9 @@ func (c *Connector) onConnError(w *conn, err error) {
 	}
 	w.markRetired()
 	n := w.node
-	n.fatalErrors.Add(1)
 	now := c.opts.clock.Now()
 	c.recent.add(err, n.addr, now)
-	if n.recordFatal(now, c.opts.fatalThreshold, c.opts.fatalWindow) {
-		c.bal.markDown(n, fmt.Sprintf("%d fatal errors within %v, last: %v", c.opts.fatalThreshold, c.opts.fatalWindow, err))
-	}
+	c.table.Fatal(n.tn, now, err)
 	c.triggerProbe(n)
 }
 
@@ -69,7 +65,7 @@ func (r *recentFatal) lookup(err error, since time.Time) (string, bool) {
 	defer r.mu.Unlock()
 	found := ""
 	for _, e := range r.entries {
-		if e.err == nil || e.at.Before(since) || !wraps(err, e.err) {
+		if e.err == nil || e.at.Before(since) || !errtree.Contains(err, e.err) {
 			continue
 		}
 		if found != "" && found != e.addr {
@@ -78,41 +74,4 @@ func (r *recentFatal) lookup(err error, since time.Time) (string, bool) {
 		found = e.addr
 	}
 	return found, found != ""
-}
-
-// wraps reports whether target is err or in err's wrap chain, by identity. Values of types that
-// cannot be compared are skipped rather than panicking.
-func wraps(err, target error) bool {
-	if !reflect.TypeOf(target).Comparable() {
-		return false
-	}
-	found := false
-	walk(err, func(e error) bool {
-		if reflect.TypeOf(e).Comparable() && e == target {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-// walk visits err and everything it wraps (both Unwrap forms) until visit returns false.
-func walk(err error, visit func(error) bool) bool {
-	if err == nil {
-		return true
-	}
-	if !visit(err) {
-		return false
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return walk(u.Unwrap(), visit)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if !walk(e, visit) {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -5,9 +5,12 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/nodetable"
 )
 
 // probeQuery is the health check lb-driver sends; the comment lets proxies and the server's
@@ -35,7 +38,7 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 	if p.conn == nil {
 		t := &dialTicket{node: p.n} // uncounted: probes are not application load
 		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, t), p.n.connector, t)
-		if sameOnEveryNode(err) {
+		if exception.SameOnEveryNode(err) {
 			if pc != nil {
 				pc.Close()
 			}
@@ -145,15 +148,13 @@ func (c *Connector) startLoops() error {
 		Clock:    c.opts.clock,
 		Jitter:   c.opts.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
-			n := t.(*probeTarget).n
-			n.setLastProbe(took)
-			c.bal.probed(n, err)
+			c.table.Probed(t.(*probeTarget).n.tn, err, took)
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("lbd: %w", err)
 	}
-	c.rebal, err = detect.NewRebalancer(rebalancePool{c}, detect.RebalancerConfig{
+	c.rebal, err = detect.NewRebalancer(&rebalancePool{c: c}, detect.RebalancerConfig{
 		Interval: c.opts.balanceIntvl,
 		Clock:    c.opts.clock,
 		Report:   c.logRebalance,
@@ -162,11 +163,8 @@ func (c *Connector) startLoops() error {
 		c.prober.Close()
 		return fmt.Errorf("lbd: %w", err)
 	}
-	c.bal.mu.Lock()
-	nodes := append([]*node(nil), c.bal.order...)
-	c.bal.mu.Unlock()
-	for _, n := range nodes {
-		c.startProbing(n)
+	for _, tn := range c.table.Nodes(nil) {
+		c.startProbing(tn.Payload())
 	}
 	c.rebal.Start()
 	if c.cfg.LogStats {
@@ -179,25 +177,25 @@ func (c *Connector) startLoops() error {
 // onTransition reacts to a node state change: it is logged once, a down node's idle connections
 // close at once (so no stale connection is handed out after it recovers) and its in-use ones at
 // their next return; a draining node stops being probed.
-func (c *Connector) onTransition(t transition) {
-	n := t.node
-	if t.forgot {
+func (c *Connector) onTransition(t nodetable.Transition[*node]) {
+	n := t.Node.Payload()
+	if t.Forgot {
 		c.logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
 	}
 	level := slog.LevelInfo
-	if t.to != StateUp {
+	if t.To != nodetable.Up {
 		level = slog.LevelWarn
 	}
 	c.logger.Log(context.Background(), level, "lbd: node state changed",
-		"node", n.addr, "from", t.from.String(), "to", t.to.String(), "reason", t.reason)
-	switch t.to {
-	case StateDown:
+		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "reason", t.Reason)
+	switch t.To {
+	case nodetable.Down:
 		n.retireAll()
-		if !t.byProbe {
+		if !t.ByProbe {
 			c.triggerProbe(n)
 		}
-	case StateDraining:
+	case nodetable.Draining:
 		n.retireAll()
 		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
 			c.prober.Remove(t)
@@ -206,19 +204,24 @@ func (c *Connector) onTransition(t transition) {
 }
 
 // rebalancePool shows the connector to the rebalancer.
-type rebalancePool struct{ c *Connector }
+type rebalancePool struct {
+	c     *Connector
+	mu    sync.Mutex              // guards views between rounds
+	views []nodetable.View[*node] // reused from round to round
+}
 
 // Loads implements detect.Pool over the up nodes.
-func (p rebalancePool) Loads(buf []detect.Load) []detect.Load {
-	b := p.c.bal
-	b.mu.Lock()
+func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
+	p.mu.Lock()
+	p.views = p.c.table.Snapshot(p.views[:0])
 	start := len(buf)
-	for _, n := range b.order {
-		if n.state == StateUp {
-			buf = append(buf, detect.Load{Node: n, Open: n.open()})
+	for _, v := range p.views {
+		if v.State == nodetable.Up {
+			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open})
 		}
 	}
-	b.mu.Unlock()
+	clear(p.views) // drop node handles until the next round
+	p.mu.Unlock()
 	for i := start; i < len(buf); i++ {
 		idle, retiring := buf[i].Node.(*node).connCounts()
 		buf[i].Idle = idle
@@ -228,7 +231,7 @@ func (p rebalancePool) Loads(buf []detect.Load) []detect.Load {
 }
 
 // Retire implements detect.Pool.
-func (p rebalancePool) Retire(n any, max int) int {
+func (p *rebalancePool) Retire(n any, max int) int {
 	return n.(*node).retireSurplus(max)
 }
 

@@ -1,8 +1,6 @@
 package lbd
 
 import (
-	"github.com/lbd-go/lbd/internal/testkit"
-
 	"context"
 	"database/sql"
 	"errors"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // The hostile suite: one node of two is a mysqlfake server armed with one fault of the
@@ -30,8 +29,8 @@ import (
 // runHeavy.
 
 const (
-	hostileDialTimeout   = 500 * time.Millisecond // the DSN timeout
-	hostileStmtDeadline  = time.Second            // each application call's context deadline
+	hostileDialTimeout   = 300 * time.Millisecond // the DSN timeout
+	hostileStmtDeadline  = 400 * time.Millisecond // each application call's context deadline
 	hostileProbeInterval = 100 * time.Millisecond
 	hostileProbeTimeout  = 300 * time.Millisecond
 	hostileSlack         = 2 * time.Second // a noisy 2-core machine
@@ -95,6 +94,9 @@ var wellFormed = map[string]bool{
 	"rows/value_2": true, "rows/null_value": true,
 	"header/local_infile_empty": true, "header/local_infile": true,
 	"auth/switch_unknown_plugin": true, "auth/switch_no_data": true,
+	// A lone 0x00 where the end packet belongs is a row holding one empty value; the server
+	// then sends nothing more, so the call ends at its deadline.
+	"end/ok_1byte": true,
 }
 
 // harmless names the catalogue's faults whose bytes break the protocol where go-sql-driver
@@ -103,7 +105,13 @@ var wellFormed = map[string]bool{
 // lets them through, so the node may stay up.
 var harmless = map[string]bool{
 	"columns/def_cut_field12": true, "columns_eof/eof_1byte": true, "rows/two_fields": true,
+	"answer/ok_info_past_end": true, // the info string after the status, which go-sql-driver never reads
 }
+
+// loginThenStall names the faults that let the login complete and then stop answering: the
+// node is hung rather than broken, so the first statement sent there fails at its deadline
+// and the probe takes the node out.
+var loginThenStall = map[string]bool{"auth/whole_stall": true}
 
 // expectProtocol reports whether a call failing on f must wrap ErrProtocol: f sends broken
 // bytes and lets the client read them (stalls, closes and resets give timeout and connection
@@ -112,8 +120,15 @@ func expectProtocol(f mysqlfake.Fault) bool {
 	return f.After == mysqlfake.Continue && f.Bytes != nil && !wellFormed[f.Name] && !harmless[f.Name]
 }
 
+// TestHostile runs every case as a parallel subtest: the cases mostly wait on deadlines and
+// probes, not on the CPU (TestMain raises -test.parallel for them). Goroutine leaks are
+// therefore checked once all cases have ended, sockets per case.
 func TestHostile(t *testing.T) {
 	heavyChild := os.Getenv(heavyChildEnv) != ""
+	if !heavyChild {
+		before := testkit.IgnoreCurrent()
+		t.Cleanup(func() { testkit.VerifyNone(t, before) }) // runs after every parallel subtest
+	}
 	for _, f := range mysqlfake.Catalogue() {
 		if heavyChild && !f.Heavy {
 			continue
@@ -146,10 +161,10 @@ func contains(phases []mysqlfake.Phase, p mysqlfake.Phase) bool {
 // probe only) in the balance mode.
 func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 	if f.Heavy && os.Getenv(heavyChildEnv) == "" {
-		runHeavy(t)
+		runHeavy(t) // one child at a time: each may take gigabytes when the guard fails
 		return
 	}
-	before := testkit.IgnoreCurrent()
+	t.Parallel()
 	cfg := mysqlfake.Config{StallTimeout: 20 * time.Second}
 	healthy, hostile := mysqlfake.Start(t, cfg), mysqlfake.Start(t, cfg)
 	// The fault meets the probe alone, or the application's statements alone, so each path is
@@ -170,7 +185,13 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 
 	logs := &logRecorder{}
 	dsn := fmt.Sprintf("u:p@lb(%s,%s)/db?timeout=%s&balance=%s", hostile.Addr(), healthy.Addr(), hostileDialTimeout, mode)
-	c, err := NewConnector(dsn, fast(hostileProbeInterval, hostileProbeTimeout, time.Hour, logs)...)
+	opts := fast(hostileProbeInterval, hostileProbeTimeout, time.Hour, logs)
+	if app != nil {
+		// Once a node broke the protocol lbd sends the next statements to the healthy one, so
+		// one violation must be enough to see the node taken out.
+		opts = append(opts, WithFatalErrorThreshold(1))
+	}
+	c, err := NewConnector(dsn, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,11 +221,12 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 		}
 	} else {
 		check = *app
-		// Call until the node has met the fault as often as the fatal-error threshold.
-		for i := 0; i < 12 && (hits.Load() < DefaultFatalErrorThreshold || f.Phase.Connection()) && !(f.Phase.Connection() && takenOut()); i++ {
+		// Call until the node has met the fault.
+		for i := 0; i < 12 && (hits.Load() == 0 || f.Phase.Connection()) && !(f.Phase.Connection() && takenOut()); i++ {
 			err := callBounded(t, *app, db)
 			switch {
 			case err == nil:
+			case loginThenStall[f.Name]:
 			case f.Phase.Connection():
 				t.Errorf("call %d: %v; the healthy node should have served it", i, err)
 			case expectProtocol(f) && !errors.Is(err, ErrProtocol):
@@ -221,21 +243,41 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 		// A stall of the application's statements is the caller's deadline, which lbd does not
 		// blame on the node (the probe cases cover stalled nodes); a well-formed answer is no
 		// fault of the node.
-		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name] && !harmless[f.Name]
+		// A close or reset right after a whole end packet, OK answer or prepare answer comes
+		// after a complete answer: the next checkout finds the connection dead, which says
+		// nothing against the node.
+		afterAnswer := strings.Contains(f.Name, "/whole_") &&
+			(f.Phase == mysqlfake.PhaseResultEnd || f.Phase == mysqlfake.PhaseAnswer || f.Phase == mysqlfake.PhasePrepare)
+		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name] && !harmless[f.Name] && !afterAnswer
 		if requireDown {
 			waitFor(t, 5*time.Second, "the hostile node to be taken out", takenOut)
 		}
 	}
-	// The healthy node keeps serving: every call succeeds while the hostile node is down.
-	down := state() != StateUp
+	// The healthy node keeps serving: every call made while the hostile node stays down (no
+	// transition during the call: a good probe may bring it back, and the next statement may
+	// meet the fault again) succeeds.
+	transitions := func() uint64 { ns, _ := c.Stats().Node(hostile.Addr()); return ns.Transitions }
 	served := 0
-	for range 3 {
-		if callBounded(t, check, db) == nil {
+	for i := range 3 {
+		before, wasDown := transitions(), state() != StateUp
+		err := callBounded(t, check, db)
+		if err != nil {
+			t.Logf("call %d after the fault: %v", i, err)
+		}
+		if err == nil {
 			served++
+		} else if wasDown && transitions() == before {
+			t.Errorf("call %d failed while the hostile node was down: %v; the healthy node saw %d commands", i, err, healthy.Commands())
 		}
 	}
-	if down && state() != StateUp && served != 3 || served == 0 && requireDown {
-		t.Errorf("%d of 3 calls succeeded with the hostile node %v; the healthy node saw %d commands", served, state(), healthy.Commands())
+	// Statement mode re-prepares a statement on whichever node a call binds; with the
+	// hostile node flapping (a good probe brings it back within two probe intervals, the
+	// next prepare there breaks again) every call may meet it. That the node is out of
+	// rotation during the calls is the node table's business (a transition seen in order),
+	// not this suite's.
+	flapping := mode == "statement" && app != nil && app.name == "prepared"
+	if served == 0 && requireDown && !flapping {
+		t.Errorf("no call succeeded; the healthy node saw %d commands", healthy.Commands())
 	}
 
 	start := time.Now()
@@ -255,7 +297,6 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 	})
 	hostile.Close()
 	healthy.Close()
-	testkit.VerifyNone(t, before)
 }
 
 // TestHostileCloseWithAStuckProbe closes the DB while the probe waits on a result that stalled
@@ -343,6 +384,9 @@ func runHeavy(t *testing.T) {
 		os.Args[0], "-test.run="+pattern, "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), heavyChildEnv+"=1", "GOMEMLIMIT=1GiB")
 	out, err := cmd.CombinedOutput()
+	if err == nil && strings.Contains(string(out), "--- SKIP: "+t.Name()) {
+		t.Skipf("skipped in the child:\n%s", head(string(out), 10))
+	}
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("child under ulimit -v %d KiB: %v\n%s", heavyMemoryKiB, err, head(string(out), 25))
 	}

@@ -85,9 +85,9 @@ func (l *logicalConn) reclaim(ctx context.Context) bool {
 		l.phys = nil
 		return false
 	}
-	l.c.bal.adjustBusy(p.node, +1)
+	l.c.table.Claim(p.node.tn)
 	if p.retired.Load() || p.dc.ResetSession(ctx) != nil {
-		l.c.bal.adjustBusy(p.node, -1)
+		l.c.table.Unclaim(p.node.tn)
 		p.Close()
 		l.phys = nil
 		return false
@@ -130,7 +130,7 @@ func (l *logicalConn) IsValid() bool {
 	}
 	l.claimed = false
 	if l.pinned() || l.produced {
-		l.c.bal.adjustBusy(p.node, -1)
+		l.c.table.Unclaim(p.node.tn)
 		if !p.IsValid() { // retired or broken
 			p.Close()
 			l.phys = nil
@@ -177,7 +177,7 @@ func (l *logicalConn) Close() error {
 		l.phys = nil
 		switch {
 		case l.claimed:
-			c.bal.adjustBusy(p.node, -1)
+			c.table.Unclaim(p.node.tn)
 			p.Close()
 		case l.pinned():
 			p.Close()

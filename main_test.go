@@ -1,13 +1,27 @@
 package lbd
 
 import (
-	"github.com/lbd-go/lbd/internal/testkit"
-
+	"flag"
+	"strconv"
 	"testing"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestMain fails the package when any goroutine outlives the tests: every Connector, probe,
 // rebalancer and stats loop must stop on Close.
+//
+// The hostile suite's parallel cases wait on deadlines and probes rather than the CPU, so
+// unless -test.parallel is given, up to hostileParallel of them run at once.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(hostileParallel))
+	}
 	testkit.VerifyTestMain(m)
 }
+
+// hostileParallel is how many hostile cases run at once by default.
+const hostileParallel = 8

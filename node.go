@@ -2,41 +2,26 @@ package lbd
 
 import (
 	"database/sql/driver"
-	"github.com/lbd-go/lbd/internal/pick"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/lbd-go/lbd/internal/nodetable"
 )
 
-// node is one proxy as the balancer sees it. Counts live here, not in any snapshot, so they
-// survive node-set changes: a node removed and re-added while its connections are still open
-// keeps counting them.
+// node is what lbd hangs off one proxy in the node table (the table's payload): its
+// go-sql-driver connector, its live connections, statement mode's idle list and its probe
+// target. Its state and counts are the table's (see internal/nodetable); n.tn is its handle
+// there. connsMu and freeMu are leaf locks like the table's mutex: nothing else is called while
+// one is held, so no two of the three are ever held at once.
 type node struct {
 	addr string
 	// connector is go-sql-driver's for this node (network "lb", the node's address and TLS
 	// server name). The dial ticket decides whether a connection counts: the application's
 	// do, the probe's does not.
 	connector driver.Connector
+	tn        *tableNode
 
-	// Guarded by the balancer's mutex.
-	entry        pick.Entry[*node] // open physical connections (dials in flight included) and pick-index links
-	busy         pick.Entry[*node] // physical connections in use (statement mode) and busy-index links
-	state        NodeState
-	dialFailures int   // consecutive failed dials
-	goodProbes   int   // consecutive good probes since the last failure
-	everUp       bool  // false for a node added at run time that has not yet passed a probe
-	standby      bool  // probed and tracked, but out of the pick index (see nodes.Node.Standby)
-	lastErr      error // last dial or probe failure, for errors and Stats
-
-	// Cumulative counters, read without the mutex by Stats.
-	dials        atomic.Uint64
-	dialFailed   atomic.Uint64
-	retired      atomic.Uint64
-	transitions  atomic.Uint64
-	fatalErrors  atomic.Uint64
-	probes       atomic.Uint64
-	probeFailed  atomic.Uint64
-	lastProbeDur atomic.Int64 // nanoseconds
+	retired atomic.Uint64 // connections retired, for Stats
 
 	// Live wrapped connections, for retiring them when the node goes down or is rebalanced.
 	connsMu sync.Mutex
@@ -48,26 +33,17 @@ type node struct {
 
 	// probe is the node's current prober target; nil while the node is not probed (draining).
 	probe atomic.Pointer[probeTarget]
-
-	// Times of the latest fatal errors, a ring of FatalErrorThreshold entries.
-	fatalMu    sync.Mutex
-	fatalTimes []time.Time
-	fatalNext  int
 }
 
-func newNode(addr string, connector driver.Connector) *node {
-	n := &node{
-		addr:      addr,
-		connector: connector,
-		conns:     make(map[*conn]struct{}),
-	}
-	n.entry.Value = n
-	n.busy.Value = n
-	return n
-}
+// nodeTable is the Connector's node table, and tableNode a node's handle in it.
+type (
+	nodeTable = nodetable.Table[*node]
+	tableNode = nodetable.Node[*node]
+)
 
-// open returns the node's open-connection count; the balancer's mutex must be held.
-func (n *node) open() int { return n.entry.Open() }
+func newNode(tn *tableNode, connector driver.Connector) *node {
+	return &node{addr: tn.Addr(), connector: connector, tn: tn, conns: make(map[*conn]struct{})}
+}
 
 func (n *node) track(c *conn) {
 	n.connsMu.Lock()
@@ -144,28 +120,6 @@ func (n *node) connCounts() (idle, retiring int) {
 		}
 	}
 	return idle, retiring
-}
-
-func (n *node) setLastProbe(d time.Duration) { n.lastProbeDur.Store(int64(d)) }
-
-// recordFatal notes a fatal error at now and reports whether threshold of them fell within
-// window, i.e. whether the node should go down. The ring is cleared when it fires so that one
-// burst takes the node down once.
-func (n *node) recordFatal(now time.Time, threshold int, window time.Duration) bool {
-	n.fatalMu.Lock()
-	defer n.fatalMu.Unlock()
-	if len(n.fatalTimes) != threshold {
-		n.fatalTimes = make([]time.Time, threshold)
-		n.fatalNext = 0
-	}
-	n.fatalTimes[n.fatalNext] = now
-	n.fatalNext = (n.fatalNext + 1) % threshold
-	oldest := n.fatalTimes[n.fatalNext] // the entry threshold-1 errors ago
-	if oldest.IsZero() || now.Sub(oldest) > window {
-		return false
-	}
-	clear(n.fatalTimes)
-	return true
 }
 
 // pushFree parks an idle physical connection on the node's free list (statement mode).

@@ -12,7 +12,7 @@ const (
 	testAPIKey   = "s3cr3t-api-key-XYZ"
 )
 
-// No way of printing a Config, a SourceConfig or a Connector shows the DSN's password or a
+// No way of printing a Config, a nodes.SourceConfig or a Connector shows the DSN's password or a
 // source's secret parameter.
 func TestPrintingHidesSecrets(t *testing.T) {
 	secrets := []string{testPassword, testAPIKey}
@@ -22,13 +22,6 @@ func TestPrintingHidesSecrets(t *testing.T) {
 	}
 	testkit.NoSecrets(t, "Config", *cfg, "cs.example", secrets)
 	testkit.NoSecrets(t, "*Config", cfg, "cs.example", secrets)
-
-	sc := SourceConfig{Network: "lbdsnone", Addrs: []string{"cs.example:8080"}, Params: cfg.SourceParams}
-	testkit.NoSecrets(t, "SourceConfig", sc, "cs.example", secrets)
-	testkit.NoSecrets(t, "*SourceConfig", &sc, "cs.example", secrets)
-	// A source that is not registered still has its obvious secrets masked.
-	sc = SourceConfig{Network: "lbunknown", Addrs: []string{"cs.example:8080"}, Params: map[string]string{"somePassword": testPassword, "apiToken": testAPIKey}}
-	testkit.NoSecrets(t, "SourceConfig of an unknown network", sc, "cs.example", secrets)
 
 	c, err := NewConnector("app:"+testPassword+"@lb(node.example:2883)/db", WithLogger(discardLogger()))
 	if err != nil {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,63 +14,6 @@ import (
 
 	"github.com/lbd-go/lbd/nodes"
 )
-
-// SourceFactory builds the node source of a DSN network such as "lbetcd". Source packages
-// register one from their init function, so that importing the package for its side effect
-// makes the network usable:
-//
-//	import _ "github.com/lbd-go/lbd/nodes/etcd"
-type SourceFactory struct {
-	// Params are the DSN parameters the source reads; they are removed before go-sql-driver
-	// sees the DSN and handed to New.
-	Params []string
-	// Secrets are the Params whose values Config.String masks (passwords, API keys).
-	Secrets []string
-	// New builds the source. It must not block: fetching happens in the source's Start.
-	New func(SourceConfig) (nodes.Source, error)
-}
-
-// SourceConfig is what a SourceFactory gets from the DSN and the Connector's options.
-type SourceConfig struct {
-	Network string            // the DSN network, e.g. "lbetcd"
-	Addrs   []string          // the entries between the network's parentheses, trimmed
-	Params  map[string]string // the DSN parameters listed in SourceFactory.Params that were set
-	Logger  *slog.Logger      // the Connector's logger
-	Clock   Clock             // the Connector's clock
-	// RecoverCheckCount is the Connector's recoverCheckCount: the good probes after which it
-	// brings a down node back (a source that switches between node sets may wait for the same).
-	RecoverCheckCount int
-}
-
-var (
-	sourcesMu sync.RWMutex
-	sources   = map[string]SourceFactory{}
-)
-
-// RegisterSource makes a DSN network name select a node source. It panics when the name is
-// empty, is "lb", or is registered twice, or when New is nil: those are programming errors
-// found at init time, like sql.Register's.
-func RegisterSource(network string, f SourceFactory) {
-	sourcesMu.Lock()
-	defer sourcesMu.Unlock()
-	if network == "" || network == Network {
-		panic(fmt.Sprintf("lbd: RegisterSource: invalid network name %q", network))
-	}
-	if f.New == nil {
-		panic("lbd: RegisterSource: nil New for " + network)
-	}
-	if _, dup := sources[network]; dup {
-		panic("lbd: RegisterSource: network " + network + " registered twice")
-	}
-	sources[network] = f
-}
-
-func lookupSource(network string) (SourceFactory, bool) {
-	sourcesMu.RLock()
-	defer sourcesMu.RUnlock()
-	f, ok := sources[network]
-	return f, ok
-}
 
 // otherNetworksParam finds name, spelt exactly so, among the parameters of registered sources:
 // set on a DSN of another network, it would otherwise be sent to the proxies as a SET.
@@ -85,16 +25,7 @@ func otherNetworksParam(name string) (string, bool) {
 }
 
 // allSourceParams lists every registered source's parameters, for typo hints.
-func allSourceParams() []string {
-	sourcesMu.RLock()
-	defer sourcesMu.RUnlock()
-	var out []string
-	for _, f := range sources {
-		out = append(out, f.Params...)
-	}
-	sort.Strings(out)
-	return out
-}
+func allSourceParams() []string { return nodes.RegisteredParams() }
 
 // knownSourcePackages tells users which import makes a network available.
 var knownSourcePackages = map[string]string{
@@ -164,12 +95,12 @@ func (c *Connector) startSource() error {
 	var rebuild func() (nodes.Source, error)
 	name := fmt.Sprintf("%T given with WithSource", src)
 	if src == nil && c.cfg.Network != Network && c.cfg.Network != "" {
-		f, ok := lookupSource(c.cfg.Network)
+		f, ok := nodes.Lookup(c.cfg.Network)
 		if !ok {
 			return unknownNetworkError(c.cfg.Network)
 		}
 		rebuild = func() (nodes.Source, error) {
-			return f.New(SourceConfig{
+			return f.New(nodes.SourceConfig{
 				Network: c.cfg.Network,
 				Addrs:   slices.Clone(c.cfg.SourceAddrs),
 				Params:  maps.Clone(c.cfg.SourceParams),
@@ -212,7 +143,7 @@ func (c *Connector) staticNodes() []string {
 
 func (c *Connector) useHealth(src nodes.Source) {
 	if ha, ok := src.(nodes.HealthAware); ok {
-		ha.UseHealth(healthView{c.bal})
+		ha.UseHealth(c.table)
 	}
 }
 
@@ -389,30 +320,4 @@ func (c *Connector) applySet(set nodes.Set) {
 	}
 	c.logger.Debug("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
 	c.applyNodes(set) // logs a refused removal itself
-}
-
-// Duration reads the source parameter name as a whole number of units (time.Second,
-// time.Millisecond), from 1 up to a day. An absent parameter gives 0, for the source to
-// replace with its default; anything else is an error naming the parameter.
-func (sc SourceConfig) Duration(name string, unit time.Duration) (time.Duration, error) {
-	v, set := sc.Params[name]
-	if !set {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 || n > int64(24*time.Hour/unit) {
-		return 0, fmt.Errorf("lbd: invalid DSN parameter %s=%q: must be a whole number of %s from 1 to %d (a day)",
-			name, v, unitName(unit), int64(24*time.Hour/unit))
-	}
-	return time.Duration(n) * unit, nil
-}
-
-func unitName(unit time.Duration) string {
-	switch unit {
-	case time.Second:
-		return "seconds"
-	case time.Millisecond:
-		return "milliseconds"
-	}
-	return unit.String() + " units"
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lbd-go/lbd/internal/nodetable"
 )
 
 // statementPool is what statement mode adds to a Connector: the count of logical connections
@@ -13,9 +15,10 @@ import (
 // themselves stay on their nodes (node.free for idle ones), counted and retired exactly as in
 // connection mode.
 type statementPool struct {
-	logical  atomic.Int64 // open logical connections
-	checker  atomic.Value // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
-	trimMu   sync.Mutex   // one trim at a time, so two returns never close the same surplus twice
+	logical  atomic.Int64            // open logical connections
+	checker  atomic.Value            // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
+	trimMu   sync.Mutex              // one trim at a time, so two returns never close the same surplus twice
+	views    []nodetable.View[*node] // trim's scratch copy of the node table; guarded by trimMu
 	prepared preparedSet
 }
 
@@ -28,7 +31,7 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 		return nil, ErrClosed
 	}
 	want := c.stmt.logical.Add(1)
-	if c.bal.total.Load() < want {
+	if c.table.Total() < want {
 		p, err := c.connectPhysical(ctx)
 		if err != nil {
 			c.stmt.logical.Add(-1)
@@ -52,36 +55,36 @@ func (c *Connector) acquire(ctx context.Context) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	first := c.bal.pickBusy(nil)
+	first := c.table.PickInUse(nil)
 	if first != nil {
-		if p := c.takeFree(ctx, first); p != nil {
+		if p := c.takeFree(ctx, first.Payload()); p != nil {
 			return p, nil
 		}
 	}
-	next := func(tried []*node) *node {
-		if n := first; n != nil { // already charged: dial there before trying any other node
+	next := func(tried []*tableNode) *tableNode {
+		if n := first; n != nil { // already claimed: dial there before trying any other node
 			first = nil
 			return n
 		}
-		return c.bal.pickBusy(tried)
+		return c.table.PickInUse(tried)
 	}
 	p, err := c.tryNodes(ctx, next, func(n *node) (*conn, error) {
 		if p := c.takeFree(ctx, n); p != nil {
 			return p, nil
 		}
-		c.bal.charge(n)
+		c.table.Charge(n.tn)
 		p, err := c.connectNode(ctx, n)
 		if err == nil && !p.state.CompareAndSwap(connFresh, connInUse) {
 			err = errClosedWhileDialing // its node went down or was drained meanwhile
 		}
 		if err != nil {
-			c.bal.adjustBusy(n, -1)
+			c.table.Unclaim(n.tn)
 			return nil, err
 		}
 		return p, nil
 	})
 	if first != nil { // tryNodes gave up before dialing (Close)
-		c.bal.adjustBusy(first, -1)
+		c.table.Unclaim(first)
 	}
 	return p, err
 }
@@ -112,7 +115,7 @@ func (c *Connector) takeFree(ctx context.Context, n *node) *conn {
 // the next logical connection, a retired or broken one is closed. Physical connections above
 // what the logical ones need are then closed.
 func (c *Connector) giveBack(p *conn) {
-	c.bal.adjustBusy(p.node, -1)
+	c.table.Unclaim(p.node.tn)
 	if !p.IsValid() || c.closed.Load() {
 		p.Close()
 		return
@@ -140,7 +143,7 @@ func (c *Connector) trim() {
 		return
 	}
 	defer c.stmt.trimMu.Unlock()
-	for c.bal.total.Load() > c.physicalTarget() {
+	for c.table.Total() > c.physicalTarget() {
 		n := c.fullestWithFree()
 		if n == nil {
 			return
@@ -158,18 +161,19 @@ func (c *Connector) physicalTarget() int64 {
 	if logical <= 0 {
 		return 0
 	}
-	return logical + max(int64(c.bal.ups.Load())-1, 0)
+	return logical + max(int64(c.table.Ups())-1, 0)
 }
 
 // fullestWithFree returns the node with the most open physical connections among those with an
-// idle one, or nil.
+// idle one, or nil. The caller holds trimMu, which guards the scratch views.
 func (c *Connector) fullestWithFree() *node {
-	c.bal.mu.Lock()
-	defer c.bal.mu.Unlock()
+	c.stmt.views = c.table.Snapshot(c.stmt.views[:0])
+	defer clear(c.stmt.views) // drop node handles until the next trim
 	var best *node
-	for _, n := range c.bal.order {
-		if (best == nil || n.open() > best.open()) && n.freeCount() > 0 {
-			best = n
+	bestOpen := 0
+	for _, v := range c.stmt.views {
+		if n := v.Node.Payload(); (best == nil || v.Open > bestOpen) && n.freeCount() > 0 {
+			best, bestOpen = n, v.Open
 		}
 	}
 	return best
@@ -178,10 +182,8 @@ func (c *Connector) fullestWithFree() *node {
 // closeParked closes every idle physical connection (at Close: database/sql closes the logical
 // connections, and lbd the physical ones they leave).
 func (c *Connector) closeParked() {
-	c.bal.mu.Lock()
-	nodes := append([]*node(nil), c.bal.order...)
-	c.bal.mu.Unlock()
-	for _, n := range nodes {
+	for _, tn := range c.table.Nodes(nil) {
+		n := tn.Payload()
 		for p := n.popOldestFree(); p != nil; p = n.popOldestFree() {
 			p.closePhysical()
 		}

@@ -64,34 +64,27 @@ type NodeStats struct {
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
 }
 
-// Stats returns a snapshot of every node. It takes the balancer's mutex briefly and allocates
-// the result; it is meant for monitoring, not for every statement.
+// Stats returns a snapshot of every node. It takes the node table's mutex briefly and
+// allocates the result; it is meant for monitoring, not for every statement.
 func (c *Connector) Stats() Stats {
-	c.bal.mu.Lock()
-	nodes := make([]*node, len(c.bal.order))
-	copy(nodes, c.bal.order)
-	out := make([]NodeStats, len(nodes))
-	for i, n := range nodes {
-		out[i] = NodeStats{Addr: n.addr, State: n.state, Standby: n.standby, Open: n.open(), InUse: n.busy.Open()}
-		if n.lastErr != nil {
-			out[i].LastError = n.lastErr.Error()
-		}
-	}
-	c.bal.mu.Unlock()
-	for i, n := range nodes {
+	views := c.table.Snapshot(nil)
+	out := make([]NodeStats, len(views))
+	for i, v := range views {
+		n := v.Node.Payload()
 		s := &out[i]
+		*s = NodeStats{
+			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Open: v.Open, InUse: v.InUse,
+			Dials: v.Dials, DialFailures: v.DialFailures, Retired: n.retired.Load(),
+			FatalErrors: v.FatalErrors, Transitions: v.Transitions,
+			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
+		}
+		if v.LastErr != nil {
+			s.LastError = v.LastErr.Error()
+		}
 		s.Idle, _ = n.connCounts()
 		if c.mode == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
-		s.Dials = n.dials.Load()
-		s.DialFailures = n.dialFailed.Load()
-		s.Retired = n.retired.Load()
-		s.FatalErrors = n.fatalErrors.Load()
-		s.Transitions = n.transitions.Load()
-		s.Probes = n.probes.Load()
-		s.ProbeFailures = n.probeFailed.Load()
-		s.LastProbe = time.Duration(n.lastProbeDur.Load())
 	}
 	st := Stats{Balance: c.mode, Nodes: out}
 	st.Logical = st.Open()

@@ -322,7 +322,7 @@ func TestEtcdConfigErrors(t *testing.T) {
 	}
 	log, lb := newLogger(t)
 	log.Info("config", "etcd", EtcdConfig{Endpoints: []string{"h:1"}, Prefix: "/p", Username: "u", Password: "hunter2"})
-	if strings.Contains(lb.String(), "hunter2") || !strings.Contains(lb.String(), "<set>") {
+	if strings.Contains(lb.String(), "hunter2") || !strings.Contains(lb.String(), "password_set=true") {
 		t.Errorf("logged config: %s", lb)
 	}
 }

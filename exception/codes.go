@@ -33,6 +33,13 @@ func IsOceanBaseFatalCode(code int) bool {
 		(code >= obFatalNegMin && code <= obFatalNegMax)
 }
 
+// The MySQL server error numbers the rules of this package name live in this one table, grouped
+// by what they mean for a connection and for a node. The names and meanings are those of the
+// MySQL Server Error Message Reference; MariaDB's error code list uses the same numbers and
+// names for all of them, and OceanBase's MySQL mode reserves 0001-3999 for MySQL's own numbers
+// with MySQL's meaning. A number may belong to more than one group: 1045 is fatal to the
+// connection that received it and the same on every node.
+
 // MySQL server error numbers treated as fatal. They are the numbers of the
 // Java lb-driver's sorter that survive review; the ones dropped are listed
 // further down with the reason.
@@ -49,7 +56,8 @@ const (
 	erHostNotAllowed = 1130 // ER_HOST_NOT_PRIVILEGED "Host is not allowed to connect": refused at handshake.
 
 	// Authentication: a failed handshake or COM_CHANGE_USER leaves no
-	// authenticated session on the connection.
+	// authenticated session on the connection. It is also the same on every
+	// node (see below).
 	erAccessDenied = 1045 // ER_ACCESS_DENIED_ERROR "Access denied for user".
 
 	// Memory and resources: the server marks out-of-memory as a fatal error
@@ -85,6 +93,23 @@ const (
 	erTableAccess     = 1142 // ER_TABLEACCESS_DENIED_ERROR: per-statement privilege check; the session is fine.
 	erSpecificAccess  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR "you need (at least one of) the X privilege(s)": per-statement privilege check.
 )
+
+// MySQL server error numbers that every proxy of a cluster answers alike, because they come
+// from the user, grant and schema definitions the proxies share: trying another node cannot
+// help and the node is not at fault (see [SameOnEveryNode]). 1045 (erAccessDenied, above) is
+// one of them.
+const (
+	erDBAccessDenied         = 1044 // ER_DBACCESS_DENIED_ERROR "Access denied for user ... to database": the user may not use this database.
+	erBadDB                  = 1049 // ER_BAD_DB_ERROR "Unknown database".
+	erUnknownSystemVariable  = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE: a DSN parameter go-sql-driver sent as SET names no variable (often a typo).
+	erAccessDeniedNoPassword = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR "Access denied for user": the account needs another authentication method (MySQL 5.7+, MariaDB unix_socket).
+)
+
+// sameOnEveryNodeNumbers holds the numbers [SameOnEveryNode] answers true for.
+var sameOnEveryNodeNumbers = map[uint16]bool{
+	erDBAccessDenied: true, erAccessDenied: true, erBadDB: true,
+	erUnknownSystemVariable: true, erAccessDeniedNoPassword: true,
+}
 
 // fatalNumbers maps every fatal MySQL error number to its reason string,
 // "mysql-" followed by the number.

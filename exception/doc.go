@@ -16,6 +16,10 @@
 // valid choices. [Default], registered as [DefaultName], implements the
 // MySQL/OceanBase rules described on [Classify].
 //
+// A second question has its answer here too: [SameOnEveryNode] reports server errors that
+// every proxy of the cluster would answer alike (access denied, unknown database, ...), so
+// that a caller fails fast instead of trying the next node, and blames no node.
+//
 // # Rule sources
 //
 // The MySQL error numbers come from the exception sorter of the Java

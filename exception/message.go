@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/errtree"
 )
 
 // Matching on message text is fragile (wording changes between versions and
@@ -35,8 +37,8 @@ const linkFailureMessage = "COMMUNICATIONS LINK FAILURE"
 // fmt.Errorf("lbd: no datasource matches %q: %w", ...), is never matched.
 func messageReason(err error) string {
 	var reason string
-	walk(err, func(e error) bool {
-		if !isLeaf(e) {
+	errtree.Walk(err, func(e error) bool {
+		if !errtree.IsLeaf(e) {
 			return false
 		}
 		text, numbered := leafText(e)

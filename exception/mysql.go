@@ -1,6 +1,10 @@
 package exception
 
-import "github.com/go-sql-driver/mysql"
+import (
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/errtree"
+)
 
 // DefaultName is the name under which [Default] is registered. It is the
 // sorter used when a data source name does not choose one.
@@ -33,7 +37,9 @@ func (mysqlSorter) Classify(err error) (bool, string) {
 //
 // The whole error tree is examined: every error reachable through %w
 // wrapping and errors.Join. If any error in it is fatal, the result is
-// fatal. The groups are tried in this order, and the first match gives the
+// fatal. The walk is bounded (1024 levels, about a million errors), so an
+// error type that unwraps to itself cannot hang Classify the way it hangs
+// errors.Is; what lies beyond the bound is not examined. The groups are tried in this order, and the first match gives the
 // reason:
 //
 //  1. Errors reported by the server or proxy (*mysql.MySQLError), in tree
@@ -95,7 +101,7 @@ func classify(err error, oceanBase bool) (fatal bool, reason string) {
 // err's tree, or "" if there is none.
 func serverReason(err error, oceanBase bool) string {
 	var reason string
-	walk(err, func(e error) bool {
+	errtree.Walk(err, func(e error) bool {
 		me, ok := e.(*mysql.MySQLError)
 		if !ok || me == nil {
 			return false

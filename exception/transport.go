@@ -3,16 +3,17 @@ package exception
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"io"
 	"net"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/errtree"
 )
 
 // transportRule pairs a sentinel error with the reason reported when it is
-// found anywhere in an error tree (matched with errors.Is).
+// found anywhere in an error tree (matched as errors.Is does, within errtree's bounds).
 type transportRule struct {
 	target error
 	reason string
@@ -41,11 +42,11 @@ var transportRules = []transportRule{
 // err, or "" if none does.
 func transportReason(err error) string {
 	for _, r := range transportRules {
-		if errors.Is(err, r.target) {
+		if errtree.Is(err, r.target) {
 			return r.reason
 		}
 	}
-	if walk(err, isTransportTimeout) {
+	if errtree.Walk(err, isTransportTimeout) {
 		return ReasonNetTimeout
 	}
 	return ""
@@ -63,7 +64,7 @@ func transportReason(err error) string {
 // context.DeadlineExceeded and counts.
 func isTransportTimeout(err error) bool {
 	// Only the node itself is judged (a type assertion, not errors.As);
-	// walk visits the errors it wraps.
+	// the walk visits the errors it wraps.
 	ne, ok := err.(net.Error)
-	return ok && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded)
+	return ok && ne.Timeout() && !errtree.Is(err, context.DeadlineExceeded)
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/errtree"
 )
 
 // nodeLocator names the proxy whose connection returned a fatal error. The plugin only asks
@@ -33,7 +34,7 @@ type interimLocator struct{}
 // NodeOfError implements nodeLocator.
 func (interimLocator) NodeOfError(err error) (string, bool) {
 	var nodes, sockets addrSet
-	walk(err, func(e error) {
+	errtree.Walk(err, func(e error) bool {
 		switch x := e.(type) {
 		case *lbd.NodeError:
 			if x != nil {
@@ -44,6 +45,7 @@ func (interimLocator) NodeOfError(err error) (string, bool) {
 				sockets.add(x.Addr.String())
 			}
 		}
+		return false
 	})
 	if nodes.addr != "" {
 		return nodes.only()
@@ -65,22 +67,3 @@ func (s *addrSet) add(a string) {
 }
 
 func (s *addrSet) only() (string, bool) { return s.addr, s.addr != "" && !s.many }
-
-// walk calls visit on err and every error wrapped in it, through Unwrap() error and
-// Unwrap() []error, like errors.As does.
-func walk(err error, visit func(error)) {
-	for err != nil {
-		visit(err)
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				walk(e, visit)
-			}
-			return
-		default:
-			return
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
 // Name is the name the Plugin registers under with GORM (gorm.Config.Plugins, DB.Use).
@@ -41,16 +42,19 @@ type Plugin struct {
 
 	// RetryReads retries a read once when it fails with a fatal error. A read is an operation
 	// of GORM's query processor (First, Find, Take, Count, Pluck, ...) or row processor (Row,
-	// Rows, Scan) whose SQL starts with SELECT, SHOW, DESC or DESCRIBE; Exec and writes are
-	// never retried. The retry happens only outside transactions (the statement runs on the
+	// Rows, Scan) whose SQL is a single SELECT, SHOW, DESC or DESCRIBE that leaves nothing in
+	// the session and reads nothing the session holds: no user variables, locks, INTO,
+	// FOUND_ROWS() or LAST_INSERT_ID(), SQL_CALC_FOUND_ROWS or NEXTVAL(), no second statement,
+	// no DESC ANALYZE and no leading executable comment. Exec and writes are never retried. The retry happens only outside transactions (the statement runs on the
 	// *sql.DB pool itself, possibly through GORM's prepared-statement cache, not on a *sql.Tx,
 	// a gorm.TxCommitter or a *sql.Conn from db.Connection, whose connection is the failed
 	// one), only while the caller's context is not done, and only once: if the retry fails
 	// too, its error is what the caller sees.
 	//
 	// The failed connection was retired, so database/sql hands the retry another one, normally
-	// on another proxy. A read may have side effects (a SELECT calling a function that
-	// writes, nextval of a sequence); leave RetryReads off when reads must run at most once.
+	// on another proxy. A read may still have side effects the text does not show (a SELECT
+	// calling a stored function that writes); leave RetryReads off when reads must run at most
+	// once.
 	RetryReads bool
 
 	// Sorter decides which errors are fatal. Nil means the Connector's own sorter
@@ -304,7 +308,7 @@ func (h *hooks) canRetry(db *gorm.DB) bool {
 		!db.DryRun &&
 		db.Statement.Context.Err() == nil &&
 		onPool(db.Statement.ConnPool) &&
-		isRead(db.Statement.SQL.String())
+		sqlclass.RetryableRead(db.Statement.SQL.String())
 }
 
 // onPool reports whether statements on p each take a connection from database/sql's pool, so

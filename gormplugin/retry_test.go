@@ -300,6 +300,8 @@ func TestCanRetry(t *testing.T) {
 		{"dedicated connection", conn, context.Background(), "SELECT 1", false},
 		{"context done", e.sqlDB, done, "SELECT 1", false},
 		{"not a read", e.sqlDB, context.Background(), "CALL p()", false},
+		{"a read and a write", e.sqlDB, context.Background(), "SELECT 1; DELETE FROM t", false},
+		{"a read of the session", e.sqlDB, context.Background(), "SELECT FOUND_ROWS()", false},
 	}
 	for _, c := range cases {
 		db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: c.pool, Context: c.ctx}}

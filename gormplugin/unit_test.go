@@ -13,45 +13,6 @@ import (
 	"github.com/lbd-go/lbd/exception"
 )
 
-func TestIsRead(t *testing.T) {
-	cases := map[string]bool{
-		"SELECT * FROM t":                         true,
-		"  select 1":                              true,
-		"(SELECT 1) UNION (SELECT 2)":             true,
-		"/* hint */ SELECT 1":                     true,
-		"-- note\nSELECT 1":                       true,
-		"# note\r\n\tShow tables":                 true,
-		"DESC t":                                  true,
-		"describe t":                              true,
-		"SELECTED":                                false,
-		"SELECT_ME()":                             false,
-		"INSERT INTO t VALUES (1)":                false,
-		"UPDATE t SET a = 1":                      false,
-		"WITH x AS (SELECT 1) DELETE FROM t":      false,
-		"CALL p()":                                false,
-		"EXPLAIN ANALYZE SELECT 1":                false,
-		"/*!40101 SET NAMES utf8 */ SELECT 1":     false,
-		"/*M!100100 DELETE FROM t */ SELECT 1":    false,
-		"/* unterminated SELECT 1":                false,
-		"-- only a comment":                       false,
-		"--SELECT 1":                              false,
-		"":                                        false,
-		"SELECT\u00e9":                            false,
-		"\u00a0SELECT 1":                          false,
-		"/**/select/**/1":                         true,
-		"((  /* a */ ( SELECT 1)))":               true,
-		"SHOW FULL PROCESSLIST":                   true,
-		"selecT id FROM t FOR UPDATE":             true,
-		"DELETE FROM t WHERE id IN (SELECT 1)":    false,
-		"  \n REPLACE INTO t SELECT * FROM other": false,
-	}
-	for q, want := range cases {
-		if got := isRead(q); got != want {
-			t.Errorf("isRead(%q) = %v, want %v", q, got, want)
-		}
-	}
-}
-
 func TestInterimLocator(t *testing.T) {
 	opErr := func(addr string) error {
 		a, err := net.ResolveTCPAddr("tcp", addr)

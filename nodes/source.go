@@ -3,6 +3,10 @@
 // removed ones, never removing the last node that is up). The static list from the DSN, the
 // config-server client, etcd and DNS are Sources; users can plug in their own through
 // lbd.WithSource.
+//
+// The package also keeps the registry of DSN networks (Register, as gRPC's resolver.Register):
+// a source package registers its network from init, and the root package looks the DSN's
+// network up here. Source packages import this package, never the root package.
 package nodes
 
 import (

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -83,9 +84,9 @@ func TestStoppedProxyIsSkipped(t *testing.T) {
 		t.Fatalf("stopped proxy state = %v, want down", ns.State)
 	}
 	// The first failed dial brings its probe forward, so the node may go down after one
-	// failure; it must never take more than dialFailuresToDown.
-	if ns.DialFailures < 1 || ns.DialFailures > dialFailuresToDown {
-		t.Fatalf("dial failures = %d, want 1..%d (no dial after it went down)", ns.DialFailures, dialFailuresToDown)
+	// failure; it must never take more than nodetable.DialFailuresToDown.
+	if ns.DialFailures < 1 || ns.DialFailures > nodetable.DialFailuresToDown {
+		t.Fatalf("dial failures = %d, want 1..%d (no dial after it went down)", ns.DialFailures, nodetable.DialFailuresToDown)
 	}
 	if ns.LastError == "" {
 		t.Fatal("no last error recorded for the stopped proxy")
@@ -172,6 +173,36 @@ func TestBadParameterIsAClearError(t *testing.T) {
 	}
 }
 
+// A Config built in code skips the DSN's checks; the node table's rules need their settings in
+// range (a zero fatal-error threshold used to panic at the first fatal error).
+func TestConfigRuleSettingsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"recover", func(c *Config) { c.RecoverCheckCount = 0 }, "recoverCheckCount is 0"},
+		{"threshold", func(c *Config) { c.FatalErrorThreshold = 0 }, "fatalErrorThreshold is 0"},
+		{"window", func(c *Config) { c.FatalErrorWindow = -time.Second }, "fatalErrorWindow is -1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.set(cfg)
+			c, err := NewConnectorFromConfig(cfg)
+			if err == nil {
+				c.Close()
+				t.Fatalf("NewConnectorFromConfig accepted the setting; want an error naming %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	dsn := strings.Replace(cl.DSN(""), ")/"+cl.Database(), ")/no_such_db_lbd", 1)
@@ -183,7 +214,7 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	defer db.Close()
 	err = db.Ping()
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != errBadDB {
+	if !errors.As(err, &me) || me.Number != 1049 { // ER_BAD_DB_ERROR
 		t.Fatalf("ping error = %v, want MySQL error 1049", err)
 	}
 	tried := 0
@@ -277,8 +308,8 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var idle []*conn
-	for _, n := range c.bal.order {
-		for _, x := range n.snapshotConns() {
+	for _, tn := range c.table.Nodes(nil) {
+		for _, x := range tn.Payload().snapshotConns() {
 			if x.isIdle() {
 				idle = append(idle, x)
 			}
@@ -381,12 +412,12 @@ func TestConnectErrorMessageIsBounded(t *testing.T) {
 	}
 }
 
-// registerTestSources makes test source registrations survive -count=N (RegisterSource panics
+// registerTestSources makes test source registrations survive -count=N (nodes.Register panics
 // on a second registration of a name).
 var registerTestSources sync.Once
 
 func registerTLSTestSource() {
-	lbd.RegisterSource("lbtlssrc", lbd.SourceFactory{New: func(lbd.SourceConfig) (nodes.Source, error) {
+	nodes.Register("lbtlssrc", nodes.SourceFactory{New: func(nodes.SourceConfig) (nodes.Source, error) {
 		return nodes.StaticAddrs("proxy-a.example:2883"), nil
 	}})
 }

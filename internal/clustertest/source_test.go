@@ -77,31 +77,32 @@ func TestSourceThatCannotStart(t *testing.T) {
 	}
 }
 
-func TestRegisterSourceRejectsBadNames(t *testing.T) {
+// nodes.Register refuses the static list's network, lbd.Network, as well as an empty name.
+func TestRegisterRejectsBadNames(t *testing.T) {
 	for _, name := range []string{"", lbd.Network} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("RegisterSource(%q) did not panic", name)
+					t.Errorf("nodes.Register(%q) did not panic", name)
 				}
 			}()
-			lbd.RegisterSource(name, lbd.SourceFactory{New: func(lbd.SourceConfig) (nodes.Source, error) { return nil, nil }})
+			nodes.Register(name, nodes.SourceFactory{New: func(nodes.SourceConfig) (nodes.Source, error) { return nil, nil }})
 		}()
 	}
 }
 
 func TestRegisteredSourceNetwork(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	var got lbd.SourceConfig
-	newSource := func(sc lbd.SourceConfig) (nodes.Source, error) {
+	var got nodes.SourceConfig
+	newSource := func(sc nodes.SourceConfig) (nodes.Source, error) {
 		got = sc
 		return nodes.StaticAddrs(cl.Addrs()...), nil
 	}
 	testSourceNew.Store(&newSource)
 	registerTestSource.Do(func() {
-		lbd.RegisterSource("lbtestsrc", lbd.SourceFactory{
+		nodes.Register("lbtestsrc", nodes.SourceFactory{
 			Params: []string{"testSourceKey"},
-			New: func(sc lbd.SourceConfig) (nodes.Source, error) {
+			New: func(sc nodes.SourceConfig) (nodes.Source, error) {
 				return (*testSourceNew.Load())(sc)
 			},
 		})
@@ -188,5 +189,5 @@ func (h *healthSource) UseHealth(hv nodes.Health) { h.health = hv }
 
 var (
 	registerTestSource sync.Once
-	testSourceNew      atomic.Pointer[func(lbd.SourceConfig) (nodes.Source, error)]
+	testSourceNew      atomic.Pointer[func(nodes.SourceConfig) (nodes.Source, error)]
 )

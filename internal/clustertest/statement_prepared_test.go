@@ -19,12 +19,9 @@ import (
 // serverStatements returns how many prepared statements lbd keeps open on the server over
 // every physical connection (only safe while no other goroutine uses the Connector).
 func serverStatements(c *lbd.Connector) int {
-	c.bal.mu.Lock()
-	nodes := append([]*node(nil), c.bal.order...)
-	c.bal.mu.Unlock()
 	total := 0
-	for _, n := range nodes {
-		for _, p := range n.snapshotConns() {
+	for _, tn := range c.table.Nodes(nil) {
+		for _, p := range tn.Payload().snapshotConns() {
 			total += len(p.prepared)
 		}
 	}

@@ -2,17 +2,18 @@
 // connection in O(1) without allocating, however many nodes there are.
 package pick
 
-// Entry is one node's place in an Index: its open-connection count and its list links. The
-// owner embeds it and keeps Value pointing back at itself.
+// Entry is one node's place in an Index: the count the index orders by (open connections for
+// one index, connections in use for another) and its list links. The owner embeds it and keeps
+// Value pointing back at itself.
 type Entry[T any] struct {
 	Value      T
-	open       int
+	count      int
 	prev, next *Entry[T]
 	indexed    bool
 }
 
-// Open returns the entry's count.
-func (e *Entry[T]) Open() int { return e.open }
+// Count returns the entry's count, whether or not the entry is in an Index.
+func (e *Entry[T]) Count() int { return e.count }
 
 // Indexed reports whether the entry is in an Index (its node takes new connections).
 func (e *Entry[T]) Indexed() bool { return e.indexed }
@@ -39,8 +40,8 @@ func (x *Index[T]) Len() int { return x.size }
 // Insert adds e, which must not be in the index, behind the entries with the same count.
 func (x *Index[T]) Insert(e *Entry[T]) {
 	x.link(e)
-	if x.size == 0 || e.open < x.min {
-		x.min = e.open
+	if x.size == 0 || e.count < x.min {
+		x.min = e.count
 	}
 	x.size++
 }
@@ -68,7 +69,7 @@ func (x *Index[T]) Next(e *Entry[T]) *Entry[T] {
 	if e.next != nil {
 		return e.next
 	}
-	for c := e.open + 1; c < len(x.buckets); c++ {
+	for c := e.count + 1; c < len(x.buckets); c++ {
 		if h := x.buckets[c].head; h != nil {
 			return h
 		}
@@ -80,20 +81,20 @@ func (x *Index[T]) Next(e *Entry[T]) *Entry[T] {
 // indexed entry moves to the tail of its new bucket.
 func (x *Index[T]) Adjust(e *Entry[T], delta int) {
 	if !e.indexed {
-		e.open += delta
+		e.count += delta
 		return
 	}
 	x.unlink(e)
-	e.open += delta
+	e.count += delta
 	x.link(e)
-	if e.open < x.min {
-		x.min = e.open
+	if e.count < x.min {
+		x.min = e.count
 	}
 	x.advanceMin()
 }
 
 func (x *Index[T]) link(e *Entry[T]) {
-	c := e.open
+	c := e.count
 	for len(x.buckets) <= c {
 		x.buckets = append(x.buckets, bucket[T]{})
 	}
@@ -109,7 +110,7 @@ func (x *Index[T]) link(e *Entry[T]) {
 }
 
 func (x *Index[T]) unlink(e *Entry[T]) {
-	b := &x.buckets[e.open]
+	b := &x.buckets[e.count]
 	if e.prev != nil {
 		e.prev.next = e.next
 	} else {

@@ -13,7 +13,7 @@ func newEntries(n int) []*Entry[int] {
 	return es
 }
 
-// charge picks like the balancer does: the first entry, charged by one.
+// charge picks like the node table does: the first entry, charged by one.
 func charge(x *Index[int]) *Entry[int] {
 	e := x.First()
 	if e != nil {
@@ -39,8 +39,8 @@ func TestEqualNodesTakeTurns(t *testing.T) {
 		}
 	}
 	for _, e := range es {
-		if e.Open() != 3 {
-			t.Fatalf("entry %d count = %d, want 3", e.Value, e.Open())
+		if e.Count() != 3 {
+			t.Fatalf("entry %d count = %d, want 3", e.Value, e.Count())
 		}
 	}
 }
@@ -85,8 +85,8 @@ func TestAgainstModel(t *testing.T) {
 				continue
 			}
 			for _, o := range es {
-				if o.Indexed() && o.Open() < p.Open() {
-					t.Fatalf("step %d: picked %d with %d, but %d has %d", step, p.Value, p.Open(), o.Value, o.Open())
+				if o.Indexed() && o.Count() < p.Count() {
+					t.Fatalf("step %d: picked %d with %d, but %d has %d", step, p.Value, p.Count(), o.Value, o.Count())
 				}
 			}
 			x.Adjust(p, +1)
@@ -103,8 +103,8 @@ func TestAgainstModel(t *testing.T) {
 				x.Insert(e)
 			}
 		}
-		if e.Open() != counts[e.Value] {
-			t.Fatalf("step %d: entry %d count %d, model %d", step, e.Value, e.Open(), counts[e.Value])
+		if e.Count() != counts[e.Value] {
+			t.Fatalf("step %d: entry %d count %d, model %d", step, e.Value, e.Count(), counts[e.Value])
 		}
 	}
 	n := 0

@@ -11,6 +11,9 @@
 // MySQL comments, executable comments, strings and quoted identifiers, and a per-statement
 // state machine keyed on the first keyword. It is deliberately not a parser; where it must
 // guess, it guesses towards keeping the connection bound.
+//
+// RetryableRead answers a related question with the same lexer: is a text a single read that
+// may run again on another physical connection after a failure (GORM's RetryReads asks it).
 package sqlclass
 
 import "strconv"

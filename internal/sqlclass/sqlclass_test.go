@@ -337,6 +337,9 @@ func FuzzClassify(f *testing.F) {
 	for _, c := range cases {
 		f.Add(c.q)
 	}
+	for _, c := range readCases {
+		f.Add(c.q)
+	}
 	f.Add(benchInsert)
 	f.Add(benchComments)
 	f.Fuzz(func(t *testing.T, q string) {
@@ -347,11 +350,20 @@ func FuzzClassify(f *testing.F) {
 		if e.Has(BeginsTx | EndsTx) {
 			t.Fatalf("Classify(%q) = %v: both BeginsTx and EndsTx", q, e)
 		}
+		if RetryableRead(q) && e != 0 {
+			t.Fatalf("RetryableRead(%q) is true, but Classify finds %v", q, e)
+		}
+		if r := RetryableRead("/* c */ " + q); r != RetryableRead(q) {
+			t.Fatalf("a leading comment changes RetryableRead(%q) to %v", q, r)
+		}
 		if c := Classify("/* c */ " + q); c != e {
 			t.Fatalf("a leading comment changes the result: Classify(%q) = %v, with comment %v", q, e, c)
 		}
 		// Keywords are case-insensitive. ("/*m!" is not an executable comment, "/*M!" is.)
 		if !strings.Contains(q, "/*m") {
+			if r := RetryableRead(asciiUpper(q)); r != RetryableRead(q) {
+				t.Fatalf("upper case changes RetryableRead(%q) to %v", q, r)
+			}
 			if c := Classify(asciiUpper(q)); c != e {
 				t.Fatalf("upper case changes the result: Classify(%q) = %v, upper case %v", q, e, c)
 			}

@@ -141,8 +141,9 @@ type Guard struct {
 	after    afterDefs
 	prepCols int // a prepare's columns, read after its parameters
 
-	walk walker
-	auth []byte // the auth packet being collected (phaseAuth only)
+	walk   walker
+	auth   []byte // the greeting or auth packet being collected
+	plugin string // the auth plugin in use: the greeting's, then an auth switch's
 }
 
 // Init readies g with lim.
@@ -264,7 +265,7 @@ func (g *Guard) Server(p []byte) error {
 		chunk := p[:n]
 		f.keep(chunk)
 		switch {
-		case g.phase == phaseAuth:
+		case g.phase == phaseAuth || g.phase == phaseGreeting:
 			if len(g.auth)+n > maxAuthPacket {
 				return g.fail("auth packet of more than %d bytes", maxAuthPacket)
 			}
@@ -346,10 +347,13 @@ func (g *Guard) packetEnd() error {
 	p := f.prefix[:f.prefN]
 	total := f.total
 	if total == 0 {
-		return nil // go-sql-driver refuses an empty packet by itself
+		// An empty packet only ends a run of max-size fragments; go-sql-driver would fail on
+		// one alone, but without saying why.
+		return g.fail("empty packet")
 	}
 	switch g.phase {
 	case phaseGreeting:
+		g.plugin = greetingPlugin(g.auth)
 		g.phase = phaseAuth
 	case phaseAuth:
 		return g.authPacket()
@@ -415,9 +419,15 @@ func (g *Guard) authPacket() error {
 		if len(data) < need {
 			return g.fail("auth switch to %q with %d bytes of scramble, want %d", plugin, len(data), need)
 		}
+		g.plugin = plugin
 	case 0x01: // auth more data
 		if len(a) < 2 {
 			return g.fail("empty auth-more-data packet")
+		}
+		// Only these plugins exchange more data; for the others go-sql-driver would take the
+		// packet for a successful login without the server's OK.
+		if g.plugin != "caching_sha2_password" && g.plugin != "sha256_password" {
+			return g.fail("auth more data for plugin %q, which exchanges none", g.plugin)
 		}
 		if block, _ := pem.Decode(a[1:]); block != nil {
 			key, err := x509.ParsePKIXPublicKey(block.Bytes)
@@ -427,6 +437,32 @@ func (g *Guard) authPacket() error {
 		}
 	}
 	return nil
+}
+
+// greetingPlugin returns the auth plugin a protocol-10 greeting names, read as go-sql-driver
+// reads it; mysql_native_password (go-sql-driver's default) when it names none.
+func greetingPlugin(p []byte) string {
+	const def = "mysql_native_password"
+	if len(p) == 0 || p[0] == 0xff {
+		return def
+	}
+	nul := bytes.IndexByte(p[1:], 0)
+	if nul < 0 {
+		return def
+	}
+	pos := 1 + nul + 1 + 4 + 8 + 1 + 2 // version, NUL, connection id, scramble part 1, filler, capabilities
+	pos += 1 + 2 + 2 + 1 + 10 + 13     // charset, status, capabilities, scramble length, reserved, scramble part 2
+	if pos >= len(p) {
+		return def
+	}
+	name := p[pos:]
+	if end := bytes.IndexByte(name, 0); end >= 0 {
+		name = name[:end]
+	}
+	if len(name) == 0 {
+		return def
+	}
+	return string(name)
 }
 
 // headerPacket checks a response's first packet (or the next result's header).

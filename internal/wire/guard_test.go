@@ -128,6 +128,14 @@ func guardCases(t *testing.T) []guardCase {
 			query("SELECT 1"), srv(1, b(1, 1)), srv(2, columnDef("x")), srv(3, lstr("1")), srv(4, b(0xfe, 0, 0, 0, 0, 0, 0)),
 			cli(0, b(comStmtExecute, 1, 0, 0, 0)), srv(1, b(1, 0)), srv(2, b(0, 0, 7)), srv(3, b(0xfe, 0, 0, 0, 0, 0, 0)),
 		})},
+		{name: "more data under caching_sha2_password", steps: []step{
+			srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 4+8+1+2+1+2+2+1+10+13), []byte("caching_sha2_password\x00")), cli(1, make([]byte, 40)),
+			srv(2, b(1, 3)), srv(3, okPacket(0)),
+		}},
+		{name: "more data under mysql_native_password", steps: []step{
+			srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 4+8+1+2+1+2+2+1+10+13), []byte("mysql_native_password\x00")), cli(1, make([]byte, 40)),
+			srv(2, b(1, 3)),
+		}, want: "exchanges none"},
 		{name: "auth switch and more data", steps: []step{
 			srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)),
 			srv(2, b(0xfe), []byte("caching_sha2_password\x00"), make([]byte, 20), b(0)), cli(3, make([]byte, 32)),
@@ -160,6 +168,7 @@ func guardCases(t *testing.T) []guardCase {
 			return append(s, srv(22, b(0, 0)))
 		}()), want: "NULL bitmap"},
 		{name: "truncated prepare answer", steps: join(handshake(modern, 0), []step{cli(0, b(comStmtPrepare), []byte("SELECT ?")), srv(1, b(0, 1, 0))}), want: "prepare answer"},
+		{name: "empty packet", steps: join(handshake(modern, 0), []step{query("x"), srv(1)}), want: "empty packet"},
 		{name: "packet while idle", steps: join(handshake(modern, 0), []step{srv(0, okPacket(0))}), want: "no command"},
 		{name: "packet after the answer", steps: join(handshake(modern, 0), []step{query("x"), srv(1, okPacket(0)), srv(2, okPacket(0))}), want: "no command"},
 		{name: "packet above the size limit", lim: Limits{MaxPacket: 100}, steps: join(handshake(modern, 0), []step{query("x"), {b: b(101, 0, 0, 1)}}), want: "more than 100 bytes"},
@@ -169,8 +178,8 @@ func guardCases(t *testing.T) []guardCase {
 		{name: "1-byte OK login answer", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)), srv(2, b(0))}, want: "truncated OK"},
 		{name: "auth switch with a short scramble", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)), srv(2, b(0xfe), []byte("mysql_native_password\x00abc\x00"))}, want: "scramble"},
 		{name: "empty auth more data", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)), srv(2, b(1))}, want: "auth-more-data"},
-		{name: "public key that is not RSA", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)), srv(2, b(1), rsaFreeKeyPEM(t))}, want: "not an RSA key"},
-		{name: "auth packet above its bound", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)), srv(2, b(1), make([]byte, maxAuthPacket))}, want: "auth packet"},
+		{name: "public key that is not RSA", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 4+8+1+2+1+2+2+1+10+13), []byte("caching_sha2_password\x00")), cli(1, make([]byte, 40)), srv(2, b(1), rsaFreeKeyPEM(t))}, want: "not an RSA key"},
+		{name: "auth packet above its bound", steps: []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40)), cli(1, make([]byte, 40)), srv(2, b(0xfe), make([]byte, maxAuthPacket))}, want: "auth packet"},
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Defaults of Config's durations, also those of the DSN parameters.
@@ -50,7 +50,7 @@ type Config struct {
 	// Logger receives the source's condition changes. Nil means slog.Default().
 	Logger *slog.Logger
 	// Clock schedules the rounds. Nil means the wall clock.
-	Clock lbd.Clock
+	Clock nodes.Clock
 }
 
 // entry is one parsed name.

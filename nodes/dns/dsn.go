@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -20,9 +19,9 @@ const (
 )
 
 func init() {
-	lbd.RegisterSource(Network, lbd.SourceFactory{
+	nodes.Register(Network, nodes.SourceFactory{
 		Params: []string{paramRefreshInterval, paramTimeout, paramServer},
-		New: func(sc lbd.SourceConfig) (nodes.Source, error) {
+		New: func(sc nodes.SourceConfig) (nodes.Source, error) {
 			cfg, err := configFromDSN(sc)
 			if err != nil {
 				return nil, err
@@ -34,7 +33,7 @@ func init() {
 
 // configFromDSN turns the DSN's names and parameters into a Config; errors name the entry or
 // the parameter at fault.
-func configFromDSN(sc lbd.SourceConfig) (Config, error) {
+func configFromDSN(sc nodes.SourceConfig) (Config, error) {
 	cfg := Config{Names: sc.Addrs, Logger: sc.Logger, Clock: sc.Clock}
 	for _, raw := range sc.Addrs {
 		if _, err := parseEntry(raw); err != nil {

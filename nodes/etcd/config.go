@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -45,7 +44,7 @@ type Config struct {
 	// Logger receives the source's condition changes. Nil means slog.Default().
 	Logger *slog.Logger
 	// Clock schedules the full reads and watch retries. Nil means the wall clock.
-	Clock lbd.Clock
+	Clock nodes.Clock
 }
 
 // endpointScheme splits an endpoint into its scheme ("", "http" or "https") and "host:port".

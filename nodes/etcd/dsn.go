@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -24,10 +23,10 @@ const (
 )
 
 func init() {
-	lbd.RegisterSource(Network, lbd.SourceFactory{
+	nodes.Register(Network, nodes.SourceFactory{
 		Params:  []string{paramKey, paramUser, paramPassword, paramTLS, paramDialTimeout, paramRefreshInterval},
 		Secrets: []string{paramPassword},
-		New: func(sc lbd.SourceConfig) (nodes.Source, error) {
+		New: func(sc nodes.SourceConfig) (nodes.Source, error) {
 			cfg, err := configFromDSN(sc)
 			if err != nil {
 				return nil, err
@@ -39,7 +38,7 @@ func init() {
 
 // configFromDSN turns the DSN's endpoints and parameters into a Config. Errors name the
 // parameter and, except for the password, show the value.
-func configFromDSN(sc lbd.SourceConfig) (Config, error) {
+func configFromDSN(sc nodes.SourceConfig) (Config, error) {
 	p := sc.Params
 	cfg := Config{
 		Endpoints: sc.Addrs,

@@ -11,7 +11,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -28,7 +27,7 @@ func (s *Source) follow(cli *clientv3.Client, rev int64) {
 	var (
 		wch        clientv3.WatchChan // the current watch; nil while none is set up
 		pending    <-chan clientv3.WatchChan
-		retry      lbd.Timer
+		retry      nodes.Timer
 		retryC     <-chan time.Time
 		backoff    = min(minWatchRetry, s.cfg.RefreshInterval)
 		watchSince = clk.Now()

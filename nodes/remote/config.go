@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Defaults of Config, also those of the DSN parameters.
@@ -91,7 +91,7 @@ type Config struct {
 	// Logger receives the source's changes of condition. Nil means slog.Default().
 	Logger *slog.Logger
 	// Clock schedules polls and health checks. Nil means the wall clock.
-	Clock lbd.Clock
+	Clock nodes.Clock
 }
 
 // DefaultCacheDir is the directory the disk cache uses when Config.CacheDir is "": "lbd" in

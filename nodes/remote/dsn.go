@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -28,13 +27,13 @@ const (
 )
 
 func init() {
-	lbd.RegisterSource(Network, lbd.SourceFactory{
+	nodes.Register(Network, nodes.SourceFactory{
 		Params: []string{
 			paramSchema, paramAPIKey, paramTimeout, paramCacheDir, paramPollInterval,
 			paramAZ, paramIP, paramAZRefreshInterval,
 		},
 		Secrets: []string{paramAPIKey},
-		New: func(sc lbd.SourceConfig) (nodes.Source, error) {
+		New: func(sc nodes.SourceConfig) (nodes.Source, error) {
 			cfg, err := configFromDSN(sc)
 			if err != nil {
 				return nil, err
@@ -46,7 +45,7 @@ func init() {
 
 // configFromDSN turns the DSN's config-server addresses and parameters into a Config. Errors
 // name the parameter and show its value, except the API key's.
-func configFromDSN(sc lbd.SourceConfig) (Config, error) {
+func configFromDSN(sc nodes.SourceConfig) (Config, error) {
 	p := sc.Params
 	cfg := Config{
 		Schema: strings.TrimSpace(p[paramSchema]),

@@ -13,14 +13,15 @@ import (
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 func TestConfigFromDSN(t *testing.T) {
-	sc := func(params map[string]string, addrs ...string) lbd.SourceConfig {
+	sc := func(params map[string]string, addrs ...string) nodes.SourceConfig {
 		if len(addrs) == 0 {
 			addrs = []string{"cs1:8080"}
 		}
-		return lbd.SourceConfig{Network: Network, Addrs: addrs, Params: params}
+		return nodes.SourceConfig{Network: Network, Addrs: addrs, Params: params}
 	}
 	cfg, err := configFromDSN(sc(map[string]string{paramSchema: "im_user"}))
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/version"
 )
 
 // ClientFeatureLevel is what the source sends as clientFeatureLevel. Level 2 tells a
@@ -13,18 +13,15 @@ import (
 // without the parameter always get the default set.
 const ClientFeatureLevel = 2
 
-// modulePath is the module whose version clientVersion reports.
-const modulePath = "github.com/lbd-go/lbd"
-
 // clientVersion is what the source sends as clientVersion (config-servers only log it):
 // "lbd-go/" and the lbd module version the program was built with, or lbd.Version when the
 // build carries none.
 var clientVersion = sync.OnceValue(func() string {
-	v := lbd.Version
+	v := version.Version
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		mods := append([]*debug.Module{&bi.Main}, bi.Deps...)
 		for _, m := range mods {
-			if m != nil && m.Path == modulePath && m.Version != "" && m.Version != "(devel)" {
+			if m != nil && m.Path == version.ModulePath && m.Version != "" && m.Version != "(devel)" {
 				v = m.Version
 				break
 			}

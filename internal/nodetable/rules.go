@@ -1,0 +1,154 @@
+package nodetable
+
+import (
+	"fmt"
+	"time"
+)
+
+// The rules that move a node between states:
+//
+//   - dials: DialFailuresToDown consecutive failed dials take an up node down; a good dial
+//     resets the run (Dialed). A dial refused with an answer every node would give (access
+//     denied, unknown database) is counted and says nothing about the node (DialRefused).
+//   - probes: a failed probe takes an up node down; RecoverCount consecutive good probes bring a
+//     down node up, one for a node added at run time that has never been up (Probed).
+//   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
+//   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
+//     start up until a dial or probe says otherwise (Start, SetNodes).
+//   - node-set changes: see SetNodes.
+
+// Dialed records the outcome of a dial on n that was not refused with an answer every node
+// would give (see DialRefused).
+func (t *Table[P]) Dialed(n *Node[P], err error) {
+	if err == nil {
+		n.dials.Add(1)
+	} else {
+		n.dialsFailed.Add(1)
+	}
+	var tr []Transition[P]
+	t.mu.Lock()
+	if err == nil {
+		n.dialFailures = 0
+	} else {
+		n.lastErr = err
+		n.dialFailures++
+		if n.dialFailures >= DialFailuresToDown && n.state == Up {
+			tr = append(tr, t.setStateLocked(n, Down,
+				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err)))
+		}
+	}
+	t.mu.Unlock()
+	t.emit(tr)
+}
+
+// DialRefused counts a failed dial on n whose error every node would have given (access
+// denied, unknown database): it is not held against the node.
+func (t *Table[P]) DialRefused(n *Node[P]) { n.dialsFailed.Add(1) }
+
+// Probed records one probe of n that took took and ended with err (nil: good). A node no
+// longer in the table (it drained) is counted but its state is left alone.
+func (t *Table[P]) Probed(n *Node[P], err error, took time.Duration) {
+	n.lastProbe.Store(int64(took))
+	n.probes.Add(1)
+	if err != nil {
+		n.probesFailed.Add(1)
+	}
+	var tr []Transition[P]
+	t.mu.Lock()
+	if t.nodes[n.addr] != n {
+		t.mu.Unlock()
+		return
+	}
+	if err != nil {
+		n.goodProbes = 0
+		n.lastErr = err
+		if n.state == Up {
+			x := t.setStateLocked(n, Down, "probe failed: "+err.Error())
+			x.ByProbe = true
+			tr = append(tr, x)
+		}
+	} else {
+		n.goodProbes++
+		need := t.cfg.RecoverCount
+		if !n.everUp {
+			need = 1
+		}
+		if n.state == Down && n.goodProbes >= need {
+			tr = append(tr, t.setStateLocked(n, Up, goodProbesReason(n.goodProbes)))
+			tr = append(tr, t.applyDesiredLocked()...)
+		}
+	}
+	t.mu.Unlock()
+	t.emit(tr)
+}
+
+func goodProbesReason(n int) string {
+	if n == 1 {
+		return "1 good probe"
+	}
+	return fmt.Sprintf("%d consecutive good probes", n)
+}
+
+// Fatal records an error the exception sorter judged fatal to a connection of n, seen at now.
+// When FatalThreshold of them fell within FatalWindow, an up node goes down; the count then
+// starts afresh, so one burst takes the node down once.
+func (t *Table[P]) Fatal(n *Node[P], now time.Time, err error) {
+	n.fatalErrors.Add(1)
+	var tr []Transition[P]
+	t.mu.Lock()
+	if t.fatalBurstLocked(n, now) && n.state == Up && t.nodes[n.addr] == n {
+		n.goodProbes = 0
+		tr = append(tr, t.setStateLocked(n, Down,
+			fmt.Sprintf("%d fatal errors within %v, last: %v", t.cfg.FatalThreshold, t.cfg.FatalWindow, err)))
+	}
+	t.mu.Unlock()
+	t.emit(tr)
+}
+
+// fatalBurstLocked notes a fatal error at now in n's ring and reports whether FatalThreshold of
+// them fell within FatalWindow; the ring is cleared when it does.
+func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
+	threshold := t.cfg.FatalThreshold
+	if len(n.fatalTimes) != threshold {
+		n.fatalTimes = make([]time.Time, threshold)
+		n.fatalNext = 0
+	}
+	n.fatalTimes[n.fatalNext] = now
+	n.fatalNext = (n.fatalNext + 1) % threshold
+	oldest := n.fatalTimes[n.fatalNext] // the entry threshold-1 errors ago
+	if oldest.IsZero() || now.Sub(oldest) > t.cfg.FatalWindow {
+		return false
+	}
+	clear(n.fatalTimes)
+	return true
+}
+
+// setStateLocked moves n to state to, keeping the pick indexes in step, and returns the
+// transition to report once the mutex is released.
+func (t *Table[P]) setStateLocked(n *Node[P], to State, reason string) Transition[P] {
+	from := n.state
+	n.state = to
+	if to == Up {
+		n.everUp = true
+		n.dialFailures = 0
+		if !n.standby {
+			t.indexLocked(n)
+		}
+	} else {
+		t.unindexLocked(n)
+	}
+	n.transitions.Add(1)
+	return Transition[P]{Node: n, From: from, To: to, Reason: reason}
+}
+
+// forgetLocked drops a drained node from the table.
+func (t *Table[P]) forgetLocked(n *Node[P]) Transition[P] {
+	delete(t.nodes, n.addr)
+	for i, x := range t.order {
+		if x == n {
+			t.order = append(t.order[:i], t.order[i+1:]...)
+			break
+		}
+	}
+	return Transition[P]{Node: n, From: Draining, To: Draining, Reason: "drained", Forgot: true}
+}

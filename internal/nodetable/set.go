@@ -1,0 +1,170 @@
+package nodetable
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// Build makes the payload of a node the table is adding. It is called with the table's mutex
+// held, so it must neither block nor call the table; n's address is set, and n may be kept as
+// the payload's handle on its node. An error stops the change that called it.
+type Build[P any] func(n *Node[P]) (P, error)
+
+// Start adds the nodes listed at start-up, in order. They are trusted: up (standby ones out of
+// the pick indexes) until a dial or probe says otherwise, so the first connection needs no
+// probe round. It reports no transitions. Errors: build's, or an address listed twice.
+func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, want := range list {
+		if _, dup := t.nodes[want.Addr]; dup {
+			return fmt.Errorf("node table: %s listed twice", want.Addr)
+		}
+		n, err := t.newNodeLocked(want, build)
+		if err != nil {
+			return err
+		}
+		t.addUpLocked(n)
+	}
+	return nil
+}
+
+func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
+	n := &Node[P]{addr: want.Addr, standby: want.Standby}
+	n.byOpen.Value, n.byInUse.Value = n, n
+	p, err := build(n)
+	if err != nil {
+		return nil, err
+	}
+	n.payload = p
+	return n, nil
+}
+
+// addUpLocked adds a trusted node, up.
+func (t *Table[P]) addUpLocked(n *Node[P]) {
+	n.state, n.everUp = Up, true
+	t.nodes[n.addr] = n
+	t.order = append(t.order, n)
+	if !n.standby {
+		t.indexLocked(n)
+	}
+}
+
+// SetNodes applies a whole new node list, whose addresses must be canonical and distinct:
+//
+//   - Nodes not in the table are added first, down until one good probe, except when no node
+//     takes connections: then they are trusted as at start-up (waiting for a probe would fail
+//     every connection in between). Standby nodes are never trusted.
+//   - A draining node listed again keeps its counts and goes down until one good probe.
+//   - A listed node's standby flag takes effect at once: a standby node leaves the pick indexes.
+//   - Nodes no longer listed start draining (no new connection; they leave the table when their
+//     last connection closes, at once when they have none), unless that would leave no listed
+//     node up and active. Then the removals wait: SetNodes returns an error wrapping
+//     ErrNoUpNodeLeft, and the removals are applied when a listed node comes up (by a probe),
+//     or by a later SetNodes.
+//
+// It returns the nodes added or listed again, which the caller must start probing. An error
+// of build stops the change there and is returned with the nodes added so far.
+func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P], err error) {
+	var tr []Transition[P]
+	t.mu.Lock()
+	trustNew := t.byOpen.Len() == 0
+	desired := make([]string, 0, len(list))
+	for _, want := range list {
+		desired = append(desired, want.Addr)
+		n, known := t.nodes[want.Addr]
+		switch {
+		case !known:
+			if n, err = t.newNodeLocked(want, build); err != nil {
+				t.mu.Unlock()
+				t.emit(tr)
+				return added, err
+			}
+			if trustNew && !want.Standby {
+				t.addUpLocked(n)
+			} else {
+				n.state, n.everUp, n.lastErr = Down, false, errAwaitingProbe
+				t.nodes[n.addr] = n
+				t.order = append(t.order, n)
+			}
+			added = append(added, n)
+			continue
+		case n.state == Draining:
+			n.everUp, n.goodProbes, n.lastErr = false, 0, errAwaitingProbe
+			tr = append(tr, t.setStateLocked(n, Down, "listed again; waiting for a good probe"))
+			added = append(added, n)
+		}
+		t.setStandbyLocked(n, want.Standby)
+	}
+	t.desired = desired
+	more, err := t.applyRemovalsLocked()
+	tr = append(tr, more...)
+	t.mu.Unlock()
+	t.emit(tr)
+	return added, err
+}
+
+// setStandbyLocked moves an up node in or out of the pick indexes as its standby flag changes.
+func (t *Table[P]) setStandbyLocked(n *Node[P], standby bool) {
+	if n.standby == standby {
+		return
+	}
+	n.standby = standby
+	if standby {
+		t.unindexLocked(n)
+	} else if n.state == Up {
+		t.indexLocked(n)
+	}
+}
+
+// applyDesiredLocked retries a removal that was held back, once a node has come up.
+func (t *Table[P]) applyDesiredLocked() []Transition[P] {
+	if t.desired == nil {
+		return nil
+	}
+	tr, _ := t.applyRemovalsLocked()
+	return tr
+}
+
+// applyRemovalsLocked drains every node not in t.desired, unless none of the desired nodes is
+// up and active; then it keeps t.desired for a later try and returns ErrNoUpNodeLeft.
+func (t *Table[P]) applyRemovalsLocked() ([]Transition[P], error) {
+	want := make(map[string]bool, len(t.desired))
+	for _, a := range t.desired {
+		want[a] = true
+	}
+	var remove []*Node[P]
+	upLeft := 0
+	for _, n := range t.order {
+		switch {
+		case want[n.addr]:
+			if n.state == Up && !n.standby {
+				upLeft++
+			}
+		case n.state != Draining:
+			remove = append(remove, n)
+		}
+	}
+	if len(remove) == 0 {
+		t.desired = nil
+		return nil, nil
+	}
+	if upLeft == 0 {
+		names := make([]string, len(remove))
+		for i, n := range remove {
+			names[i] = n.addr
+		}
+		return nil, fmt.Errorf("%w (kept for now: %s)", ErrNoUpNodeLeft, strings.Join(names, ", "))
+	}
+	var tr []Transition[P]
+	for _, n := range remove {
+		tr = append(tr, t.setStateLocked(n, Draining, "removed from the node list"))
+		if n.byOpen.Count() == 0 {
+			tr = append(tr, t.forgetLocked(n))
+		}
+	}
+	t.desired = nil
+	return tr, nil
+}
