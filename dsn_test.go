@@ -1,6 +1,7 @@
 package lbd
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +292,12 @@ func assertNoSecret(t *testing.T, dsn, text string) {
 	}
 	if pw := dsn[colon+1 : at]; len(pw) >= 3 && strings.Contains(text, pw) {
 		t.Errorf("%q contains the password", text)
+	}
+}
+
+// A DSN that lists no node and names no source is refused at once, with what to write instead.
+func TestNoNodesAndNoSource(t *testing.T) {
+	if _, err := NewConnector("u:p@lb()/db", WithLogger(discardLogger())); !errors.Is(err, errNoNodes) {
+		t.Fatalf("no nodes and no source: %v, want errNoNodes", err)
 	}
 }

@@ -1,10 +1,16 @@
 package lbd
 
 import (
+	"context"
+	"database/sql"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
+	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/internal/testkit"
 )
 
@@ -46,4 +52,76 @@ type logRecorder = testkit.Logs
 func nodeState(c *Connector, addr string) (NodeState, bool) {
 	ns, ok := c.Stats().Node(addr)
 	return ns.State, ok
+}
+
+// startFakes starts n healthy mysqlfake servers with cfg, closed when the test ends.
+func startFakes(t testing.TB, n int, cfg mysqlfake.Config) []*mysqlfake.Server {
+	t.Helper()
+	srvs := make([]*mysqlfake.Server, n)
+	for i := range srvs {
+		srvs[i] = mysqlfake.Start(t, cfg)
+	}
+	return srvs
+}
+
+// fakeDSN returns a DSN listing srvs, with params (a query string without "?", may be empty).
+func fakeDSN(srvs []*mysqlfake.Server, params string) string {
+	addrs := make([]string, len(srvs))
+	for i, s := range srvs {
+		addrs[i] = s.Addr()
+	}
+	dsn := "u:p@lb(" + strings.Join(addrs, ",") + ")/db?timeout=2s"
+	if params != "" {
+		dsn += "&" + params
+	}
+	return dsn
+}
+
+// openFakeDB opens a *sql.DB over srvs through a Connector built with params and opts (lbd's
+// logs discarded unless opts set a logger), closed when the test ends.
+func openFakeDB(t testing.TB, srvs []*mysqlfake.Server, params string, opts ...Option) (*sql.DB, *Connector) {
+	t.Helper()
+	c, err := NewConnector(fakeDSN(srvs, params), append([]Option{WithLogger(discardLogger())}, opts...)...)
+	if err != nil {
+		t.Fatalf("NewConnector: %v", err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	return db, c
+}
+
+// holdConns checks out n connections and pings each, so each holds a physical connection.
+func holdConns(t testing.TB, db *sql.DB, n int) []*sql.Conn {
+	t.Helper()
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatalf("conn %d: %v", i, err)
+		}
+		if err := c.PingContext(context.Background()); err != nil {
+			t.Fatalf("ping conn %d: %v", i, err)
+		}
+		conns[i] = c
+	}
+	return conns
+}
+
+// queryLog records every query text a mysqlfake server is asked, answering as DefaultAnswer.
+type queryLog struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (l *queryLog) answer(q string) *mysqlfake.Result {
+	l.mu.Lock()
+	l.queries = append(l.queries, q)
+	l.mu.Unlock()
+	return mysqlfake.DefaultAnswer(q)
+}
+
+func (l *queryLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.queries...)
 }

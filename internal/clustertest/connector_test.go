@@ -5,12 +5,10 @@ import (
 
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/lbdtest"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 func TestConnectionsSpreadEvenly(t *testing.T) {
@@ -121,44 +118,6 @@ func TestAllProxiesStoppedNamesEveryOne(t *testing.T) {
 	}
 }
 
-func TestNoLbdParameterReachesTheProxy(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 2)
-	params := "checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600&recoverCheckCount=3" +
-		"&logStats=false&exceptionSorter=mysql&unsupportedMethodBehavior=ignoreCall&checkHealthTimeoutMillis=100" +
-		"&fatalErrorThreshold=4&fatalErrorWindowSeconds=20&balance=connection"
-	db, _ := openDB(t, cl, params)
-	conns := holdConns(t, db, 4)
-	for _, cn := range conns {
-		if _, err := cn.ExecContext(context.Background(), "SELECT 1"); err != nil {
-			t.Fatal(err)
-		}
-		cn.Close()
-	}
-	seen := 0
-	for _, p := range cl.Proxies() {
-		for _, q := range p.Queries() {
-			seen++
-			lq := strings.ToLower(q)
-			for _, prm := range params_() {
-				if strings.Contains(lq, strings.ToLower(prm)) {
-					t.Fatalf("proxy %s received %q", p.Addr(), q)
-				}
-			}
-		}
-	}
-	if seen == 0 {
-		t.Fatal("the proxies recorded no statement at all; the check above proved nothing")
-	}
-}
-
-func params_() []string {
-	var names []string
-	for _, p := range params {
-		names = append(names, p.name)
-	}
-	return names
-}
-
 func TestBadParameterIsAClearError(t *testing.T) {
 	_, err := sql.Open(lbd.DriverName, "u:p@lb(127.0.0.1:1)/db?checkBalanceIntervalSeconds=ten")
 	if err == nil || !strings.Contains(err.Error(), "checkBalanceIntervalSeconds") {
@@ -178,20 +137,20 @@ func TestBadParameterIsAClearError(t *testing.T) {
 func TestConfigRuleSettingsOutOfRange(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		set  func(*Config)
+		set  func(*lbd.Config)
 		want string
 	}{
-		{"recover", func(c *Config) { c.RecoverCheckCount = 0 }, "recoverCheckCount is 0"},
-		{"threshold", func(c *Config) { c.FatalErrorThreshold = 0 }, "fatalErrorThreshold is 0"},
-		{"window", func(c *Config) { c.FatalErrorWindow = -time.Second }, "fatalErrorWindow is -1s"},
+		{"recover", func(c *lbd.Config) { c.RecoverCheckCount = 0 }, "recoverCheckCount is 0"},
+		{"threshold", func(c *lbd.Config) { c.FatalErrorThreshold = 0 }, "fatalErrorThreshold is 0"},
+		{"window", func(c *lbd.Config) { c.FatalErrorWindow = -time.Second }, "fatalErrorWindow is -1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
+			cfg, err := lbd.ParseDSN("u:p@lb(127.0.0.1:1)/db")
 			if err != nil {
 				t.Fatal(err)
 			}
 			tc.set(cfg)
-			c, err := NewConnectorFromConfig(cfg)
+			c, err := lbd.NewConnectorFromConfig(cfg)
 			if err == nil {
 				c.Close()
 				t.Fatalf("NewConnectorFromConfig accepted the setting; want an error naming %q", tc.want)
@@ -226,145 +185,6 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	}
 	if tried != 1 {
 		t.Fatalf("%d dials failed, want exactly 1 (no other node tried)", tried)
-	}
-}
-
-// TestWrappedConnKeepsOptionalInterfaces type-asserts, on a live connection, every interface
-// database/sql and go-sql-driver look for.
-func TestWrappedConnKeepsOptionalInterfaces(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 1)
-	db, _ := openDB(t, cl, "", quiet()...)
-	cn := holdConns(t, db, 1)[0]
-	defer cn.Close()
-	err := cn.Raw(func(dc any) error {
-		checks := map[string]bool{}
-		_, checks["ConnBeginTx"] = dc.(driver.ConnBeginTx)
-		_, checks["ConnPrepareContext"] = dc.(driver.ConnPrepareContext)
-		_, checks["ExecerContext"] = dc.(driver.ExecerContext)
-		_, checks["QueryerContext"] = dc.(driver.QueryerContext)
-		_, checks["Pinger"] = dc.(driver.Pinger)
-		_, checks["SessionResetter"] = dc.(driver.SessionResetter)
-		_, checks["Validator"] = dc.(driver.Validator)
-		_, checks["NamedValueChecker"] = dc.(driver.NamedValueChecker)
-		for name, ok := range checks {
-			if !ok {
-				t.Errorf("live connection lacks %s", name)
-			}
-		}
-		w, ok := dc.(*conn)
-		if !ok {
-			t.Fatalf("live connection is %T, want *conn", dc)
-		}
-		// The socket under go-sql-driver must stay a syscall.Conn for its liveness check.
-		t.Run("socket", func(t *testing.T) {
-			nodeConns := w.node.snapshotConns()
-			if len(nodeConns) != 1 {
-				t.Fatalf("node tracks %d conns, want 1", len(nodeConns))
-			}
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &trackedConn{}
-	if _, ok := any(tc).(syscall.Conn); !ok {
-		t.Fatal("trackedConn is not a syscall.Conn")
-	}
-}
-
-func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "", quiet()...)
-	db.SetMaxOpenConns(1)
-	cn := holdConns(t, db, 1)[0]
-
-	// Retire while in use, inside a transaction: the transaction must finish untouched.
-	tx, err := cn.BeginTx(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w *conn
-	cn.Raw(func(dc any) error { w = dc.(*conn); return nil })
-	if w.retire() {
-		t.Fatal("retire closed an in-use connection")
-	}
-	if _, err := tx.Exec("SELECT 1"); err != nil {
-		t.Fatalf("statement after retirement: %v", err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatalf("commit after retirement: %v", err)
-	}
-	if got := c.Stats().Open(); got != 1 {
-		t.Fatalf("open = %d while the retired connection is still checked out, want 1", got)
-	}
-	cn.Close() // back to the pool: IsValid says no, database/sql closes it
-	if got := c.Stats().Open(); got != 0 {
-		t.Fatalf("open = %d after the retired connection returned, want 0", got)
-	}
-
-	// Retire while idle: it closes at once, and the next checkout dials afresh without error.
-	if _, err := db.Exec("SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
-	var idle []*conn
-	for _, tn := range c.table.Nodes(nil) {
-		for _, x := range tn.Payload().snapshotConns() {
-			if x.isIdle() {
-				idle = append(idle, x)
-			}
-		}
-	}
-	if len(idle) != 1 || !idle[0].retireIfIdle() {
-		t.Fatalf("want exactly one idle connection to retire, found %d", len(idle))
-	}
-	if got := c.Stats().Open(); got != 0 {
-		t.Fatalf("open = %d after retiring the idle connection, want 0", got)
-	}
-	for i := range 5 {
-		if _, err := db.Exec("SELECT 1"); err != nil {
-			t.Fatalf("exec %d after idle retirement: %v", i, err)
-		}
-	}
-	total := uint64(0)
-	for _, ns := range c.Stats().Nodes {
-		total += ns.Retired
-	}
-	if total != 2 {
-		t.Fatalf("Retired = %d, want 2", total)
-	}
-}
-
-func TestTLSChecksEachNodesOwnName(t *testing.T) {
-	cfg, err := lbd.ParseDSN("u:p@lb(a.example:1,b.example:2,[fd00::3]:3)/db?tls=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := lbd.NewConnectorFromConfig(cfg, append(quiet(), lbd.WithLogger(discardLogger()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for addr, want := range map[string]string{"a.example:1": "a.example", "b.example:2": "b.example", "[fd00::3]:3": "fd00::3"} {
-		my := c.nodeConfig(addr)
-		if my.TLS == nil || my.TLS.ServerName != want {
-			t.Errorf("node %s: TLS server name %q, want %q", addr, my.TLS.ServerName, want)
-		}
-	}
-	if name := fixedTLSName(cfg); name != "" {
-		t.Errorf("fixedTLSName = %q for a list, want none", name)
-	}
-	one, _ := lbd.ParseDSN("u:p@lb(a.example:1)/db?tls=true")
-	if name := fixedTLSName(one); name != "" {
-		t.Errorf("fixedTLSName = %q for a name derived from the only node, want none", name)
-	}
-	registerTestSources.Do(registerTLSTestSource)
-	viaSource, err := lbd.ParseDSN("u:p@lbtlssrc(configserver.example:8080)/db?tls=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if name := fixedTLSName(viaSource); name != "" {
-		t.Errorf("fixedTLSName = %q, derived from the source's one address; want none", name)
 	}
 }
 
@@ -414,10 +234,3 @@ func TestConnectErrorMessageIsBounded(t *testing.T) {
 
 // registerTestSources makes test source registrations survive -count=N (nodes.Register panics
 // on a second registration of a name).
-var registerTestSources sync.Once
-
-func registerTLSTestSource() {
-	nodes.Register("lbtlssrc", nodes.SourceFactory{New: func(nodes.SourceConfig) (nodes.Source, error) {
-		return nodes.StaticAddrs("proxy-a.example:2883"), nil
-	}})
-}

@@ -4,20 +4,18 @@ import (
 	"github.com/lbd-go/lbd"
 
 	"context"
-	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
 // garbageServer accepts connections and answers with a truncated handshake that go-sql-driver
 // cannot read (it panics on it without lbd's guard).
 func garbageServer(t *testing.T) string {
-	return replayServer(t, []byte{3, 0, 0, 0, 0x0a, 'b', '0'})
+	return testkit.Replay(t, []byte{3, 0, 0, 0, 0x0a, 'b', '0'})
 }
 
 func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
@@ -99,113 +97,4 @@ func TestCloseCutsAHungDialShort(t *testing.T) {
 	if ns := c.Stats().Nodes[0]; ns.Open != 0 || ns.State != lbd.StateUp {
 		t.Fatalf("after Close: %+v, want no open connection and the node not blamed", ns)
 	}
-}
-
-// TestTruncatedGreetingsNeverReachTheDriver serves a real greeting cut at every length: each
-// must fail cleanly (goleak in TestMain catches a go-sql-driver panic, which leaks a goroutine).
-func TestTruncatedGreetingsNeverReachTheDriver(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 1)
-	real := captureGreeting(t, cl.Addrs()[0])
-	payload := real[4:]
-	for cut := 1; cut < len(payload); cut++ {
-		p := payload[:cut]
-		if err := checkGreeting(p); err == nil {
-			continue // long enough to be read safely; go-sql-driver fails on it later
-		}
-		pkt := append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), 0}, p...)
-		addr := replayServer(t, pkt)
-		c, err := lbd.NewConnector("u:p@lb("+addr+")/db?timeout=1s", append(quiet(), lbd.WithLogger(discardLogger()))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = c.Connect(context.Background())
-		c.Close()
-		if !errors.Is(err, errBadGreeting) {
-			t.Fatalf("greeting cut at %d: %v, want errBadGreeting", cut, err)
-		}
-	}
-}
-
-func TestGreetingErrorPackets(t *testing.T) {
-	for _, tc := range []struct {
-		payload string
-		ok      bool
-	}{
-		{"\xff", false},
-		{"\xff\x10\x04", false},
-		{"\xff\x10\x04#080", false},
-		{"\xff\x10\x04#08004Too many connections", true},
-		{"\xff\x10\x04Too many connections", true},
-		{"\x0a5.7.0", false},
-		{"\x0a5.7.0\x00\x01\x02", false},
-	} {
-		if err := checkGreeting([]byte(tc.payload)); (err == nil) != tc.ok {
-			t.Errorf("checkGreeting(%q) = %v, want ok=%v", tc.payload, err, tc.ok)
-		}
-	}
-}
-
-func captureGreeting(t *testing.T, addr string) []byte {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	g, err := readGreeting(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
-// replayServer answers every connection with packet, then waits for the client to leave.
-func replayServer(t *testing.T, packet []byte) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.Write(packet)
-				c.SetReadDeadline(time.Now().Add(2 * time.Second))
-				io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-// A connection database/sql opened but never used may sit in its pool without IsValid ever
-// being called; retiring it must close it at once, and its first use must fail before sending.
-func TestFreshConnectionIsRetiredAtOnce(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 1)
-	_, c := openDB(t, cl, "", quiet()...)
-	dc, err := c.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := dc.(*conn)
-	if !w.retire() {
-		t.Fatal("a fresh connection was not closed at once")
-	}
-	if got := c.Stats().Nodes[0].Open; got != 0 {
-		t.Fatalf("open = %d after retiring the fresh connection", got)
-	}
-	before := cl.Proxy(0).Statements()
-	if _, err := w.ExecContext(context.Background(), "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
-		t.Fatalf("use of a retired fresh connection = %v, want driver.ErrBadConn", err)
-	}
-	if cl.Proxy(0).Statements() != before {
-		t.Fatal("a statement reached the proxy over a retired connection")
-	}
-	w.Close()
 }

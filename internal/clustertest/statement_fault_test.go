@@ -575,9 +575,22 @@ func TestStatementModeHungAndStoppedMidUse(t *testing.T) {
 		t.Helper()
 		waitFor(t, 5*time.Second, "proxy 0 up", func() bool { s, _ := nodeState(c, p0.Addr()); return s == lbd.StateUp })
 	}
+	// nodeOf returns the node whose physical connection cn's open transaction holds: the one
+	// connection in use, as nothing else runs while the loop below holds one transaction.
 	nodeOf := func(cn *sql.Conn) string {
-		var addr string
-		cn.Raw(func(dc any) error { addr = dc.(*logicalConn).phys.node.addr; return nil })
+		t.Helper()
+		addr := ""
+		for _, ns := range c.Stats().Nodes {
+			switch {
+			case ns.InUse == 1 && addr == "":
+				addr = ns.Addr
+			case ns.InUse != 0:
+				t.Fatalf("more than one physical connection in use while one transaction is open: %+v", c.Stats().Nodes)
+			}
+		}
+		if addr == "" {
+			t.Fatalf("no physical connection in use while a transaction is open: %+v", c.Stats().Nodes)
+		}
 		return addr
 	}
 

@@ -1,10 +1,9 @@
 package clustertest
 
 import (
-	"github.com/lbd-go/lbd"
-
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,21 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/inspect"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
 // serverStatements returns how many prepared statements lbd keeps open on the server over
 // every physical connection (only safe while no other goroutine uses the Connector).
-func serverStatements(c *lbd.Connector) int {
-	total := 0
-	for _, tn := range c.table.Nodes(nil) {
-		for _, p := range tn.Payload().snapshotConns() {
-			total += len(p.prepared)
-		}
-	}
-	return total
-}
+func serverStatements(c *lbd.Connector) int { return inspect.ServerStatements(c) }
 
 // Parameterized statements without interpolateParams are prepared, executed and closed by
 // database/sql (driver.ErrSkip); so is every *sql.Stmt an application prepares and closes. In
@@ -92,11 +85,7 @@ func TestStatementModeClosedStatementsAreClosedOnTheServerWhileTheConnectionIsHe
 }
 
 // openPreparedQueries returns how many query texts the Connector's prepared set holds open.
-func openPreparedQueries(c *lbd.Connector) int {
-	c.stmt.prepared.mu.Lock()
-	defer c.stmt.prepared.mu.Unlock()
-	return len(c.stmt.prepared.open)
-}
+func openPreparedQueries(c *lbd.Connector) int { return len(inspect.PreparedQueries(c)) }
 
 // A long-lived *sql.Stmt keeps working, without an error reaching the application, when every
 // physical connection it was prepared on is gone (all proxies restarted): it is prepared again
@@ -285,12 +274,14 @@ func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := dc.(*logicalConn)
-		if _, err := l.PrepareContext(ctx, "SELECT 1 + ?"); err != nil {
+		if pinned, ok := inspect.Pinned(dc); !ok || pinned {
+			t.Fatalf("Connect returned %T (pinned %v), want an unpinned logical connection", dc, pinned)
+		}
+		if _, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, "SELECT 1 + ?"); err != nil {
 			t.Fatal(err)
 		}
-		l.IsValid() // returned to the pool, then discarded by database/sql
-		l.Close()
+		dc.(driver.Validator).IsValid() // returned to the pool, then discarded by database/sql
+		dc.Close()
 		if n := openPreparedQueries(c); n != 0 {
 			t.Errorf("%d query texts still referenced after the only logical connection that prepared them closed; "+
 				"the %d server-side copies on open physical connections will never be closed", n, serverStatements(c))
@@ -342,10 +333,8 @@ func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.
 		t.Logf("%d prepared statements used and closed", cycles.Load())
 		db.SetMaxIdleConns(0) // every logical connection closes
 		waitFor(t, 5*time.Second, "every logical connection to close", func() bool { return c.Stats().Logical == 0 })
-		c.stmt.prepared.mu.Lock()
-		defer c.stmt.prepared.mu.Unlock()
-		for q, pq := range c.stmt.prepared.open {
-			t.Errorf("every *sql.Stmt closed and no logical connection open, yet %q keeps %d references", q, pq.refs)
+		for q, refs := range inspect.PreparedQueries(c) {
+			t.Errorf("every *sql.Stmt closed and no logical connection open, yet %q keeps %d references", q, refs)
 		}
 	})
 }

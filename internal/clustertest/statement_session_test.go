@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/inspect"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -132,11 +133,17 @@ func freshRead(ctx context.Context, db *sql.DB, query string, dest ...any) (bool
 	}
 	defer cn.Close()
 	fresh := false
-	cn.Raw(func(dc any) error {
-		l := dc.(*logicalConn)
-		fresh = !l.pinned()
+	err = cn.Raw(func(dc any) error {
+		pinned, ok := inspect.Pinned(dc)
+		if !ok {
+			return fmt.Errorf("the connection is %T, not a logical connection", dc)
+		}
+		fresh = !pinned
 		return nil
 	})
+	if err != nil {
+		return false, err
+	}
 	if !fresh {
 		return false, nil
 	}

@@ -1,14 +1,11 @@
-package clustertest
+package lbd
 
 import (
-	"github.com/lbd-go/lbd"
-
 	"context"
-	"database/sql"
 	"testing"
 
+	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/internal/sqlclass"
-	"github.com/lbd-go/lbd/lbdtest"
 )
 
 // BenchmarkStatementModeOverhead measures what statement mode adds to each statement, without
@@ -16,13 +13,8 @@ import (
 // busy node and giving it back (two pick-index updates, the free list and go-sql-driver's
 // liveness check, which connection mode runs at each checkout too).
 func BenchmarkStatementModeOverhead(b *testing.B) {
-	cl := lbdtest.NewCluster(b, 3)
-	c, err := lbd.NewConnector(cl.DSN("balance=statement&checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600"), quiet()...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	b.Cleanup(func() { db.Close() })
+	srvs := startFakes(b, 3, mysqlfake.Config{})
+	db, c := openFakeDB(b, srvs, "balance=statement&checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600", quiet()...)
 	db.SetMaxIdleConns(8)
 	conns := holdConns(b, db, 8)
 	for _, cn := range conns {
