@@ -3,7 +3,9 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -52,8 +54,11 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 	expired := p.tc.limitTo(ctx)
 	err := p.query(ctx)
 	if late := expired(); err != nil || late {
-		if err != nil && late {
+		switch {
+		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
+		case late:
+			err = errors.New("lbd: probe not answered in time")
 		}
 		p.Close() // a connection whose deadline passed mid-probe cannot be used again
 	}
@@ -112,7 +117,19 @@ func runProbeQuery(ctx context.Context, pc driver.Conn) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	if err := checkProbeRows(rows); err != nil {
+		rows.Close()
+		return err
+	}
+	// The whole answer must arrive: a proxy that stalls after the row is not healthy.
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("lbd: probe answer did not end: %w", err)
+	}
+	return nil
+}
+
+// checkProbeRows requires exactly one row of one column holding 1.
+func checkProbeRows(rows driver.Rows) error {
 	if cols := rows.Columns(); len(cols) != 1 {
 		return fmt.Errorf("lbd: probe answered %d columns, want 1", len(cols))
 	}
@@ -123,7 +140,14 @@ func runProbeQuery(ctx context.Context, pc driver.Conn) error {
 	if !isOne(dest[0]) {
 		return fmt.Errorf("lbd: probe answered %v, want 1", dest[0])
 	}
-	return nil
+	switch err := rows.Next(dest); err {
+	case io.EOF:
+		return nil
+	case nil:
+		return errors.New("lbd: probe answered more than one row, want 1")
+	default:
+		return fmt.Errorf("lbd: probe answer did not end: %w", err)
+	}
 }
 
 // isOne accepts 1 in the shapes a text or binary result can carry.

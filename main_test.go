@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 // hostileParallel is how many hostile cases run at once by default.
-const hostileParallel = 8
+const hostileParallel = 6
 
 func TestCloseLeavesNothingBehind(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
