@@ -51,9 +51,9 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 		}
 		p.conn, p.tc = pc, t.conn
 	}
-	expired := p.tc.limitTo(ctx)
+	bound := p.tc.limitTo(ctx)
 	err := p.query(ctx)
-	if late := expired(); err != nil || late {
+	if late := bound.release(); err != nil || late {
 		switch {
 		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)

@@ -117,9 +117,9 @@ func (t *txWrap) end(do func() error) (err error) {
 		return err
 	}
 	defer t.c.contain(&err)
-	expired := t.c.tc.limitTo(t.ctx)
+	bound := t.c.tc.limitTo(t.ctx)
 	err = do()
-	if expired() && err != nil {
+	if bound.release() && err != nil {
 		err = fmt.Errorf("lbd: %w while waiting for the proxy to end the transaction: %w", context.Cause(t.ctx), err)
 	}
 	return t.c.observe(err)
@@ -141,6 +141,7 @@ type rows struct {
 	r      driverRows
 	ctx    context.Context // the query's
 	closed bool
+	ended  bool // the last result set was read to its end: Close has nothing left to read
 }
 
 func wrapRows(ctx context.Context, c *conn, r driver.Rows) driver.Rows {
@@ -163,9 +164,12 @@ func (r *rows) Close() (err error) {
 		return err
 	}
 	defer r.c.contain(&err)
-	expired := r.c.tc.limitTo(r.ctx)
+	if r.ended {
+		return r.c.observe(r.r.Close())
+	}
+	bound := r.c.tc.limitTo(r.ctx)
 	err = r.r.Close()
-	if expired() && err != nil {
+	if bound.release() && err != nil {
 		err = fmt.Errorf("lbd: %w while reading the rest of the result: %w", context.Cause(r.ctx), err)
 	}
 	return r.c.observe(err)
@@ -178,7 +182,11 @@ func (r *rows) Next(dest []driver.Value) (err error) {
 	}
 	defer r.c.contain(&err)
 	err = r.r.Next(dest)
-	if err == nil || isEndOfRows(err) {
+	if err == nil {
+		return nil
+	}
+	if isEndOfRows(err) {
+		r.ended = !r.r.HasNextResultSet()
 		return err
 	}
 	return r.c.observe(err)
