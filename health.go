@@ -143,10 +143,10 @@ func isOne(v driver.Value) bool {
 func (c *Connector) startLoops() error {
 	var err error
 	c.prober, err = detect.NewProber(detect.ProberConfig{
-		Interval: c.opts.healthInterval,
-		Timeout:  c.opts.healthTimeout,
-		Clock:    c.opts.clock,
-		Jitter:   c.opts.jitter,
+		Interval: c.cfg.CheckHealthInterval,
+		Timeout:  c.cfg.CheckHealthTimeout,
+		Clock:    c.cfg.clock,
+		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
 			c.table.Probed(t.(*probeTarget).n.tn, err, took)
 		},
@@ -155,8 +155,8 @@ func (c *Connector) startLoops() error {
 		return fmt.Errorf("lbd: %w", err)
 	}
 	c.rebal, err = detect.NewRebalancer(&rebalancePool{c: c}, detect.RebalancerConfig{
-		Interval: c.opts.balanceIntvl,
-		Clock:    c.opts.clock,
+		Interval: c.cfg.CheckBalanceInterval,
+		Clock:    c.cfg.clock,
 		Report:   c.logRebalance,
 	})
 	if err != nil {
@@ -180,14 +180,14 @@ func (c *Connector) startLoops() error {
 func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	n := t.Node.Payload()
 	if t.Forgot {
-		c.logger.Info("lbd: node drained and removed", "node", n.addr)
+		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
 	}
 	level := slog.LevelInfo
 	if t.To != nodetable.Up {
 		level = slog.LevelWarn
 	}
-	c.logger.Log(context.Background(), level, "lbd: node state changed",
+	c.cfg.Logger.Log(context.Background(), level, "lbd: node state changed",
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
@@ -237,6 +237,6 @@ func (p *rebalancePool) Retire(n any, max int) int {
 
 func (c *Connector) logRebalance(retired []detect.Retired) {
 	for _, r := range retired {
-		c.logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
+		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
 	}
 }
