@@ -154,7 +154,7 @@ func (c *Connector) startLoops() error {
 	if err != nil {
 		return fmt.Errorf("lbd: %w", err)
 	}
-	c.rebal, err = detect.NewRebalancer(&rebalancePool{c: c}, detect.RebalancerConfig{
+	c.rebal, err = detect.NewRebalancer(&rebalanceCluster{c: c}, detect.RebalancerConfig{
 		Interval: c.cfg.CheckBalanceInterval,
 		Clock:    c.cfg.clock,
 		Report:   c.logRebalance,
@@ -203,15 +203,15 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	}
 }
 
-// rebalancePool shows the connector to the rebalancer.
-type rebalancePool struct {
+// rebalanceCluster shows the connector to the rebalancer.
+type rebalanceCluster struct {
 	c     *Connector
 	mu    sync.Mutex              // guards views between rounds
 	views []nodetable.View[*node] // reused from round to round
 }
 
-// Loads implements detect.Pool over the up nodes.
-func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
+// Loads implements detect.Cluster over the up nodes.
+func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	p.mu.Lock()
 	p.views = p.c.table.Snapshot(p.views[:0])
 	start := len(buf)
@@ -230,8 +230,8 @@ func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
 	return buf
 }
 
-// Retire implements detect.Pool.
-func (p *rebalancePool) Retire(n any, max int) int {
+// Retire implements detect.Cluster.
+func (p *rebalanceCluster) Retire(n any, max int) int {
 	return n.(*node).retireSurplus(max)
 }
 
