@@ -270,7 +270,7 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	defer context.AfterFunc(c.stopCtx, cancel)()
 	dc, err := safeConnect(dctx, n.connector, t)
 	if err == nil {
-		if mc, ok := dc.(driverConn); ok {
+		if mc, ok := dc.(fullConn); ok {
 			return c.adopt(n, mc, t.conn), nil
 		}
 		dc.Close()
@@ -339,7 +339,7 @@ func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn 
 // adopt wraps a new physical connection and registers it with its node. A node that went down
 // or started draining while the dial was in flight gets the connection retired at once, so it
 // is used for this checkout only.
-func (c *Connector) adopt(n *node, mc driverConn, tc *trackedConn) *conn {
+func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
 	c.table.Dialed(n.tn, nil)

@@ -38,7 +38,7 @@ type logicalConn struct {
 	stmts    []*logicalStmt // open prepared statements, released at Close
 }
 
-var _ driverConn = (*logicalConn)(nil)
+var _ fullConn = (*logicalConn)(nil)
 
 // pinned reports whether the logical connection must keep its physical connection.
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }

@@ -61,7 +61,7 @@ func (s *preparedSet) release(q *preparedQuery) {
 
 // statementOn returns q prepared on the claimed physical connection p, preparing it there on
 // first use.
-func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) (driverStmt, error) {
+func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) (fullStmt, error) {
 	if st, ok := p.prepared[q]; ok {
 		return st, nil
 	}
@@ -69,13 +69,13 @@ func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) 
 	if err != nil {
 		return nil, err
 	}
-	ds, ok := st.(driverStmt)
+	ds, ok := st.(fullStmt)
 	if !ok { // go-sql-driver's statements always are; never cache one that is not
 		st.Close()
 		return nil, errUnexpectedStmt(st)
 	}
 	if p.prepared == nil {
-		p.prepared = make(map[*preparedQuery]driverStmt)
+		p.prepared = make(map[*preparedQuery]fullStmt)
 	}
 	p.prepared[q] = ds
 	return ds, nil
@@ -105,11 +105,11 @@ type logicalStmt struct {
 	q        *preparedQuery
 	eff      sqlclass.Effect
 	numInput int
-	proto    driverStmt // the first physical copy, for go-sql-driver's connection-free conversions
+	proto    fullStmt // the first physical copy, for go-sql-driver's connection-free conversions
 	closed   bool
 }
 
-var _ driverStmt = (*logicalStmt)(nil)
+var _ fullStmt = (*logicalStmt)(nil)
 
 // PrepareContext implements driver.ConnPrepareContext: the query is prepared on a physical
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
@@ -131,7 +131,7 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 }
 
 // on binds the logical connection and returns the statement's copy on its physical connection.
-func (s *logicalStmt) on(ctx context.Context) (driverStmt, error) {
+func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
