@@ -170,7 +170,7 @@ func (c *trackedConn) expire() { c.limit(time.Unix(1, 0)) }
 // limitTo bounds the connection by ctx until the returned function is called: by ctx's
 // deadline, and at once when ctx ends. The function reports whether ctx ended meanwhile (the
 // connection is then unusable); otherwise it lifts the bound.
-func (c *trackedConn) limitTo(ctx context.Context) (release func() (expired bool)) {
+func (c *trackedConn) limitTo(ctx context.Context) (lift func() (expired bool)) {
 	if ctx.Done() == nil {
 		return func() bool { return false }
 	}
@@ -189,7 +189,7 @@ func (c *trackedConn) limitTo(ctx context.Context) (release func() (expired bool
 
 var _ syscall.Conn = (*trackedConn)(nil)
 
-// Close closes the socket and releases the node's count once.
+// Close closes the socket and gives the node its open count back, once.
 func (c *trackedConn) Close() error {
 	err := c.TCPConn.Close()
 	if c.closed.CompareAndSwap(false, true) && c.table != nil {

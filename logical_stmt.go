@@ -34,7 +34,8 @@ type preparedSet struct {
 	deaths atomic.Uint64 // bumped when a query dies, so claims sweep only when there is work
 }
 
-func (s *preparedSet) acquire(query string) *preparedQuery {
+// ref takes a reference to the open query with this text, opening it when there is none.
+func (s *preparedSet) ref(query string) *preparedQuery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open == nil {
@@ -49,7 +50,9 @@ func (s *preparedSet) acquire(query string) *preparedQuery {
 	return q
 }
 
-func (s *preparedSet) release(q *preparedQuery) {
+// unref gives back a reference taken by ref; the last one closes the query (its physical
+// copies close at their connection's next claim).
+func (s *preparedSet) unref(q *preparedQuery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if q.refs--; q.refs == 0 {
@@ -119,10 +122,10 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 	if err != nil {
 		return nil, err
 	}
-	q := l.c.stmt.prepared.acquire(query)
+	q := l.c.stmt.prepared.ref(query)
 	st, err := l.c.statementOn(ctx, p, q)
 	if err != nil {
-		l.c.stmt.prepared.release(q)
+		l.c.stmt.prepared.unref(q)
 		return nil, err
 	}
 	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st}
@@ -172,7 +175,7 @@ func (s *logicalStmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), namedValues(args))
 }
 
-// Close releases the query. When it was the last statement for its query, the copy on the
+// Close gives back the statement's reference to its query. When it was the last statement for its query, the copy on the
 // physical connection the logical one holds closes now (database/sql closes statements under
 // the connection's lock, so lbd may send on it); other copies close at their connection's next
 // claim, or with the connection.
@@ -180,7 +183,7 @@ func (s *logicalStmt) Close() error {
 	if s.closed {
 		return nil
 	}
-	s.release()
+	s.unref()
 	l := s.l
 	if i := slices.Index(l.stmts, s); i >= 0 {
 		l.stmts = slices.Delete(l.stmts, i, i+1)
@@ -191,11 +194,11 @@ func (s *logicalStmt) Close() error {
 	return nil
 }
 
-// release gives the query back once.
-func (s *logicalStmt) release() {
+// unref gives back the statement's reference to its query, once.
+func (s *logicalStmt) unref() {
 	if !s.closed {
 		s.closed = true
-		s.l.c.stmt.prepared.release(s.q)
+		s.l.c.stmt.prepared.unref(s.q)
 	}
 }
 

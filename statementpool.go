@@ -48,10 +48,10 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 	return &logicalConn{c: c}, nil
 }
 
-// acquire claims a physical connection for a logical one: an idle one on the up node with the
+// borrow claims a physical connection for a logical one: an idle one on the up node with the
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; giveBack or park returns it.
-func (c *Connector) acquire(ctx context.Context) (*conn, error) {
+func (c *Connector) borrow(ctx context.Context) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
