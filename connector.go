@@ -41,7 +41,7 @@ type Connector struct {
 	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
 	recent  recentFatal   // latest fatal errors, for NodeOfError
-	stmt    statementPool // statement mode's logical connections and prepared statements
+	stmt    statementMode // statement mode's logical connections and prepared statements
 	applyMu sync.Mutex    // serialises node-list changes (SetNodes and source updates)
 
 	closed    atomic.Bool
