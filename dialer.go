@@ -167,7 +167,7 @@ func (c *trackedConn) limit(t time.Time) {
 // expire makes every read and write fail at once; the connection cannot be used again.
 func (c *trackedConn) expire() { c.limit(time.Unix(1, 0)) }
 
-// limitTo bounds the connection by ctx until the returned bound is released: by ctx's
+// limitTo bounds the connection by ctx until the returned bound is lifted: by ctx's
 // deadline, and at once when ctx ends.
 func (c *trackedConn) limitTo(ctx context.Context) ctxBound {
 	if ctx.Done() == nil {
@@ -185,9 +185,9 @@ type ctxBound struct {
 	stop func() bool
 }
 
-// release lifts the bound and reports whether ctx ended meanwhile (the connection is then
+// lift lifts the bound and reports whether ctx ended meanwhile (the connection is then
 // unusable and keeps failing every read and write).
-func (b ctxBound) release() (expired bool) {
+func (b ctxBound) lift() (expired bool) {
 	if b.c == nil {
 		return false
 	}
@@ -200,7 +200,7 @@ func (b ctxBound) release() (expired bool) {
 
 var _ syscall.Conn = (*trackedConn)(nil)
 
-// Close closes the socket and releases the node's count once.
+// Close closes the socket and gives the node its open count back, once.
 func (c *trackedConn) Close() error {
 	err := c.TCPConn.Close()
 	if c.closed.CompareAndSwap(false, true) && c.table != nil {

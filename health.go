@@ -53,7 +53,7 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 	}
 	bound := p.tc.limitTo(ctx)
 	err := p.query(ctx)
-	if late := bound.release(); err != nil || late {
+	if late := bound.lift(); err != nil || late {
 		switch {
 		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
@@ -167,10 +167,10 @@ func isOne(v driver.Value) bool {
 func (c *Connector) startLoops() error {
 	var err error
 	c.prober, err = detect.NewProber(detect.ProberConfig{
-		Interval: c.opts.healthInterval,
-		Timeout:  c.opts.healthTimeout,
-		Clock:    c.opts.clock,
-		Jitter:   c.opts.jitter,
+		Interval: c.cfg.CheckHealthInterval,
+		Timeout:  c.cfg.CheckHealthTimeout,
+		Clock:    c.cfg.clock,
+		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
 			c.table.Probed(t.(*probeTarget).n.tn, err, took)
 		},
@@ -178,9 +178,9 @@ func (c *Connector) startLoops() error {
 	if err != nil {
 		return fmt.Errorf("lbd: %w", err)
 	}
-	c.rebal, err = detect.NewRebalancer(&rebalancePool{c: c}, detect.RebalancerConfig{
-		Interval: c.opts.balanceIntvl,
-		Clock:    c.opts.clock,
+	c.rebal, err = detect.NewRebalancer(&rebalanceCluster{c: c}, detect.RebalancerConfig{
+		Interval: c.cfg.CheckBalanceInterval,
+		Clock:    c.cfg.clock,
 		Report:   c.logRebalance,
 	})
 	if err != nil {
@@ -204,14 +204,14 @@ func (c *Connector) startLoops() error {
 func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	n := t.Node.Payload()
 	if t.Forgot {
-		c.logger.Info("lbd: node drained and removed", "node", n.addr)
+		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
 	}
 	level := slog.LevelInfo
 	if t.To != nodetable.Up {
 		level = slog.LevelWarn
 	}
-	c.logger.Log(context.Background(), level, "lbd: node state changed",
+	c.cfg.Logger.Log(context.Background(), level, "lbd: node state changed",
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
@@ -227,15 +227,15 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	}
 }
 
-// rebalancePool shows the connector to the rebalancer.
-type rebalancePool struct {
+// rebalanceCluster shows the connector to the rebalancer.
+type rebalanceCluster struct {
 	c     *Connector
 	mu    sync.Mutex              // guards views between rounds
 	views []nodetable.View[*node] // reused from round to round
 }
 
-// Loads implements detect.Pool over the up nodes.
-func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
+// Loads implements detect.Cluster over the up nodes.
+func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	p.mu.Lock()
 	p.views = p.c.table.Snapshot(p.views[:0])
 	start := len(buf)
@@ -254,13 +254,13 @@ func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
 	return buf
 }
 
-// Retire implements detect.Pool.
-func (p *rebalancePool) Retire(n any, max int) int {
+// Retire implements detect.Cluster.
+func (p *rebalanceCluster) Retire(n any, max int) int {
 	return n.(*node).retireSurplus(max)
 }
 
 func (c *Connector) logRebalance(retired []detect.Retired) {
 	for _, r := range retired {
-		c.logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
+		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
 	}
 }
