@@ -53,12 +53,11 @@ func parseBalanceMode(v string) (BalanceMode, error) {
 
 // WithBalance sets the balance mode, overriding the balance DSN parameter.
 func WithBalance(m BalanceMode) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if m != BalanceConnection && m != BalanceStatement {
 			return fmt.Errorf("lbd: WithBalance: unknown mode %v", m)
 		}
-		o.balance = m
-		o.balanceSet = true
+		c.Balance = m
 		return nil
 	}
 }

@@ -20,9 +20,10 @@ const (
 	connClosed              // closed by database/sql, or retired while idle or fresh
 )
 
-// driverConn is everything go-sql-driver's connection implements; lbd's wrapper keeps every one
-// of these interfaces (database/sql changes behaviour when one is missing).
-type driverConn interface {
+// fullConn is everything go-sql-driver's connection implements; lbd's wrapper keeps every one
+// of these interfaces (database/sql changes behaviour when one is missing). database/sql's own
+// wrapper of a connection is driverConn; this is the driver's side.
+type fullConn interface {
 	driver.Conn
 	driver.ConnBeginTx
 	driver.ConnPrepareContext
@@ -39,7 +40,7 @@ type driverConn interface {
 // checkout, or closed at once when it sits idle. lbd never closes a connection that is in use,
 // so a statement or transaction is never cut.
 type conn struct {
-	dc        driverConn
+	dc        fullConn
 	tc        *trackedConn // the socket beneath dc
 	node      *node
 	connector *Connector
@@ -49,7 +50,7 @@ type conn struct {
 
 	// Statement mode: the queries prepared on this physical connection, and the prepared-set
 	// death count at its last sweep. Only the logical connection that claimed it touches them.
-	prepared map[*preparedQuery]driverStmt
+	prepared map[*preparedQuery]fullStmt
 	swept    uint64
 	openRows atomic.Int32 // result sets not yet closed: no other command may be sent meanwhile
 }

@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"maps"
-	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -21,7 +18,6 @@ import (
 
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
-	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -34,10 +30,7 @@ import (
 // Create one with NewConnector and hand it to sql.OpenDB; DB.Close calls Close, which stops
 // every background loop. A Connector is safe for concurrent use.
 type Connector struct {
-	cfg    *Config
-	opts   options
-	logger *slog.Logger
-	sorter exception.Sorter
+	cfg    *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
 	table  *nodeTable
 	prober *detect.Prober
 	rebal  *detect.Rebalancer
@@ -47,9 +40,8 @@ type Connector struct {
 	start *sourceStart  // the node source's background start; nil for a static list
 	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
-	recent  recentFatal // latest fatal errors, for NodeOfError
-	mode    BalanceMode
-	stmt    statementPool // statement mode's logical connections and prepared statements
+	recent  recentFatal   // latest fatal errors, for NodeOfError
+	stmt    statementMode // statement mode's logical connections and prepared statements
 	applyMu sync.Mutex    // serialises node-list changes (SetNodes and source updates)
 
 	closed    atomic.Bool
@@ -79,69 +71,46 @@ func NewConnector(dsn string, opts ...Option) (*Connector, error) {
 }
 
 // NewConnectorFromConfig is NewConnector for a Config built or changed in code. cfg is not
-// modified and may be reused.
+// modified and may be reused: the options act on the Connector's own copy. Errors: a setting
+// out of range (each names its DSN parameter or option), an option's error, an unknown
+// exceptionSorter name, a node source's bad parameter.
 func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if cfg == nil || cfg.MySQL == nil {
 		return nil, errors.New("lbd: nil Config; build one with ParseDSN")
 	}
-	o := options{
-		logger:         slog.Default(),
-		clock:          clock.Real,
-		jitter:         func(max time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(max))) },
-		statsInterval:  DefaultStatsInterval,
-		healthInterval: cfg.CheckHealthInterval,
-		healthTimeout:  cfg.CheckHealthTimeout,
-		balanceIntvl:   cfg.CheckBalanceInterval,
-		recoverCount:   cfg.RecoverCheckCount,
-		fatalThreshold: cfg.FatalErrorThreshold,
-		fatalWindow:    cfg.FatalErrorWindow,
-	}
+	run := cloneConfig(cfg)
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
+		if err := opt(run); err != nil {
 			return nil, err
 		}
 	}
-	if o.healthTimeout > o.healthInterval {
-		o.healthTimeout = o.healthInterval
+	if err := run.settle(); err != nil {
+		return nil, err
 	}
-	if o.sorter == nil {
-		s, ok := exception.Lookup(cfg.ExceptionSorter)
-		if !ok {
-			return nil, fmt.Errorf("lbd: invalid DSN parameter exceptionSorter=%q: no sorter registered under that name (registered: %s)",
-				cfg.ExceptionSorter, strings.Join(exception.Names(), ", "))
-		}
-		o.sorter = s
+	src := run.source // the Connector owns it from here; see Config.source
+	run.source = nil
+	if run.Balance == BalanceStatement && autocommitOff(run.MySQL.Params) {
+		return nil, errors.New("lbd: balance=statement with autocommit off in the DSN: every physical connection would hold its own open transaction, so a logical connection could never move; use balance=connection, or BEGIN ... COMMIT with autocommit on")
 	}
 
 	c := &Connector{
-		cfg:    cloneConfig(cfg),
-		opts:   o,
-		logger: o.logger,
-		sorter: o.sorter,
-		stop:   make(chan struct{}),
-		ready:  make(chan struct{}),
+		cfg:   run,
+		stop:  make(chan struct{}),
+		ready: make(chan struct{}),
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
-		RecoverCount:   o.recoverCount,
-		FatalThreshold: o.fatalThreshold,
-		FatalWindow:    o.fatalWindow,
+		RecoverCount:   run.RecoverCheckCount,
+		FatalThreshold: run.FatalErrorThreshold,
+		FatalWindow:    run.FatalErrorWindow,
 		OnTransition:   c.onTransition,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
-	c.mode = cfg.Balance
-	if o.balanceSet {
-		c.mode = o.balance
-	}
-	c.cfg.Balance = c.mode
-	if c.mode == BalanceStatement && autocommitOff(c.cfg.MySQL.Params) {
-		return nil, errors.New("lbd: balance=statement with autocommit off in the DSN: every physical connection would hold its own open transaction, so a logical connection could never move; use balance=connection, or BEGIN ... COMMIT with autocommit on")
-	}
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
-	if err := c.startSource(); err != nil {
+	if err := c.startSource(src); err != nil {
 		return nil, err
 	}
 	if err := c.table.Start(nodes.StaticAddrs(c.staticNodes()...), c.newNode); err != nil {
@@ -155,15 +124,6 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	}
 	c.launchSource()
 	return c, nil
-}
-
-func cloneConfig(cfg *Config) *Config {
-	cp := *cfg
-	cp.MySQL = cfg.MySQL.Clone()
-	cp.Nodes = slices.Clone(cfg.Nodes)
-	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
-	cp.SourceParams = maps.Clone(cfg.SourceParams)
-	return &cp
 }
 
 // fixedTLSName returns the TLS server name the user set explicitly, if any. go-sql-driver fills
@@ -226,7 +186,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := c.Ready(ctx); err != nil {
 		return nil, err
 	}
-	if c.mode == BalanceStatement {
+	if c.cfg.Balance == BalanceStatement {
 		return c.connectLogical(ctx)
 	}
 	cn, err := c.connectPhysical(ctx)
@@ -310,7 +270,7 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	defer context.AfterFunc(c.stopCtx, cancel)()
 	dc, err := safeConnect(dctx, n.connector, t)
 	if err == nil {
-		if mc, ok := dc.(driverConn); ok {
+		if mc, ok := dc.(fullConn); ok {
 			return c.adopt(n, mc, t.conn), nil
 		}
 		dc.Close()
@@ -379,7 +339,7 @@ func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn 
 // adopt wraps a new physical connection and registers it with its node. A node that went down
 // or started draining while the dial was in flight gets the connection retired at once, so it
 // is used for this checkout only.
-func (c *Connector) adopt(n *node, mc driverConn, tc *trackedConn) *conn {
+func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
 	c.table.Dialed(n.tn, nil)
@@ -392,8 +352,11 @@ func (c *Connector) adopt(n *node, mc driverConn, tc *trackedConn) *conn {
 // Driver implements driver.Connector.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
 
-// Config returns a copy of the connector's configuration: the node list as the DSN gave it,
-// which is empty for a node source's network (Stats lists the nodes the Connector has).
+// Config returns a copy of the configuration the Connector runs with: the DSN's settings after
+// the options, with the defaults filled in (Logger, Sorter, StatsInterval) and
+// CheckHealthTimeout capped at CheckHealthInterval. The node list is the one the DSN gave,
+// empty for a node source's network (Stats lists the nodes the Connector has); a source given
+// with WithSource belongs to the Connector and is not in the copy.
 func (c *Connector) Config() *Config { return cloneConfig(c.cfg) }
 
 // Close stops the node source, the probes, the rebalancer and the stats logger and waits for

@@ -167,29 +167,40 @@ func (c *trackedConn) limit(t time.Time) {
 // expire makes every read and write fail at once; the connection cannot be used again.
 func (c *trackedConn) expire() { c.limit(time.Unix(1, 0)) }
 
-// limitTo bounds the connection by ctx until the returned function is called: by ctx's
-// deadline, and at once when ctx ends. The function reports whether ctx ended meanwhile (the
-// connection is then unusable); otherwise it lifts the bound.
-func (c *trackedConn) limitTo(ctx context.Context) (release func() (expired bool)) {
+// limitTo bounds the connection by ctx until the returned bound is lifted: by ctx's
+// deadline, and at once when ctx ends.
+func (c *trackedConn) limitTo(ctx context.Context) ctxBound {
 	if ctx.Done() == nil {
-		return func() bool { return false }
+		return ctxBound{}
 	}
 	if d, ok := ctx.Deadline(); ok {
 		c.limit(d)
 	}
-	stop := context.AfterFunc(ctx, c.expire)
-	return func() bool {
-		if !stop() {
-			return true
-		}
-		c.limit(time.Time{})
+	return ctxBound{c: c, stop: context.AfterFunc(ctx, c.expire)}
+}
+
+// ctxBound is a connection bounded by a context; the zero value bounds nothing.
+type ctxBound struct {
+	c    *trackedConn
+	stop func() bool
+}
+
+// lift lifts the bound and reports whether ctx ended meanwhile (the connection is then
+// unusable and keeps failing every read and write).
+func (b ctxBound) lift() (expired bool) {
+	if b.c == nil {
 		return false
 	}
+	if !b.stop() {
+		return true
+	}
+	b.c.limit(time.Time{})
+	return false
 }
 
 var _ syscall.Conn = (*trackedConn)(nil)
 
-// Close closes the socket and releases the node's count once.
+// Close closes the socket and gives the node its open count back, once.
 func (c *trackedConn) Close() error {
 	err := c.TCPConn.Close()
 	if c.closed.CompareAndSwap(false, true) && c.table != nil {

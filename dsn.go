@@ -29,59 +29,6 @@ const (
 	DefaultExceptionSorter      = "mysql"          // exceptionSorter
 )
 
-// Config is a parsed lbd DSN: go-sql-driver's settings plus the node list and lbd's own
-// parameters. Build one with ParseDSN; the zero value is not usable.
-type Config struct {
-	// MySQL holds every setting go-sql-driver understands (user, password, database, timeouts,
-	// TLS, parseTime, ...). Its Net is Network and its Addr the comma-joined node list; lbd's own
-	// parameters are not in MySQL.Params.
-	MySQL *mysql.Config
-
-	// Network is the DSN's network: Network ("lb") for a static proxy list, or the name of a
-	// registered node source such as "lbremote", "lbetcd" or "lbdns".
-	Network string
-
-	// Nodes are the proxies' "host:port" addresses for network "lb", in DSN order, without
-	// duplicates. It is empty for a source network, and may be empty for "lb()" when the
-	// Connector gets a source through WithSource.
-	Nodes []string
-
-	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
-	// a DNS name), trimmed, in DSN order; the source validates them.
-	SourceAddrs []string
-	// SourceParams are the DSN parameters the source network claims (see nodes.Register), kept
-	// out of the driver's session parameters.
-	SourceParams map[string]string
-
-	// Balance is what lbd balances: new connections (BalanceConnection, the default) or every
-	// checkout of a pooled connection (BalanceStatement); DSN parameter balance.
-	Balance BalanceMode
-
-	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default 5 s).
-	CheckHealthInterval time.Duration
-	// CheckHealthTimeout bounds one probe (checkHealthTimeoutMillis, default 3000 ms); it is
-	// capped at CheckHealthInterval.
-	CheckHealthTimeout time.Duration
-	// CheckBalanceInterval is how often pooled connections are evened out over the up nodes
-	// (checkBalanceIntervalSeconds, default 10 s).
-	CheckBalanceInterval time.Duration
-	// RecoverCheckCount is how many consecutive good probes bring a down node back up
-	// (recoverCheckCount, default 2).
-	RecoverCheckCount int
-	// FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down
-	// (fatalErrorThreshold, default 3; fatalErrorWindowSeconds, default 10 s). One fatal error
-	// only retires its own connection.
-	FatalErrorThreshold int
-	FatalErrorWindow    time.Duration
-	// LogStats logs one line per node every 60 s through log/slog (logStats, default false).
-	LogStats bool
-	// ExceptionSorter names the registered exception sorter (exceptionSorter, default "mysql").
-	ExceptionSorter string
-	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
-	// database/sql has none of the JDBC methods it governs.
-	UnsupportedMethodBehavior string
-}
-
 // ParseDSN parses a DSN of the form
 //
 //	user:password@lb(host1:port1,host2:port2,[v6addr]:port3)/dbname?param=value&...
@@ -118,6 +65,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		RecoverCheckCount:    DefaultRecoverCheckCount,
 		FatalErrorThreshold:  DefaultFatalErrorThreshold,
 		FatalErrorWindow:     DefaultFatalErrorWindow,
+		StatsInterval:        DefaultStatsInterval,
 		ExceptionSorter:      DefaultExceptionSorter,
 	}
 	switch {
@@ -230,8 +178,9 @@ func checkNodeAddr(addr string) error {
 	return nil
 }
 
-// FormatDSN writes the Config back as a DSN that ParseDSN reads into an equal Config. lbd
-// parameters at their default value are left out.
+// FormatDSN writes the Config back as a DSN that ParseDSN reads into an equal Config, as far as
+// a DSN carries it: lbd parameters at their default value are left out, and what only code can
+// set (Logger, Sorter, StatsInterval, the options' hooks) is not written.
 func (c *Config) FormatDSN() string {
 	my := c.MySQL.Clone()
 	my.Net = c.Network

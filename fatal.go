@@ -16,12 +16,12 @@ import (
 //
 // A protocol violation (ErrProtocol) is fatal whatever the sorter says.
 func (c *Connector) onConnError(w *conn, err error) {
-	if !errors.Is(err, ErrProtocol) && !c.sorter.IsFatal(err) {
+	if !errors.Is(err, ErrProtocol) && !c.cfg.Sorter.IsFatal(err) {
 		return
 	}
 	w.markRetired()
 	n := w.node
-	now := c.opts.clock.Now()
+	now := c.cfg.clock.Now()
 	c.recent.add(err, n.addr, now)
 	c.table.Fatal(n.tn, now, err)
 	c.triggerProbe(n)
@@ -29,7 +29,7 @@ func (c *Connector) onConnError(w *conn, err error) {
 
 // ExceptionSorter returns the sorter the Connector judges errors with (WithExceptionSorter, or
 // the one the exceptionSorter DSN parameter names).
-func (c *Connector) ExceptionSorter() exception.Sorter { return c.sorter }
+func (c *Connector) ExceptionSorter() exception.Sorter { return c.cfg.Sorter }
 
 // NodeOfError reports the node whose connection returned err (or an error err wraps) and had it
 // judged fatal within the last FatalErrorWindow. Errors are matched by identity (==), so it
@@ -37,7 +37,7 @@ func (c *Connector) ExceptionSorter() exception.Sorter { return c.sorter }
 // recorded, or when the same value came from two nodes (sentinels such as
 // mysql.ErrInvalidConn). ORM integrations use it to name the node in their logs.
 func (c *Connector) NodeOfError(err error) (addr string, ok bool) {
-	return c.recent.lookup(err, c.opts.clock.Now().Add(-c.opts.fatalWindow))
+	return c.recent.lookup(err, c.cfg.clock.Now().Add(-c.cfg.FatalErrorWindow))
 }
 
 // recentFatal remembers the latest fatal errors and their nodes, a small ring.

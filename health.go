@@ -3,7 +3,9 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -49,11 +51,14 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 		}
 		p.conn, p.tc = pc, t.conn
 	}
-	expired := p.tc.limitTo(ctx)
+	bound := p.tc.limitTo(ctx)
 	err := p.query(ctx)
-	if late := expired(); err != nil || late {
-		if err != nil && late {
+	if late := bound.lift(); err != nil || late {
+		switch {
+		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
+		case late:
+			err = errors.New("lbd: probe not answered in time")
 		}
 		p.Close() // a connection whose deadline passed mid-probe cannot be used again
 	}
@@ -112,7 +117,19 @@ func runProbeQuery(ctx context.Context, pc driver.Conn) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	if err := checkProbeRows(rows); err != nil {
+		rows.Close()
+		return err
+	}
+	// The whole answer must arrive: a proxy that stalls after the row is not healthy.
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("lbd: probe answer did not end: %w", err)
+	}
+	return nil
+}
+
+// checkProbeRows requires exactly one row of one column holding 1.
+func checkProbeRows(rows driver.Rows) error {
 	if cols := rows.Columns(); len(cols) != 1 {
 		return fmt.Errorf("lbd: probe answered %d columns, want 1", len(cols))
 	}
@@ -123,7 +140,14 @@ func runProbeQuery(ctx context.Context, pc driver.Conn) error {
 	if !isOne(dest[0]) {
 		return fmt.Errorf("lbd: probe answered %v, want 1", dest[0])
 	}
-	return nil
+	switch err := rows.Next(dest); err {
+	case io.EOF:
+		return nil
+	case nil:
+		return errors.New("lbd: probe answered more than one row, want 1")
+	default:
+		return fmt.Errorf("lbd: probe answer did not end: %w", err)
+	}
 }
 
 // isOne accepts 1 in the shapes a text or binary result can carry.
@@ -143,10 +167,10 @@ func isOne(v driver.Value) bool {
 func (c *Connector) startLoops() error {
 	var err error
 	c.prober, err = detect.NewProber(detect.ProberConfig{
-		Interval: c.opts.healthInterval,
-		Timeout:  c.opts.healthTimeout,
-		Clock:    c.opts.clock,
-		Jitter:   c.opts.jitter,
+		Interval: c.cfg.CheckHealthInterval,
+		Timeout:  c.cfg.CheckHealthTimeout,
+		Clock:    c.cfg.clock,
+		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
 			c.table.Probed(t.(*probeTarget).n.tn, err, took)
 		},
@@ -154,9 +178,9 @@ func (c *Connector) startLoops() error {
 	if err != nil {
 		return fmt.Errorf("lbd: %w", err)
 	}
-	c.rebal, err = detect.NewRebalancer(&rebalancePool{c: c}, detect.RebalancerConfig{
-		Interval: c.opts.balanceIntvl,
-		Clock:    c.opts.clock,
+	c.rebal, err = detect.NewRebalancer(&rebalanceCluster{c: c}, detect.RebalancerConfig{
+		Interval: c.cfg.CheckBalanceInterval,
+		Clock:    c.cfg.clock,
 		Report:   c.logRebalance,
 	})
 	if err != nil {
@@ -180,14 +204,14 @@ func (c *Connector) startLoops() error {
 func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	n := t.Node.Payload()
 	if t.Forgot {
-		c.logger.Info("lbd: node drained and removed", "node", n.addr)
+		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
 	}
 	level := slog.LevelInfo
 	if t.To != nodetable.Up {
 		level = slog.LevelWarn
 	}
-	c.logger.Log(context.Background(), level, "lbd: node state changed",
+	c.cfg.Logger.Log(context.Background(), level, "lbd: node state changed",
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
@@ -203,15 +227,15 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	}
 }
 
-// rebalancePool shows the connector to the rebalancer.
-type rebalancePool struct {
+// rebalanceCluster shows the connector to the rebalancer.
+type rebalanceCluster struct {
 	c     *Connector
 	mu    sync.Mutex              // guards views between rounds
 	views []nodetable.View[*node] // reused from round to round
 }
 
-// Loads implements detect.Pool over the up nodes.
-func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
+// Loads implements detect.Cluster over the up nodes.
+func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	p.mu.Lock()
 	p.views = p.c.table.Snapshot(p.views[:0])
 	start := len(buf)
@@ -230,13 +254,13 @@ func (p *rebalancePool) Loads(buf []detect.Load) []detect.Load {
 	return buf
 }
 
-// Retire implements detect.Pool.
-func (p *rebalancePool) Retire(n any, max int) int {
+// Retire implements detect.Cluster.
+func (p *rebalanceCluster) Retire(n any, max int) int {
 	return n.(*node).retireSurplus(max)
 }
 
 func (c *Connector) logRebalance(retired []detect.Retired) {
 	for _, r := range retired {
-		c.logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
+		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
 	}
 }

@@ -29,10 +29,12 @@ import (
 // runHeavy.
 
 const (
-	hostileDialTimeout   = 300 * time.Millisecond // the DSN timeout
-	hostileStmtDeadline  = 400 * time.Millisecond // each application call's context deadline
-	hostileProbeInterval = 100 * time.Millisecond
-	hostileProbeTimeout  = 300 * time.Millisecond
+	// The healthy node must greet and answer probes within these bounds while other cases
+	// and packages load the machine, and a stalled dial must end before the call's deadline.
+	hostileDialTimeout   = 500 * time.Millisecond  // the DSN timeout
+	hostileStmtDeadline  = 1200 * time.Millisecond // each application call's context deadline
+	hostileProbeInterval = 500 * time.Millisecond
+	hostileProbeTimeout  = 500 * time.Millisecond
 	hostileSlack         = 2 * time.Second // a noisy 2-core machine
 )
 

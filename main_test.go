@@ -24,4 +24,4 @@ func TestMain(m *testing.M) {
 }
 
 // hostileParallel is how many hostile cases run at once by default.
-const hostileParallel = 8
+const hostileParallel = 6

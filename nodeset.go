@@ -36,13 +36,13 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	defer c.applyMu.Unlock()
 	added, err := c.table.SetNodes(set.Canonical().Nodes, c.newNode)
 	for _, tn := range added {
-		c.logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
+		c.cfg.Logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
 		n := tn.Payload()
 		c.startProbing(n)
 		c.triggerProbe(n)
 	}
 	if err != nil {
-		c.logger.Warn("lbd: node list not fully applied", "error", err.Error())
+		c.cfg.Logger.Warn("lbd: node list not fully applied", "error", err.Error())
 	}
 	return err
 }

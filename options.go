@@ -7,7 +7,6 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // Clock tells the time and makes timers for lbd's loops; tests inject one to control time.
@@ -16,49 +15,32 @@ type Clock = clock.Clock
 // Timer is the timer a Clock makes.
 type Timer = clock.Timer
 
-// Option configures a Connector beyond what a DSN can carry. Options win over DSN parameters.
-type Option func(*options) error
-
-type options struct {
-	logger         *slog.Logger
-	clock          clock.Clock
-	jitter         func(max time.Duration) time.Duration
-	sorter         exception.Sorter
-	source         nodes.Source
-	statsInterval  time.Duration
-	healthInterval time.Duration
-	healthTimeout  time.Duration
-	balanceIntvl   time.Duration
-	recoverCount   int
-	fatalThreshold int
-	fatalWindow    time.Duration
-	balance        BalanceMode
-	balanceSet     bool // WithBalance was given
-}
-
-// DefaultStatsInterval is how often logStats=true logs (lb-driver logs every minute).
-const DefaultStatsInterval = time.Minute
+// Option changes a Connector's Config beyond what a DSN can carry, or overrides what it
+// says: options run in order on the Connector's own copy of the Config, after ParseDSN, and
+// the last word wins (go-sql-driver's Option shape). (*Connector).Config reports the result.
+// An Option returns an error for a value it cannot accept.
+type Option func(*Config) error
 
 // WithLogger sets the logger for node state changes, warnings and logStats lines.
 // Default: slog.Default(). Passwords never appear in what lbd logs.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if l == nil {
 			return fmt.Errorf("lbd: WithLogger: nil logger")
 		}
-		o.logger = l
+		c.Logger = l
 		return nil
 	}
 }
 
 // WithClock replaces the wall clock of lbd's loops (probes, rebalancing, stats, fatal-error
 // windows); for tests.
-func WithClock(c Clock) Option {
-	return func(o *options) error {
-		if c == nil {
+func WithClock(clk Clock) Option {
+	return func(c *Config) error {
+		if clk == nil {
 			return fmt.Errorf("lbd: WithClock: nil clock")
 		}
-		o.clock = c
+		c.clock = clk
 		return nil
 	}
 }
@@ -66,11 +48,11 @@ func WithClock(c Clock) Option {
 // WithJitter replaces the random source that staggers the first probes: it must return a
 // duration in [0, max). For tests.
 func WithJitter(f func(max time.Duration) time.Duration) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if f == nil {
 			return fmt.Errorf("lbd: WithJitter: nil function")
 		}
-		o.jitter = f
+		c.jitter = f
 		return nil
 	}
 }
@@ -78,60 +60,61 @@ func WithJitter(f func(max time.Duration) time.Duration) Option {
 // WithExceptionSorter sets the sorter that decides which errors are fatal to a connection,
 // overriding the exceptionSorter DSN parameter.
 func WithExceptionSorter(s exception.Sorter) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if s == nil {
 			return fmt.Errorf("lbd: WithExceptionSorter: nil sorter")
 		}
-		o.sorter = s
+		c.Sorter = s
 		return nil
 	}
 }
 
 // durationOption builds an Option that sets one positive duration.
-func durationOption(name string, d time.Duration, set func(*options, time.Duration)) Option {
-	return func(o *options) error {
+func durationOption(name string, d time.Duration, set func(*Config, time.Duration)) Option {
+	return func(c *Config) error {
 		if d <= 0 {
 			return fmt.Errorf("lbd: %s: %v is not a positive duration", name, d)
 		}
-		set(o, d)
+		set(c, d)
 		return nil
 	}
 }
 
 // WithCheckHealthInterval sets the time between probes of one node (checkHealthIntervalSeconds).
 func WithCheckHealthInterval(d time.Duration) Option {
-	return durationOption("WithCheckHealthInterval", d, func(o *options, d time.Duration) { o.healthInterval = d })
+	return durationOption("WithCheckHealthInterval", d, func(c *Config, d time.Duration) { c.CheckHealthInterval = d })
 }
 
-// WithCheckHealthTimeout bounds one probe (checkHealthTimeoutMillis); capped at the interval.
+// WithCheckHealthTimeout bounds one probe (checkHealthTimeoutMillis); the Connector caps it at
+// the probe interval (see Config.CheckHealthTimeout).
 func WithCheckHealthTimeout(d time.Duration) Option {
-	return durationOption("WithCheckHealthTimeout", d, func(o *options, d time.Duration) { o.healthTimeout = d })
+	return durationOption("WithCheckHealthTimeout", d, func(c *Config, d time.Duration) { c.CheckHealthTimeout = d })
 }
 
 // WithCheckBalanceInterval sets the time between rebalancing rounds (checkBalanceIntervalSeconds).
 func WithCheckBalanceInterval(d time.Duration) Option {
-	return durationOption("WithCheckBalanceInterval", d, func(o *options, d time.Duration) { o.balanceIntvl = d })
+	return durationOption("WithCheckBalanceInterval", d, func(c *Config, d time.Duration) { c.CheckBalanceInterval = d })
 }
 
 // WithStatsInterval sets how often logStats=true logs. Default DefaultStatsInterval.
 func WithStatsInterval(d time.Duration) Option {
-	return durationOption("WithStatsInterval", d, func(o *options, d time.Duration) { o.statsInterval = d })
+	return durationOption("WithStatsInterval", d, func(c *Config, d time.Duration) { c.StatsInterval = d })
 }
 
 // WithFatalErrorWindow sets the window over which fatal errors are counted against a node
 // (fatalErrorWindowSeconds).
 func WithFatalErrorWindow(d time.Duration) Option {
-	return durationOption("WithFatalErrorWindow", d, func(o *options, d time.Duration) { o.fatalWindow = d })
+	return durationOption("WithFatalErrorWindow", d, func(c *Config, d time.Duration) { c.FatalErrorWindow = d })
 }
 
 // WithRecoverCheckCount sets how many consecutive good probes bring a down node back
 // (recoverCheckCount); n must be from 1 to 1000.
 func WithRecoverCheckCount(n int) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if n < 1 || n > maxCount {
 			return fmt.Errorf("lbd: WithRecoverCheckCount: %d is not from 1 to %d", n, maxCount)
 		}
-		o.recoverCount = n
+		c.RecoverCheckCount = n
 		return nil
 	}
 }
@@ -139,11 +122,11 @@ func WithRecoverCheckCount(n int) Option {
 // WithFatalErrorThreshold sets how many fatal errors within the window take a node down
 // (fatalErrorThreshold); n must be from 1 to 1000.
 func WithFatalErrorThreshold(n int) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if n < 1 || n > maxCount {
 			return fmt.Errorf("lbd: WithFatalErrorThreshold: %d is not from 1 to %d", n, maxCount)
 		}
-		o.fatalThreshold = n
+		c.FatalErrorThreshold = n
 		return nil
 	}
 }

@@ -36,6 +36,7 @@ func (c Config) redacted() Config {
 		}
 	}
 	c.SourceParams = nodes.RedactParams(c.Network, c.SourceParams)
+	c.source = nil // a source given with WithSource may hold credentials of its own
 	return c
 }
 
@@ -43,8 +44,9 @@ func (c Config) redacted() Config {
 type plainConfig Config
 
 // GoString implements fmt.GoStringer (%#v): the fields, with the source's secret parameters
-// replaced and the go-sql-driver settings shown as a pointer (String shows them without the
-// password).
+// replaced, the go-sql-driver settings, Logger and Sorter shown as pointers or values of their
+// own (String shows the settings without the password), and a source given with WithSource
+// left out.
 func (c Config) GoString() string {
 	return strings.Replace(fmt.Sprintf("%#v", plainConfig(c.redacted())), "lbd.plainConfig", "lbd.Config", 1)
 }
@@ -64,7 +66,7 @@ func (c *Connector) GoString() string { return c.String() }
 
 // LogValue implements slog.LogValuer: the DSN as Config.String writes it.
 func (c *Connector) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("dsn", c.cfg.String()), slog.String("balance", c.mode.String()))
+	return slog.GroupValue(slog.String("dsn", c.cfg.String()), slog.String("balance", c.cfg.Balance.String()))
 }
 
 // MarshalJSON implements json.Marshaler: the DSN as Config.String writes it.

@@ -49,11 +49,11 @@ func unknownNetworkError(network string) error {
 // Start returns is the first list, and later sets replace it (new nodes join after a good
 // probe; removed ones drain). The DSN may then name no node: user:pass@lb()/db. Close closes src.
 func WithSource(src nodes.Source) Option {
-	return func(o *options) error {
+	return func(c *Config) error {
 		if src == nil {
 			return fmt.Errorf("lbd: WithSource: nil source")
 		}
-		o.source = src
+		c.source = src
 		return nil
 	}
 }
@@ -86,12 +86,11 @@ type sourceStart struct {
 	retryAt time.Time     // when the next attempt begins; zero when there will be none
 }
 
-// startSource builds the Connector's source (WithSource, or the DSN network's registered one)
+// startSource builds the Connector's source (src from WithSource, or the DSN network's registered one)
 // and prepares its background start, which launchSource begins. It does no I/O: errors are the
 // source's configuration errors (from its factory) and a go-sql-driver configuration that no
 // node could use. A static DSN list has no source.
-func (c *Connector) startSource() error {
-	src := c.opts.source
+func (c *Connector) startSource(src nodes.Source) error {
 	var rebuild func() (nodes.Source, error)
 	name := fmt.Sprintf("%T given with WithSource", src)
 	if src == nil && c.cfg.Network != Network && c.cfg.Network != "" {
@@ -104,10 +103,10 @@ func (c *Connector) startSource() error {
 				Network: c.cfg.Network,
 				Addrs:   slices.Clone(c.cfg.SourceAddrs),
 				Params:  maps.Clone(c.cfg.SourceParams),
-				Logger:  c.logger,
-				Clock:   c.opts.clock,
+				Logger:  c.cfg.Logger,
+				Clock:   c.cfg.clock,
 
-				RecoverCheckCount: c.opts.recoverCount,
+				RecoverCheckCount: c.cfg.RecoverCheckCount,
 			})
 		}
 		var err error
@@ -188,7 +187,7 @@ func (c *Connector) runSource() {
 			s.err = fmt.Errorf("lbd: node source %s did not give a first node list: %w "+
 				"(a source given with WithSource is started once: fix the cause, then build a new Connector)", s.name, err)
 		} else {
-			s.retryAt = c.opts.clock.Now().Add(pause)
+			s.retryAt = c.cfg.clock.Now().Add(pause)
 			s.err = fmt.Errorf("lbd: node source %s did not give a first node list: %w "+
 				"(check that the source is reachable from this host and that the DSN's source parameters are right; "+
 				"lbd tries again in %v, the pause doubling up to %v)",
@@ -197,11 +196,11 @@ func (c *Connector) runSource() {
 		s.mu.Unlock()
 		close(attempt)
 		if s.rebuild == nil {
-			c.logger.Error("lbd: node source did not start; Connect fails until a new Connector is built", "error", err.Error())
+			c.cfg.Logger.Error("lbd: node source did not start; Connect fails until a new Connector is built", "error", err.Error())
 			return
 		}
-		c.logger.Warn("lbd: node source did not start; retrying", "source", s.name, "retry_in", pause.String(), "error", err.Error())
-		t := c.opts.clock.NewTimer(pause)
+		c.cfg.Logger.Warn("lbd: node source did not start; retrying", "source", s.name, "retry_in", pause.String(), "error", err.Error())
+		t := c.cfg.clock.NewTimer(pause)
 		select {
 		case <-t.C():
 		case <-c.stop:
@@ -237,7 +236,7 @@ func (c *Connector) startOnce(src nodes.Source) error {
 		return err
 	}
 	if err := c.applyNodes(set); err != nil && !errors.Is(err, ErrNoUpNodeLeft) && !errors.Is(err, ErrClosed) {
-		c.logger.Warn("lbd: the node source's first list was not fully applied", "error", err.Error())
+		c.cfg.Logger.Warn("lbd: the node source's first list was not fully applied", "error", err.Error())
 	}
 	close(c.ready)
 	return nil
@@ -315,9 +314,9 @@ func (c *Connector) applySet(set nodes.Set) {
 		return
 	}
 	if err := set.Validate(); err != nil {
-		c.logger.Warn("lbd: node source sent an invalid list; keeping the current one", "error", err.Error())
+		c.cfg.Logger.Warn("lbd: node source sent an invalid list; keeping the current one", "error", err.Error())
 		return
 	}
-	c.logger.Debug("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
+	c.cfg.Logger.Debug("lbd: node list from source", "nodes", len(set.Nodes), "version", set.Version)
 	c.applyNodes(set) // logs a refused removal itself
 }

@@ -82,13 +82,13 @@ func (c *Connector) Stats() Stats {
 			s.LastError = v.LastErr.Error()
 		}
 		s.Idle, _ = n.connCounts()
-		if c.mode == BalanceConnection {
+		if c.cfg.Balance == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
 	}
-	st := Stats{Balance: c.mode, Nodes: out}
+	st := Stats{Balance: c.cfg.Balance, Nodes: out}
 	st.Logical = st.Open()
-	if c.mode == BalanceStatement {
+	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.logical.Load())
 	}
 	return st
@@ -97,7 +97,7 @@ func (c *Connector) Stats() Stats {
 // logStatsLoop logs one line per node every stats interval until Close (logStats=true).
 func (c *Connector) logStatsLoop() {
 	defer c.loops.Done()
-	t := c.opts.clock.NewTimer(c.opts.statsInterval)
+	t := c.cfg.clock.NewTimer(c.cfg.StatsInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -106,11 +106,11 @@ func (c *Connector) logStatsLoop() {
 		case <-t.C():
 		}
 		for _, n := range c.Stats().Nodes {
-			c.logger.Info("lbd stats",
+			c.cfg.Logger.Info("lbd stats",
 				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle, "in_use", n.InUse,
 				"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
 				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures)
 		}
-		t.Reset(c.opts.statsInterval)
+		t.Reset(c.cfg.StatsInterval)
 	}
 }

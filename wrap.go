@@ -12,7 +12,10 @@ import (
 // iteration reach the exception sorter. Each keeps every optional interface of the
 // go-sql-driver value it wraps.
 
-type driverStmt interface {
+// fullStmt is everything go-sql-driver's prepared statement implements; lbd's wrappers keep
+// every one of these interfaces. (database/sql's own statement wrapper is driverStmt; this is
+// the driver's side.)
+type fullStmt interface {
 	driver.Stmt
 	driver.StmtExecContext
 	driver.StmtQueryContext
@@ -23,11 +26,11 @@ type driverStmt interface {
 
 type stmt struct {
 	c  *conn
-	st driverStmt
+	st fullStmt
 }
 
 var (
-	_ driverStmt  = (*stmt)(nil)
+	_ fullStmt    = (*stmt)(nil)
 	_ driverRows  = (*rows)(nil)
 	_ driver.Tx   = (*txWrap)(nil)
 	_ driver.Stmt = (*stmt)(nil)
@@ -37,7 +40,7 @@ var (
 // newStmt wraps a go-sql-driver statement; one that lacks the expected interfaces is returned
 // unwrapped rather than losing any of them.
 func newStmt(c *conn, st driver.Stmt) driver.Stmt {
-	ds, ok := st.(driverStmt)
+	ds, ok := st.(fullStmt)
 	if !ok {
 		return st
 	}
@@ -117,9 +120,9 @@ func (t *txWrap) end(do func() error) (err error) {
 		return err
 	}
 	defer t.c.contain(&err)
-	expired := t.c.tc.limitTo(t.ctx)
+	bound := t.c.tc.limitTo(t.ctx)
 	err = do()
-	if expired() && err != nil {
+	if bound.lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while waiting for the proxy to end the transaction: %w", context.Cause(t.ctx), err)
 	}
 	return t.c.observe(err)
@@ -141,6 +144,7 @@ type rows struct {
 	r      driverRows
 	ctx    context.Context // the query's
 	closed bool
+	ended  bool // the last result set was read to its end: Close has nothing left to read
 }
 
 func wrapRows(ctx context.Context, c *conn, r driver.Rows) driver.Rows {
@@ -163,9 +167,12 @@ func (r *rows) Close() (err error) {
 		return err
 	}
 	defer r.c.contain(&err)
-	expired := r.c.tc.limitTo(r.ctx)
+	if r.ended {
+		return r.c.observe(r.r.Close())
+	}
+	bound := r.c.tc.limitTo(r.ctx)
 	err = r.r.Close()
-	if expired() && err != nil {
+	if bound.lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while reading the rest of the result: %w", context.Cause(r.ctx), err)
 	}
 	return r.c.observe(err)
@@ -178,7 +185,11 @@ func (r *rows) Next(dest []driver.Value) (err error) {
 	}
 	defer r.c.contain(&err)
 	err = r.r.Next(dest)
-	if err == nil || isEndOfRows(err) {
+	if err == nil {
+		return nil
+	}
+	if isEndOfRows(err) {
+		r.ended = !r.r.HasNextResultSet()
 		return err
 	}
 	return r.c.observe(err)

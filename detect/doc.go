@@ -3,7 +3,7 @@
 // the number of pooled connections held to each up node.
 //
 // The package knows nothing about MySQL or about node state. The caller
-// supplies a Target per node (how to probe it) and a Pool (how to read
+// supplies a Target per node (how to probe it) and a Cluster (how to read
 // connection counts and retire idle connections); detect decides when those
 // are called, on which goroutine, and how they are stopped. Marking a node
 // up or down from probe results is the caller's business, done in the

@@ -9,9 +9,10 @@ import (
 	"github.com/lbd-go/lbd/internal/clock"
 )
 
-// Pool is what the rebalancer evens out. The rebalancer never calls its
-// methods concurrently with each other: rounds are serialized.
-type Pool interface {
+// Cluster is what the rebalancer evens out: the up nodes and the physical
+// connections database/sql's pool holds to them. The rebalancer never calls
+// its methods concurrently with each other: rounds are serialized.
+type Cluster interface {
 	// Loads appends the current load of every up node to buf and returns
 	// the extended slice. The rebalancer passes a buffer of length zero that
 	// it reuses between rounds.
@@ -45,14 +46,14 @@ type RebalancerConfig struct {
 	// Report, if not nil, is called at the end of every round that retired
 	// at least one connection, whether the round was run by the loop or by
 	// RunOnce, with one entry per node that lost connections, in the order
-	// Pool.Loads listed them. The slice is Report's own. Report runs while
+	// Cluster.Loads listed them. The slice is Report's own. Report runs while
 	// the round still holds the rebalancer's lock, so reports arrive in
 	// round order; it must not block for long and must not call RunOnce or
 	// Close.
 	Report func(retired []Retired)
 }
 
-// Rebalancer evens out the connections a pool holds to its up nodes. When
+// Rebalancer evens out the connections a Cluster holds to its up nodes. When
 // nodes come back up or are added, they start with no connections while the
 // others keep theirs; since new connections go to the least-loaded node,
 // retiring the fullest nodes' surplus idle connections lets the pool refill
@@ -64,7 +65,7 @@ type RebalancerConfig struct {
 //
 // All methods are safe for concurrent use.
 type Rebalancer struct {
-	pool     Pool
+	cluster  Cluster
 	interval time.Duration
 	clk      clock.Clock
 	report   func([]Retired)
@@ -83,17 +84,17 @@ type Rebalancer struct {
 	scratch surplusBuf
 }
 
-// NewRebalancer returns a Rebalancer for pool; call Start to run its loop.
-// It returns an error if pool is nil or cfg.Interval is not positive.
-func NewRebalancer(pool Pool, cfg RebalancerConfig) (*Rebalancer, error) {
+// NewRebalancer returns a Rebalancer for cluster; call Start to run its loop.
+// It returns an error if cluster is nil or cfg.Interval is not positive.
+func NewRebalancer(cluster Cluster, cfg RebalancerConfig) (*Rebalancer, error) {
 	switch {
-	case pool == nil:
-		return nil, errors.New("detect: rebalancer needs a Pool")
+	case cluster == nil:
+		return nil, errors.New("detect: rebalancer needs a Cluster")
 	case cfg.Interval <= 0:
 		return nil, errors.New("detect: rebalancer interval must be positive")
 	}
 	r := &Rebalancer{
-		pool:     pool,
+		cluster:  cluster,
 		interval: cfg.Interval,
 		clk:      cfg.Clock,
 		report:   cfg.Report,
@@ -132,7 +133,7 @@ func (r *Rebalancer) RunOnce() []Retired {
 }
 
 // Close stops the loop and waits for it, and for any round in progress, to
-// finish; after Close returns, the rebalancer no longer calls the Pool.
+// finish; after Close returns, the rebalancer no longer calls the Cluster.
 // Close is idempotent and may be called without Start.
 func (r *Rebalancer) Close() {
 	r.life.Lock()
@@ -166,14 +167,14 @@ func (r *Rebalancer) loop() {
 
 // roundLocked runs one round; r.round must be held.
 //
-// For a node with surplus s it asks the pool to retire s connections. A busy
-// pool has almost nothing idle at any instant (a returned connection is taken
+// For a node with surplus s it asks the cluster to retire s connections. A
+// busy pool has almost nothing idle at any instant (a returned connection is taken
 // again at once), so asking only for the idle ones would leave the surplus in
-// place for as long as the load lasts; the pool closes idle ones at once and
+// place for as long as the load lasts; the cluster closes idle ones at once and
 // marks in-use ones to close at their return. Clients are never made to wait
 // for the rebalancer.
 func (r *Rebalancer) roundLocked() []Retired {
-	r.loads = r.pool.Loads(r.loads[:0])
+	r.loads = r.cluster.Loads(r.loads[:0])
 	defer clear(r.loads) // drop node handles until the next round
 
 	s := r.scratch.compute(r.loads)
@@ -185,7 +186,7 @@ func (r *Rebalancer) roundLocked() []Retired {
 		if s[i] <= 0 {
 			continue
 		}
-		if got := r.pool.Retire(l.Node, s[i]); got > 0 {
+		if got := r.cluster.Retire(l.Node, s[i]); got > 0 {
 			retired = append(retired, Retired{Node: l.Node, Count: got})
 		}
 	}

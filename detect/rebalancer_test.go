@@ -23,9 +23,9 @@ type ask struct {
 	n, idle int // what was asked, and how many were idle when asked
 }
 
-// fakePool is a Pool over fakeNodes. When static is set, Retire reports
+// fakeCluster is a Cluster over fakeNodes. When static is set, Retire reports
 // success without changing the counts, so every round has work to do.
-type fakePool struct {
+type fakeCluster struct {
 	mu       sync.Mutex
 	nodes    []*fakeNode
 	static   bool
@@ -37,23 +37,23 @@ type fakePool struct {
 	inLoads  chan struct{} // if set, Loads signals it
 }
 
-func newFakePool(open, idle []int) *fakePool {
-	p := &fakePool{}
+func newFakeCluster(open, idle []int) *fakeCluster {
+	p := &fakeCluster{}
 	for i := range open {
 		p.nodes = append(p.nodes, &fakeNode{name: fmt.Sprint("n", i), open: open[i], idle: idle[i]})
 	}
 	return p
 }
 
-func (p *fakePool) enter() {
+func (p *fakeCluster) enter() {
 	if p.inflight.Add(1) != 1 {
 		p.overlap.Store(true)
 	}
 }
 
-func (p *fakePool) leave() { p.inflight.Add(-1) }
+func (p *fakeCluster) leave() { p.inflight.Add(-1) }
 
-func (p *fakePool) Loads(buf []Load) []Load {
+func (p *fakeCluster) Loads(buf []Load) []Load {
 	p.enter()
 	defer p.leave()
 	if p.inLoads != nil {
@@ -72,8 +72,8 @@ func (p *fakePool) Loads(buf []Load) []Load {
 }
 
 // Retire closes idle connections first and marks in-use ones for the rest,
-// which stop counting as open at once, as the real pool does.
-func (p *fakePool) Retire(node any, n int) int {
+// which stop counting as open at once, as the real cluster does.
+func (p *fakeCluster) Retire(node any, n int) int {
 	p.enter()
 	defer p.leave()
 	p.mu.Lock()
@@ -88,13 +88,13 @@ func (p *fakePool) Retire(node any, n int) int {
 	return got
 }
 
-func (p *fakePool) roundCount() int {
+func (p *fakeCluster) roundCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.rounds
 }
 
-func (p *fakePool) opens() []int {
+func (p *fakeCluster) opens() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []int
@@ -104,7 +104,7 @@ func (p *fakePool) opens() []int {
 	return out
 }
 
-func (p *fakePool) takeAsks() []ask {
+func (p *fakeCluster) takeAsks() []ask {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a := p.asks
@@ -114,7 +114,7 @@ func (p *fakePool) takeAsks() []ask {
 
 // refill opens n new connections, each on the emptiest node, as a pool
 // that always dials the least-loaded node would.
-func (p *fakePool) refill(n int) {
+func (p *fakeCluster) refill(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for range n {
@@ -137,9 +137,9 @@ func retiredString(rs []Retired) string {
 	return s
 }
 
-func mustRebalancer(t *testing.T, pool Pool, cfg RebalancerConfig) *Rebalancer {
+func mustRebalancer(t *testing.T, cluster Cluster, cfg RebalancerConfig) *Rebalancer {
 	t.Helper()
-	r, err := NewRebalancer(pool, cfg)
+	r, err := NewRebalancer(cluster, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,21 +148,21 @@ func mustRebalancer(t *testing.T, pool Pool, cfg RebalancerConfig) *Rebalancer {
 }
 
 func TestNewRebalancerValidatesConfig(t *testing.T) {
-	pool := newFakePool(nil, nil)
+	cluster := newFakeCluster(nil, nil)
 	if _, err := NewRebalancer(nil, RebalancerConfig{Interval: time.Second}); err == nil {
-		t.Error("nil pool accepted")
+		t.Error("nil cluster accepted")
 	}
 	for _, iv := range []time.Duration{0, -time.Second} {
-		if _, err := NewRebalancer(pool, RebalancerConfig{Interval: iv}); err == nil {
+		if _, err := NewRebalancer(cluster, RebalancerConfig{Interval: iv}); err == nil {
 			t.Errorf("interval %v accepted", iv)
 		}
 	}
 }
 
 func TestRebalancerRetiresWholeSurplusInOneRound(t *testing.T) {
-	pool := newFakePool([]int{10, 10, 10, 0}, []int{10, 10, 10, 0})
+	cluster := newFakeCluster([]int{10, 10, 10, 0}, []int{10, 10, 10, 0})
 	var reported [][]Retired
-	r := mustRebalancer(t, pool, RebalancerConfig{
+	r := mustRebalancer(t, cluster, RebalancerConfig{
 		Interval: time.Hour,
 		Report:   func(rs []Retired) { reported = append(reported, rs) },
 	})
@@ -171,7 +171,7 @@ func TestRebalancerRetiresWholeSurplusInOneRound(t *testing.T) {
 	if s, want := retiredString(got), "n0:2 n1:2 n2:3 "; s != want {
 		t.Fatalf("retired %q, want %q", s, want)
 	}
-	if o, want := pool.opens(), []int{8, 8, 7, 0}; !slices.Equal(o, want) {
+	if o, want := cluster.opens(), []int{8, 8, 7, 0}; !slices.Equal(o, want) {
 		t.Fatalf("open counts %v after one round, want %v", o, want)
 	}
 	if len(reported) != 1 || retiredString(reported[0]) != retiredString(got) {
@@ -180,16 +180,16 @@ func TestRebalancerRetiresWholeSurplusInOneRound(t *testing.T) {
 
 	// The pool opens the seven replacements on the emptiest node; the
 	// spread is now one, and the next round leaves everything alone.
-	pool.refill(7)
-	if o, want := pool.opens(), []int{8, 8, 7, 7}; !slices.Equal(o, want) {
+	cluster.refill(7)
+	if o, want := cluster.opens(), []int{8, 8, 7, 7}; !slices.Equal(o, want) {
 		t.Fatalf("open counts %v after refilling, want %v", o, want)
 	}
-	pool.takeAsks()
+	cluster.takeAsks()
 	if got := r.RunOnce(); got != nil {
-		t.Fatalf("balanced pool: retired %v", retiredString(got))
+		t.Fatalf("balanced cluster: retired %v", retiredString(got))
 	}
-	if a := pool.takeAsks(); len(a) != 0 {
-		t.Fatalf("balanced pool was asked to retire: %v", a)
+	if a := cluster.takeAsks(); len(a) != 0 {
+		t.Fatalf("balanced cluster was asked to retire: %v", a)
 	}
 	if len(reported) != 1 {
 		t.Fatalf("Report called for a round that retired nothing")
@@ -199,41 +199,41 @@ func TestRebalancerRetiresWholeSurplusInOneRound(t *testing.T) {
 func TestRebalancerAsksForTheWholeSurplus(t *testing.T) {
 	// Surplus is 2, 2, 3, 0, but few connections are idle: a busy pool. The
 	// whole surplus is still asked for (in-use ones close at their return).
-	pool := newFakePool([]int{10, 10, 10, 0}, []int{1, 0, 10, 0})
-	r := mustRebalancer(t, pool, RebalancerConfig{Interval: time.Hour})
+	cluster := newFakeCluster([]int{10, 10, 10, 0}, []int{1, 0, 10, 0})
+	r := mustRebalancer(t, cluster, RebalancerConfig{Interval: time.Hour})
 
 	got := r.RunOnce()
 	if s, want := retiredString(got), "n0:2 n1:2 n2:3 "; s != want {
 		t.Fatalf("retired %q, want %q", s, want)
 	}
-	if o := pool.opens(); !slices.Equal(o, []int{8, 8, 7, 0}) {
+	if o := cluster.opens(); !slices.Equal(o, []int{8, 8, 7, 0}) {
 		t.Fatalf("open after one round = %v, want [8 8 7 0]", o)
 	}
 	// Marked connections no longer count; once the pool has dialed their
 	// replacements on the emptiest node the next round has nothing to do, so no
 	// connection is retired twice.
-	pool.mu.Lock()
-	pool.nodes[3].open = 7
-	pool.mu.Unlock()
+	cluster.mu.Lock()
+	cluster.nodes[3].open = 7
+	cluster.mu.Unlock()
 	if got := r.RunOnce(); got != nil {
 		t.Fatalf("second round retired %v, want nothing", retiredString(got))
 	}
 }
 
-// shortPool retires fewer connections than asked.
-type shortPool struct{ fakePool }
+// shortCluster retires fewer connections than asked.
+type shortCluster struct{ fakeCluster }
 
-func (p *shortPool) Retire(node any, n int) int {
+func (p *shortCluster) Retire(node any, n int) int {
 	if node.(*fakeNode).name == "n1" {
 		return 0
 	}
 	return min(n, 1)
 }
 
-func TestRebalancerReportsWhatThePoolRetired(t *testing.T) {
-	pool := &shortPool{*newFakePool([]int{10, 10, 10, 0}, []int{10, 10, 10, 0})}
+func TestRebalancerReportsWhatTheClusterRetired(t *testing.T) {
+	cluster := &shortCluster{*newFakeCluster([]int{10, 10, 10, 0}, []int{10, 10, 10, 0})}
 	var reported []Retired
-	r := mustRebalancer(t, pool, RebalancerConfig{
+	r := mustRebalancer(t, cluster, RebalancerConfig{
 		Interval: time.Hour,
 		Report:   func(rs []Retired) { reported = rs },
 	})
@@ -252,10 +252,10 @@ func TestRebalancerReportsWhatThePoolRetired(t *testing.T) {
 
 func TestRebalancerLoopRunsEveryInterval(t *testing.T) {
 	clk := newFakeClock()
-	pool := newFakePool([]int{4, 0}, []int{4, 0})
-	pool.static = true
+	cluster := newFakeCluster([]int{4, 0}, []int{4, 0})
+	cluster.static = true
 	var reports atomic.Int32
-	r := mustRebalancer(t, pool, RebalancerConfig{
+	r := mustRebalancer(t, cluster, RebalancerConfig{
 		Interval: 100 * time.Millisecond,
 		Clock:    clk,
 		Report:   func([]Retired) { reports.Add(1) },
@@ -268,14 +268,14 @@ func TestRebalancerLoopRunsEveryInterval(t *testing.T) {
 	}
 
 	clk.Advance(99 * time.Millisecond)
-	if n := pool.roundCount(); n != 0 {
+	if n := cluster.roundCount(); n != 0 {
 		t.Fatalf("%d rounds before the first interval elapsed", n)
 	}
 	for want := 1; want <= 3; want++ {
 		clk.Advance(time.Millisecond)
-		waitFor(t, fmt.Sprint("round ", want), func() bool { return pool.roundCount() == want && clk.Armed() == 1 })
+		waitFor(t, fmt.Sprint("round ", want), func() bool { return cluster.roundCount() == want && clk.Armed() == 1 })
 		clk.Advance(99 * time.Millisecond)
-		if n := pool.roundCount(); n != want {
+		if n := cluster.roundCount(); n != want {
 			t.Fatalf("%d rounds, want %d", n, want)
 		}
 	}
@@ -294,25 +294,25 @@ func TestRebalancerLoopRunsEveryInterval(t *testing.T) {
 	if got := r.RunOnce(); got != nil {
 		t.Fatalf("RunOnce after Close retired %v", got)
 	}
-	if n := pool.roundCount(); n != 3 {
+	if n := cluster.roundCount(); n != 3 {
 		t.Fatalf("%d rounds after Close, want 3", n)
 	}
 	testkit.VerifyNone(t)
 }
 
 func TestRebalancerRealClock(t *testing.T) {
-	pool := newFakePool([]int{10, 10, 0}, []int{10, 10, 0})
-	r, err := NewRebalancer(pool, RebalancerConfig{Interval: 20 * time.Millisecond})
+	cluster := newFakeCluster([]int{10, 10, 0}, []int{10, 10, 0})
+	r, err := NewRebalancer(cluster, RebalancerConfig{Interval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Start()
-	waitFor(t, "the loop to even out the pool", func() bool {
-		if pool.roundCount() == 0 {
+	waitFor(t, "the loop to even out the cluster", func() bool {
+		if cluster.roundCount() == 0 {
 			return false
 		}
-		pool.refill(20 - sum(pool.opens()))
-		return Surplus(loadsOf(pool.opens()...)) == nil && pool.roundCount() >= 3
+		cluster.refill(20 - sum(cluster.opens()))
+		return Surplus(loadsOf(cluster.opens()...)) == nil && cluster.roundCount() >= 3
 	})
 	r.Close()
 	testkit.VerifyNone(t)
@@ -327,11 +327,11 @@ func sum(xs []int) int {
 }
 
 func TestRebalancerRunOnceConcurrentWithLoop(t *testing.T) {
-	pool := newFakePool([]int{9, 3, 0}, []int{9, 3, 0})
-	pool.static = true
+	cluster := newFakeCluster([]int{9, 3, 0}, []int{9, 3, 0})
+	cluster.static = true
 	var mu sync.Mutex
 	var reports int
-	r, err := NewRebalancer(pool, RebalancerConfig{
+	r, err := NewRebalancer(cluster, RebalancerConfig{
 		Interval: time.Millisecond,
 		Report: func(rs []Retired) {
 			mu.Lock()
@@ -354,30 +354,30 @@ func TestRebalancerRunOnceConcurrentWithLoop(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "some loop rounds", func() bool { return pool.roundCount() >= 400+3 })
+	waitFor(t, "some loop rounds", func() bool { return cluster.roundCount() >= 400+3 })
 	r.Close()
 	testkit.VerifyNone(t)
-	if pool.overlap.Load() {
-		t.Fatal("Pool methods ran concurrently")
+	if cluster.overlap.Load() {
+		t.Fatal("Cluster methods ran concurrently")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if reports != pool.roundCount() {
-		t.Fatalf("%d reports for %d rounds", reports, pool.roundCount())
+	if reports != cluster.roundCount() {
+		t.Fatalf("%d reports for %d rounds", reports, cluster.roundCount())
 	}
 }
 
 func TestRebalancerCloseWaitsForRoundInProgress(t *testing.T) {
-	pool := newFakePool([]int{4, 0}, []int{4, 0})
-	pool.block = make(chan struct{})
-	pool.inLoads = make(chan struct{}, 1)
-	r, err := NewRebalancer(pool, RebalancerConfig{Interval: time.Hour})
+	cluster := newFakeCluster([]int{4, 0}, []int{4, 0})
+	cluster.block = make(chan struct{})
+	cluster.inLoads = make(chan struct{}, 1)
+	r, err := NewRebalancer(cluster, RebalancerConfig{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ran := make(chan []Retired)
 	go func() { ran <- r.RunOnce() }()
-	<-pool.inLoads
+	<-cluster.inLoads
 
 	closed := make(chan struct{})
 	go func() {
@@ -386,31 +386,31 @@ func TestRebalancerCloseWaitsForRoundInProgress(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-		t.Fatal("Close returned while a round was calling the pool")
+		t.Fatal("Close returned while a round was calling the cluster")
 	case <-time.After(20 * time.Millisecond):
 	}
-	close(pool.block)
+	close(cluster.block)
 	if got := retiredString(<-ran); got != "n0:2 " {
 		t.Fatalf("round in progress retired %q", got)
 	}
 	<-closed
-	pool.takeAsks()
-	if got := r.RunOnce(); got != nil || len(pool.takeAsks()) != 0 {
-		t.Fatal("RunOnce after Close used the pool")
+	cluster.takeAsks()
+	if got := r.RunOnce(); got != nil || len(cluster.takeAsks()) != 0 {
+		t.Fatal("RunOnce after Close used the cluster")
 	}
 	testkit.VerifyNone(t)
 }
 
 func TestRebalancerBalancedRoundDoesNotAllocate(t *testing.T) {
-	pool := newFakePool([]int{5, 5, 4, 4}, []int{1, 1, 1, 1})
-	r := mustRebalancer(t, pool, RebalancerConfig{Interval: time.Hour})
+	cluster := newFakeCluster([]int{5, 5, 4, 4}, []int{1, 1, 1, 1})
+	r := mustRebalancer(t, cluster, RebalancerConfig{Interval: time.Hour})
 	r.RunOnce()
 	if n := testing.AllocsPerRun(100, func() { r.RunOnce() }); n != 0 {
 		t.Fatalf("%v allocations per balanced round, want 0", n)
 	}
 	// Nor does a round whose surplus finds nothing idle.
-	pool2 := newFakePool([]int{9, 0, 0}, []int{0, 0, 0})
-	r2 := mustRebalancer(t, pool2, RebalancerConfig{Interval: time.Hour})
+	cluster2 := newFakeCluster([]int{9, 0, 0}, []int{0, 0, 0})
+	r2 := mustRebalancer(t, cluster2, RebalancerConfig{Interval: time.Hour})
 	r2.RunOnce()
 	if n := testing.AllocsPerRun(100, func() { r2.RunOnce() }); n != 0 {
 		t.Fatalf("%v allocations per round with nothing idle, want 0", n)

@@ -7,15 +7,15 @@ import (
 
 // Load is the connection count of one up node, as the rebalancer sees it.
 type Load struct {
-	// Node is the pool's own handle for the node. The rebalancer never looks
-	// inside it; it only passes it back to Pool.Retire.
+	// Node is the Cluster's own handle for the node. The rebalancer never
+	// looks inside it; it only passes it back to Cluster.Retire.
 	Node any
 	// Open is the number of open physical connections to the node, idle or
 	// in use, leaving out those already marked for retirement. Negative
 	// values are treated as 0.
 	Open int
 	// Idle is how many of the Open connections sit idle in the pool right
-	// now; for the pool's own reports (the rebalancer asks for the whole
+	// now; for the Cluster's own reports (the rebalancer asks for the whole
 	// surplus either way). Negative values are treated as 0.
 	Idle int
 }

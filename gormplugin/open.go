@@ -40,7 +40,7 @@ func Open(dsn string, cfg *gorm.Config, opts ...lbd.Option) (*gorm.DB, error) {
 		return nil, err
 	}
 	sqlDB := sql.OpenDB(c)
-	db, err := gorm.Open(mysql.New(mysql.Config{Conn: sqlDB}), cfg)
+	db, err := gorm.Open(mysql.New(dialectorConfig(c, sqlDB)), cfg)
 	if err == nil && !listed {
 		err = db.Use(&Plugin{Connector: c})
 	}
@@ -73,7 +73,8 @@ func listedPlugin(cfg *gorm.Config, c *lbd.Connector) (bool, error) {
 }
 
 // Dialector returns gorm.io/driver/mysql's dialector over c, with mysql.Config{Conn:
-// sql.OpenDB(c)} and the driver's other defaults (see the package documentation). Hand it to
+// sql.OpenDB(c), DSNConfig: the DSN's go-sql-driver settings} and the driver's other
+// defaults (see the package documentation). Hand it to
 // gorm.Open and add a Plugin with the same Connector:
 //
 //	db, err := gorm.Open(gormplugin.Dialector(c), &gorm.Config{})
@@ -83,5 +84,12 @@ func listedPlugin(cfg *gorm.Config, c *lbd.Connector) (bool, error) {
 // Closing the *sql.DB (db.DB()) closes c. gorm.Open closes it by itself when it fails; a
 // Dialector that is never opened leaves a *sql.DB behind, so make one per gorm.Open.
 func Dialector(c *lbd.Connector) gorm.Dialector {
-	return mysql.New(mysql.Config{Conn: sql.OpenDB(c)})
+	return mysql.New(dialectorConfig(c, sql.OpenDB(c)))
+}
+
+// dialectorConfig is gorm.io/driver/mysql's configuration over db: the connection, and the
+// DSN's go-sql-driver settings, which GORM reads where it renders SQL itself (its SQL log,
+// ToSQL and dry runs format times in the DSN's loc, as go-sql-driver sends them).
+func dialectorConfig(c *lbd.Connector, db *sql.DB) mysql.Config {
+	return mysql.Config{Conn: db, DSNConfig: c.Config().MySQL}
 }

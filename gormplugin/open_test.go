@@ -3,9 +3,12 @@ package gormplugin
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/exception"
@@ -94,3 +97,36 @@ type fakePlugin struct{}
 
 func (fakePlugin) Name() string              { return Name }
 func (fakePlugin) Initialize(*gorm.DB) error { return nil }
+
+// GORM renders SQL itself for its log, ToSQL and dry runs; times there must be in the DSN's
+// loc, as go-sql-driver sends them.
+func TestGORMRendersTimesInTheDSNLocation(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) // 11:04:05 in Shanghai (UTC+8, no DST)
+	for name, open := range map[string]func(dsn string) (*gorm.DB, error){
+		"Open": func(dsn string) (*gorm.DB, error) { return Open(dsn, &gorm.Config{Logger: logger.Discard}) },
+		"Dialector": func(dsn string) (*gorm.DB, error) {
+			c, err := lbd.NewConnector(dsn)
+			if err != nil {
+				return nil, err
+			}
+			return gorm.Open(Dialector(c), &gorm.Config{Logger: logger.Discard})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, err := open(cl.DSN("parseTime=true&loc=Asia%2FShanghai"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sqlDB, _ := db.DB()
+			defer sqlDB.Close()
+			sql := db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+				var n []map[string]any
+				return tx.Table("t").Where("at = ?", at).Find(&n)
+			})
+			if !strings.Contains(sql, "11:04:05") {
+				t.Fatalf("ToSQL rendered %q, want the time in Asia/Shanghai (11:04:05)", sql)
+			}
+		})
+	}
+}

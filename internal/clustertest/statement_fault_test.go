@@ -44,7 +44,7 @@ func inUseTotal(c *lbd.Connector) int {
 }
 
 // db.Close does not close connections in use; a *sql.Conn still held runs its next statement
-// into a closed Connector. acquire charges the in-use count of its first pick before tryNodes
+// into a closed Connector. borrow charges the in-use count of its first pick before tryNodes
 // refuses with ErrClosed, and nothing gives it back: the node reports a physical connection in
 // use forever.
 func TestStatementModeInUseAfterClose(t *testing.T) {

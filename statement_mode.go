@@ -10,11 +10,11 @@ import (
 	"github.com/lbd-go/lbd/internal/nodetable"
 )
 
-// statementPool is what statement mode adds to a Connector: the count of logical connections
+// statementMode is what statement mode adds to a Connector: the count of logical connections
 // database/sql holds, and the prepared statements they share. The physical connections
 // themselves stay on their nodes (node.free for idle ones), counted and retired exactly as in
 // connection mode.
-type statementPool struct {
+type statementMode struct {
 	logical  atomic.Int64            // open logical connections
 	checker  atomic.Value            // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
 	trimMu   sync.Mutex              // one trim at a time, so two returns never close the same surplus twice
@@ -48,10 +48,10 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 	return &logicalConn{c: c}, nil
 }
 
-// acquire claims a physical connection for a logical one: an idle one on the up node with the
+// borrow claims a physical connection for a logical one: an idle one on the up node with the
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; giveBack or park returns it.
-func (c *Connector) acquire(ctx context.Context) (*conn, error) {
+func (c *Connector) borrow(ctx context.Context) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}

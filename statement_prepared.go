@@ -34,7 +34,8 @@ type preparedSet struct {
 	deaths atomic.Uint64 // bumped when a query dies, so claims sweep only when there is work
 }
 
-func (s *preparedSet) acquire(query string) *preparedQuery {
+// ref takes a reference to the open query with this text, opening it when there is none.
+func (s *preparedSet) ref(query string) *preparedQuery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open == nil {
@@ -49,7 +50,9 @@ func (s *preparedSet) acquire(query string) *preparedQuery {
 	return q
 }
 
-func (s *preparedSet) release(q *preparedQuery) {
+// unref gives back a reference taken by ref; the last one closes the query (its physical
+// copies close at their connection's next claim).
+func (s *preparedSet) unref(q *preparedQuery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if q.refs--; q.refs == 0 {
@@ -61,7 +64,7 @@ func (s *preparedSet) release(q *preparedQuery) {
 
 // statementOn returns q prepared on the claimed physical connection p, preparing it there on
 // first use.
-func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) (driverStmt, error) {
+func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) (fullStmt, error) {
 	if st, ok := p.prepared[q]; ok {
 		return st, nil
 	}
@@ -69,13 +72,13 @@ func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) 
 	if err != nil {
 		return nil, err
 	}
-	ds, ok := st.(driverStmt)
+	ds, ok := st.(fullStmt)
 	if !ok { // go-sql-driver's statements always are; never cache one that is not
 		st.Close()
 		return nil, errUnexpectedStmt(st)
 	}
 	if p.prepared == nil {
-		p.prepared = make(map[*preparedQuery]driverStmt)
+		p.prepared = make(map[*preparedQuery]fullStmt)
 	}
 	p.prepared[q] = ds
 	return ds, nil
@@ -105,11 +108,11 @@ type logicalStmt struct {
 	q        *preparedQuery
 	eff      sqlclass.Effect
 	numInput int
-	proto    driverStmt // the first physical copy, for go-sql-driver's connection-free conversions
+	proto    fullStmt // the first physical copy, for go-sql-driver's connection-free conversions
 	closed   bool
 }
 
-var _ driverStmt = (*logicalStmt)(nil)
+var _ fullStmt = (*logicalStmt)(nil)
 
 // PrepareContext implements driver.ConnPrepareContext: the query is prepared on a physical
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
@@ -119,10 +122,10 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 	if err != nil {
 		return nil, err
 	}
-	q := l.c.stmt.prepared.acquire(query)
+	q := l.c.stmt.prepared.ref(query)
 	st, err := l.c.statementOn(ctx, p, q)
 	if err != nil {
-		l.c.stmt.prepared.release(q)
+		l.c.stmt.prepared.unref(q)
 		return nil, err
 	}
 	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st}
@@ -131,7 +134,7 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 }
 
 // on binds the logical connection and returns the statement's copy on its physical connection.
-func (s *logicalStmt) on(ctx context.Context) (driverStmt, error) {
+func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
@@ -172,7 +175,7 @@ func (s *logicalStmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), namedValues(args))
 }
 
-// Close releases the query. When it was the last statement for its query, the copy on the
+// Close gives back the statement's reference to its query. When it was the last statement for its query, the copy on the
 // physical connection the logical one holds closes now (database/sql closes statements under
 // the connection's lock, so lbd may send on it); other copies close at their connection's next
 // claim, or with the connection.
@@ -180,7 +183,7 @@ func (s *logicalStmt) Close() error {
 	if s.closed {
 		return nil
 	}
-	s.release()
+	s.unref()
 	l := s.l
 	if i := slices.Index(l.stmts, s); i >= 0 {
 		l.stmts = slices.Delete(l.stmts, i, i+1)
@@ -191,11 +194,11 @@ func (s *logicalStmt) Close() error {
 	return nil
 }
 
-// release gives the query back once.
-func (s *logicalStmt) release() {
+// unref gives back the statement's reference to its query, once.
+func (s *logicalStmt) unref() {
 	if !s.closed {
 		s.closed = true
-		s.l.c.stmt.prepared.release(s.q)
+		s.l.c.stmt.prepared.unref(s.q)
 	}
 }
 

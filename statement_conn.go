@@ -35,10 +35,10 @@ type logicalConn struct {
 	apiTx    bool  // a transaction begun by BeginTx is open
 	produced bool  // the last statement's result may be read by the next one
 	closed   bool
-	stmts    []*logicalStmt // open prepared statements, released at Close
+	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
-var _ driverConn = (*logicalConn)(nil)
+var _ fullConn = (*logicalConn)(nil)
 
 // pinned reports whether the logical connection must keep its physical connection.
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
@@ -69,7 +69,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 			l.c.parkFree(p)
 		}
 	}
-	p, err := l.c.acquire(ctx)
+	p, err := l.c.borrow(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -167,10 +167,10 @@ func (l *logicalConn) Close() error {
 	c := l.c
 	c.stmt.logical.Add(-1)
 	// database/sql may drop a connection without closing its statements (a close deferred to
-	// a return that never comes): release them, or their queries would stay prepared on
-	// physical connections for good.
+	// a return that never comes): drop their references, or their queries would stay
+	// prepared on physical connections for good.
 	for _, s := range l.stmts {
-		s.release()
+		s.unref()
 	}
 	l.stmts = nil
 	if p := l.phys; p != nil {

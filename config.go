@@ -1,0 +1,177 @@
+package lbd
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// Config is a Connector's whole configuration: go-sql-driver's settings, the node list and
+// lbd's own parameters from the DSN, and the settings only code can give (Logger, Sorter,
+// StatsInterval and what the With... options set). Build one with ParseDSN and change it in
+// code or through Options; the zero value is not usable. (*Connector).Config reports the
+// configuration the Connector runs with, after options, defaults and clamps.
+type Config struct {
+	// MySQL holds every setting go-sql-driver understands (user, password, database, timeouts,
+	// TLS, parseTime, ...). Its Net is Network and its Addr the comma-joined node list; lbd's own
+	// parameters are not in MySQL.Params.
+	MySQL *mysql.Config
+
+	// Network is the DSN's network: Network ("lb") for a static proxy list, or the name of a
+	// registered node source such as "lbremote", "lbetcd" or "lbdns".
+	Network string
+
+	// Nodes are the proxies' "host:port" addresses for network "lb", in DSN order, without
+	// duplicates. It is empty for a source network, and may be empty for "lb()" when the
+	// Connector gets a source through WithSource.
+	Nodes []string
+
+	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
+	// a DNS name), trimmed, in DSN order; the source validates them.
+	SourceAddrs []string
+	// SourceParams are the DSN parameters the source network claims (see nodes.Register), kept
+	// out of the driver's session parameters.
+	SourceParams map[string]string
+
+	// Balance is what lbd balances: new connections (BalanceConnection, the default) or every
+	// checkout of a pooled connection (BalanceStatement); DSN parameter balance, option
+	// WithBalance.
+	Balance BalanceMode
+
+	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default
+	// 5 s; option WithCheckHealthInterval).
+	CheckHealthInterval time.Duration
+	// CheckHealthTimeout bounds one probe (checkHealthTimeoutMillis, default 3000 ms; option
+	// WithCheckHealthTimeout). A Connector caps it at CheckHealthInterval: a probe never runs
+	// longer than the time between two probes.
+	CheckHealthTimeout time.Duration
+	// CheckBalanceInterval is how often pooled connections are evened out over the up nodes
+	// (checkBalanceIntervalSeconds, default 10 s; option WithCheckBalanceInterval).
+	CheckBalanceInterval time.Duration
+	// RecoverCheckCount is how many consecutive good probes bring a down node back up
+	// (recoverCheckCount, default 2, from 1 to 1000; option WithRecoverCheckCount).
+	RecoverCheckCount int
+	// FatalErrorThreshold fatal errors on one node within FatalErrorWindow take the node down
+	// (fatalErrorThreshold, default 3, from 1 to 1000; fatalErrorWindowSeconds, default 10 s;
+	// options WithFatalErrorThreshold and WithFatalErrorWindow). One fatal error only retires
+	// its own connection.
+	FatalErrorThreshold int
+	FatalErrorWindow    time.Duration
+	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
+	// false).
+	LogStats bool
+	// StatsInterval is how often LogStats logs (default DefaultStatsInterval; option
+	// WithStatsInterval). A DSN cannot carry it.
+	StatsInterval time.Duration
+	// ExceptionSorter names the registered exception sorter (exceptionSorter, default "mysql").
+	// Sorter, when set, is used instead.
+	ExceptionSorter string
+	// Sorter decides which errors are fatal to a connection (option WithExceptionSorter). nil
+	// means the sorter registered under ExceptionSorter; a Connector's Config reports the one
+	// it uses. A DSN cannot carry it.
+	Sorter exception.Sorter
+	// Logger receives node state changes, warnings and LogStats lines (option WithLogger).
+	// nil means slog.Default(); a Connector's Config reports the one it uses. Passwords never
+	// appear in what lbd logs. A DSN cannot carry it.
+	Logger *slog.Logger
+	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
+	// database/sql has none of the JDBC methods it governs.
+	UnsupportedMethodBehavior string
+
+	// What follows is set only through options, as go-sql-driver keeps what its BeforeConnect
+	// and TimeTruncate options set: test hooks and a live object, not settings to print or
+	// reuse.
+
+	// clock drives lbd's loops (WithClock); nil means the wall clock.
+	clock clock.Clock
+	// jitter returns a duration in [0, max) that staggers the first probes (WithJitter); nil
+	// means a random one.
+	jitter func(max time.Duration) time.Duration
+	// source is the node source given with WithSource. A source can be started once, so it is
+	// not a setting a Config could hand to a second Connector: the Connector takes it out of
+	// its own configuration and owns it (Close closes it).
+	source nodes.Source
+}
+
+// DefaultStatsInterval is how often logStats=true logs (lb-driver logs every minute).
+const DefaultStatsInterval = time.Minute
+
+// cloneConfig is a deep copy of cfg as far as a Config owns its values: the go-sql-driver
+// settings, lists and maps are copied; Logger, Sorter and the option-only hooks are shared.
+func cloneConfig(cfg *Config) *Config {
+	cp := *cfg
+	cp.MySQL = cfg.MySQL.Clone()
+	cp.Nodes = slices.Clone(cfg.Nodes)
+	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
+	cp.SourceParams = maps.Clone(cfg.SourceParams)
+	return &cp
+}
+
+// settle makes c the configuration a Connector runs with: it fills what nil means (Logger,
+// Sorter, clock, jitter), caps CheckHealthTimeout at CheckHealthInterval, and checks every
+// setting a Config built or changed in code could have out of range. It is the one place
+// where lbd's settings get defaults and clamps after ParseDSN and the options. Errors name the
+// DSN parameter or option, and what to do.
+func (c *Config) settle() error {
+	if c.MySQL == nil {
+		return errors.New("lbd: Config has no go-sql-driver settings (MySQL is nil); build one with ParseDSN")
+	}
+	if c.Balance != BalanceConnection && c.Balance != BalanceStatement {
+		return fmt.Errorf("lbd: invalid Balance %v: must be BalanceConnection or BalanceStatement", c.Balance)
+	}
+	for _, d := range []struct {
+		name, where string
+		value       time.Duration
+	}{
+		{"checkHealthInterval", "DSN parameter checkHealthIntervalSeconds, option WithCheckHealthInterval", c.CheckHealthInterval},
+		{"checkHealthTimeout", "DSN parameter checkHealthTimeoutMillis, option WithCheckHealthTimeout", c.CheckHealthTimeout},
+		{"checkBalanceInterval", "DSN parameter checkBalanceIntervalSeconds, option WithCheckBalanceInterval", c.CheckBalanceInterval},
+		{"fatalErrorWindow", "DSN parameter fatalErrorWindowSeconds, option WithFatalErrorWindow", c.FatalErrorWindow},
+		{"statsInterval", "option WithStatsInterval", c.StatsInterval},
+	} {
+		if d.value <= 0 {
+			return fmt.Errorf("lbd: %s is %v; it must be positive (%s; ParseDSN sets the default)", d.name, d.value, d.where)
+		}
+	}
+	for _, n := range []struct {
+		name, where string
+		value       int
+	}{
+		{"recoverCheckCount", "DSN parameter recoverCheckCount, option WithRecoverCheckCount", c.RecoverCheckCount},
+		{"fatalErrorThreshold", "DSN parameter fatalErrorThreshold, option WithFatalErrorThreshold", c.FatalErrorThreshold},
+	} {
+		if n.value < 1 || n.value > maxCount {
+			return fmt.Errorf("lbd: %s is %d; it must be from 1 to %d (%s)", n.name, n.value, maxCount, n.where)
+		}
+	}
+	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)
+	if c.Sorter == nil {
+		s, ok := exception.Lookup(c.ExceptionSorter)
+		if !ok {
+			return fmt.Errorf("lbd: invalid DSN parameter exceptionSorter=%q: no sorter registered under that name (registered: %s)",
+				c.ExceptionSorter, strings.Join(exception.Names(), ", "))
+		}
+		c.Sorter = s
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.clock == nil {
+		c.clock = clock.Real
+	}
+	if c.jitter == nil {
+		c.jitter = func(max time.Duration) time.Duration { return time.Duration(rand.Int64N(int64(max))) }
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package lbd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// quietConnector builds a Connector on a node nobody listens on, with its first probe and
+// rebalancing round an hour away, so that nothing it does during a test touches the network.
+func quietConnector(t *testing.T, dsn string, opts ...Option) *Connector {
+	t.Helper()
+	base := []Option{
+		WithLogger(slog.New(slog.DiscardHandler)),
+		WithCheckBalanceInterval(time.Hour),
+		WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
+	}
+	c, err := NewConnector(dsn, append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// fixedSorter judges nothing fatal; tests use it to tell their sorter from the registered ones.
+type fixedSorter struct{}
+
+func (fixedSorter) IsFatal(error) bool { return false }
+
+// Options write into the Connector's Config, so Config reports what runs, not what the DSN said.
+func TestConfigReportsOptions(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	c := quietConnector(t, "u:p@lb(127.0.0.1:1)/db?recoverCheckCount=3",
+		WithCheckHealthInterval(time.Hour), WithRecoverCheckCount(7), WithFatalErrorThreshold(9),
+		WithFatalErrorWindow(time.Minute), WithStatsInterval(time.Second), WithBalance(BalanceStatement),
+		WithExceptionSorter(fixedSorter{}), WithLogger(logger))
+	got := c.Config()
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"CheckHealthInterval", got.CheckHealthInterval, time.Hour},
+		{"CheckHealthTimeout", got.CheckHealthTimeout, DefaultCheckHealthTimeout},
+		{"CheckBalanceInterval", got.CheckBalanceInterval, time.Hour},
+		{"RecoverCheckCount", got.RecoverCheckCount, 7},
+		{"FatalErrorThreshold", got.FatalErrorThreshold, 9},
+		{"FatalErrorWindow", got.FatalErrorWindow, time.Minute},
+		{"StatsInterval", got.StatsInterval, time.Second},
+		{"Balance", got.Balance, BalanceStatement},
+		{"Sorter", got.Sorter, exception.Sorter(fixedSorter{})},
+		{"Logger", got.Logger, logger},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("Config().%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if c.ExceptionSorter() != (fixedSorter{}) {
+		t.Errorf("ExceptionSorter() = %T, want the one WithExceptionSorter gave", c.ExceptionSorter())
+	}
+	if got := c.Stats().Balance; got != BalanceStatement {
+		t.Errorf("Stats().Balance = %v, want statement", got)
+	}
+}
+
+// Without options, Config reports the DSN's settings with the defaults a Connector fills in.
+func TestConfigReportsDefaults(t *testing.T) {
+	c, err := NewConnector("u:p@lb(127.0.0.1:1)/db?checkHealthIntervalSeconds=3600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := c.Config()
+	if got.Logger != slog.Default() {
+		t.Errorf("Config().Logger = %p, want slog.Default()", got.Logger)
+	}
+	if want, _ := exception.Lookup(DefaultExceptionSorter); got.Sorter != want {
+		t.Errorf("Config().Sorter = %T, want the one registered as %q", got.Sorter, DefaultExceptionSorter)
+	}
+	if got.StatsInterval != DefaultStatsInterval || got.CheckHealthInterval != time.Hour {
+		t.Errorf("Config() = stats %v, health %v; want %v, 1h", got.StatsInterval, got.CheckHealthInterval, DefaultStatsInterval)
+	}
+}
+
+// The probe timeout is capped at the probe interval, wherever each comes from, and Config
+// reports the capped value.
+func TestConfigCapsProbeTimeoutAtInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dsn  string
+		opts []Option
+		want time.Duration
+	}{
+		{"option interval below DSN timeout", "u:p@lb(127.0.0.1:1)/db?checkHealthTimeoutMillis=3000",
+			[]Option{WithCheckHealthInterval(time.Second)}, time.Second},
+		{"option timeout above DSN interval", "u:p@lb(127.0.0.1:1)/db?checkHealthIntervalSeconds=2",
+			[]Option{WithCheckHealthTimeout(time.Hour)}, 2 * time.Second},
+		{"DSN timeout above DSN interval", "u:p@lb(127.0.0.1:1)/db?checkHealthIntervalSeconds=1&checkHealthTimeoutMillis=5000",
+			nil, time.Second},
+		{"timeout below interval stays", "u:p@lb(127.0.0.1:1)/db",
+			[]Option{WithCheckHealthTimeout(250 * time.Millisecond)}, 250 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := quietConnector(t, tc.dsn, tc.opts...)
+			if got := c.Config().CheckHealthTimeout; got != tc.want {
+				t.Fatalf("Config().CheckHealthTimeout = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Options act on the Connector's copy: the Config handed in is not changed, and the reported
+// Config builds an equal Connector.
+func TestOptionsLeaveTheGivenConfigAlone(t *testing.T) {
+	cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := describe(cfg)
+	c, err := NewConnectorFromConfig(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithRecoverCheckCount(5),
+		WithCheckHealthInterval(time.Hour), WithBalance(BalanceStatement))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if after := describe(cfg); after != before {
+		t.Fatalf("NewConnectorFromConfig changed its Config:\n%s\n%s", before, after)
+	}
+	again, err := NewConnectorFromConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if a, b := describe(c.Config()), describe(again.Config()); a != b {
+		t.Fatalf("a Connector built from another's Config runs differently:\n%s\n%s", a, b)
+	}
+}
+
+// describe shows every field of c, the go-sql-driver settings as their DSN.
+func describe(c *Config) string {
+	cp := *c
+	cp.MySQL = nil
+	return c.MySQL.FormatDSN() + " " + fmt.Sprintf("%#v", plainConfig(cp))
+}
+
+// The last option wins over the DSN and over earlier options.
+func TestLaterOptionWins(t *testing.T) {
+	c := quietConnector(t, "u:p@lb(127.0.0.1:1)/db?balance=statement&recoverCheckCount=4",
+		WithRecoverCheckCount(6), WithBalance(BalanceConnection), WithRecoverCheckCount(8))
+	if got := c.Config(); got.RecoverCheckCount != 8 || got.Balance != BalanceConnection {
+		t.Fatalf("Config() = recover %d, balance %v; want 8, connection", got.RecoverCheckCount, got.Balance)
+	}
+}
+
+// A Config built or changed in code has each setting checked once, with an error that names
+// the DSN parameter and the option.
+func TestConfigSettingsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"health interval", func(c *Config) { c.CheckHealthInterval = 0 }, "checkHealthInterval is 0s; it must be positive (DSN parameter checkHealthIntervalSeconds, option WithCheckHealthInterval"},
+		{"health timeout", func(c *Config) { c.CheckHealthTimeout = -time.Millisecond }, "checkHealthTimeout is -1ms"},
+		{"balance interval", func(c *Config) { c.CheckBalanceInterval = 0 }, "checkBalanceInterval is 0s"},
+		{"stats interval", func(c *Config) { c.StatsInterval = 0 }, "statsInterval is 0s; it must be positive (option WithStatsInterval"},
+		{"recover too high", func(c *Config) { c.RecoverCheckCount = maxCount + 1 }, "recoverCheckCount is 1001; it must be from 1 to 1000"},
+		{"threshold", func(c *Config) { c.FatalErrorThreshold = -1 }, "fatalErrorThreshold is -1"},
+		{"balance", func(c *Config) { c.Balance = 7 }, "invalid Balance BalanceMode(7)"},
+		{"sorter name", func(c *Config) { c.ExceptionSorter = "nosuch" }, `exceptionSorter="nosuch": no sorter registered`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.set(cfg)
+			c, err := NewConnectorFromConfig(cfg)
+			if err == nil {
+				c.Close()
+				t.Fatalf("NewConnectorFromConfig accepted the setting; want an error naming %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The settings only code can give (a logger, a sorter, the test hooks, a source) do not break
+// printing a Config, and a source's own fields never show.
+func TestConfigWithCodeOnlySettingsPrints(t *testing.T) {
+	src := &secretSource{apiKey: testAPIKey}
+	cfg, err := ParseDSN("app:" + testPassword + "@lb()/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []Option{
+		WithLogger(slog.New(slog.DiscardHandler)), WithExceptionSorter(fixedSorter{}), WithSource(src),
+		WithJitter(func(time.Duration) time.Duration { return 0 }),
+	} {
+		if err := opt(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	for way, s := range map[string]string{
+		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", *cfg), "%#v": fmt.Sprintf("%#v", cfg),
+		"%s": fmt.Sprintf("%s", cfg), "json": string(js), "slog": cfg.LogValue().String(),
+	} {
+		if !strings.Contains(s, "lb()/db") && !strings.Contains(s, "lbd.Config{") {
+			t.Errorf("%s printed a Config as %q: neither its DSN nor its fields", way, s)
+		}
+		for _, secret := range []string{testPassword, testAPIKey} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s shows the secret %q:\n%s", way, secret, s)
+			}
+		}
+	}
+}
+
+// secretSource is a node source holding a credential, as a config-server source does.
+type secretSource struct{ apiKey string }
+
+func (*secretSource) Start(context.Context, func(nodes.Set)) (nodes.Set, error) {
+	return nodes.Set{}, errors.New("secretSource does not start")
+}
+func (*secretSource) Close() error { return nil }
