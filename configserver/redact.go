@@ -5,31 +5,25 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // An EtcdConfig and an Etcd backend hold the etcd password, a Config the admin token. Every way
 // of printing them hides those: String, GoString (%#v), LogValue (log/slog) and MarshalJSON.
 
-// mask replaces a set secret by "***".
-func mask(secret string) string {
-	if secret == "" {
-		return ""
-	}
-	return "***"
-}
-
 // plainEtcdConfig is EtcdConfig without its methods.
 type plainEtcdConfig EtcdConfig
 
 func (c EtcdConfig) redacted() plainEtcdConfig {
-	c.Password = mask(c.Password)
+	c.Password = nodes.Redact(c.Password)
 	return plainEtcdConfig(c)
 }
 
 // String describes c with the password replaced by "***".
 func (c EtcdConfig) String() string {
 	return fmt.Sprintf("configserver.EtcdConfig{Endpoints:%v Prefix:%q Username:%q Password:%q TLS:%v DialTimeout:%v RefreshInterval:%v}",
-		c.Endpoints, c.Prefix, c.Username, mask(c.Password), c.TLS != nil, c.DialTimeout, c.RefreshInterval)
+		c.Endpoints, c.Prefix, c.Username, nodes.Redact(c.Password), c.TLS != nil, c.DialTimeout, c.RefreshInterval)
 }
 
 // GoString implements fmt.GoStringer (%#v): EtcdConfig's fields with the password replaced.
@@ -80,7 +74,7 @@ type plainConfig Config
 // String describes c with the admin token replaced by "***".
 func (c Config) String() string {
 	return fmt.Sprintf("configserver.Config{Backend:%v AdminToken:%q AllowRemoteOnlineOffline:%v HideUnknownSchemas:%v ProbeInterval:%v ProbeTimeout:%v ProbeConcurrency:%d DrainWindow:%v ReloadInterval:%v}",
-		c.Backend, mask(c.AdminToken), c.AllowRemoteOnlineOffline, c.HideUnknownSchemas, c.ProbeInterval, c.ProbeTimeout, c.ProbeConcurrency, c.DrainWindow, c.ReloadInterval)
+		c.Backend, nodes.Redact(c.AdminToken), c.AllowRemoteOnlineOffline, c.HideUnknownSchemas, c.ProbeInterval, c.ProbeTimeout, c.ProbeConcurrency, c.DrainWindow, c.ReloadInterval)
 }
 
 // GoString implements fmt.GoStringer (%#v) as String does.
@@ -104,7 +98,7 @@ func (c Config) LogValue() slog.Value {
 // MarshalJSON implements json.Marshaler: Config's settings with the admin token replaced.
 func (c Config) MarshalJSON() ([]byte, error) {
 	p := plainConfig(c)
-	p.AdminToken = mask(p.AdminToken)
+	p.AdminToken = nodes.Redact(p.AdminToken)
 	return json.Marshal(struct {
 		plainConfig
 		Backend any  `json:"Backend,omitempty"` // shadows the interface, printed as its JSON if it has one

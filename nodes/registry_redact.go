@@ -15,6 +15,16 @@ import (
 // paramMask replaces a secret parameter's value in everything printed.
 const paramMask = "***"
 
+// Redact returns what lbd prints in place of a secret: "***" for a set one, "" for an unset
+// one (so that whether a secret is set stays visible). Every type of lbd's that holds a secret
+// prints it through Redact.
+func Redact(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return paramMask
+}
+
 // RedactParams returns a copy of params with the values of network's secret parameters
 // replaced by "***": those its SourceFactory lists as Secrets and, for a network that is not
 // registered, any whose name says it holds a secret (password, key, secret, token). A

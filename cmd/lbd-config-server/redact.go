@@ -4,16 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // The etcd settings hold a password; printing them hides it.
 
 // String describes the etcd settings with a set password replaced by "***".
 func (c etcdConfig) String() string {
-	pw := ""
-	if c.Password != "" {
-		pw = "***"
-	}
+	pw := nodes.Redact(c.Password)
 	return fmt.Sprintf("{Endpoints:%v Prefix:%q User:%q Password:%q PasswordFile:%q CAFile:%q CertFile:%q KeyFile:%q ServerName:%q DialTimeout:%v RefreshInterval:%v}",
 		c.Endpoints.String(), c.Prefix, c.User, pw, c.PasswordFile, c.CAFile, c.CertFile, c.KeyFile, c.ServerName, c.DialTimeout, c.RefreshInterval)
 }
@@ -37,8 +36,6 @@ type plainEtcdConfig etcdConfig
 
 // MarshalJSON implements json.Marshaler with a set password replaced by "***".
 func (c etcdConfig) MarshalJSON() ([]byte, error) {
-	if c.Password != "" {
-		c.Password = "***"
-	}
+	c.Password = nodes.Redact(c.Password)
 	return json.Marshal(plainEtcdConfig(c))
 }

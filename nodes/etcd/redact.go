@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // A Config and a Source hold the etcd password. Every way of printing them hides it: String,
@@ -15,9 +17,7 @@ type plainConfig Config
 
 // redacted is c with a set password replaced by "***".
 func (c Config) redacted() plainConfig {
-	if c.Password != "" {
-		c.Password = "***"
-	}
+	c.Password = nodes.Redact(c.Password)
 	return plainConfig(c)
 }
 

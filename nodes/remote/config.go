@@ -242,10 +242,7 @@ func orDefault(name string, d, def time.Duration) (time.Duration, error) {
 // String describes c with the API key replaced by "***", so that printing a Config (%v, %+v)
 // does not show it.
 func (c Config) String() string {
-	key := ""
-	if c.APIKey != "" {
-		key = "***"
-	}
+	key := nodes.Redact(c.APIKey)
 	return fmt.Sprintf("remote.Config{Servers:%v Schema:%q APIKey:%q Timeout:%v PollInterval:%v CacheDir:%q DisableCache:%v "+
 		"AZ:%q IP:%q AZRefreshInterval:%v RecoverCheckCount:%d HealthTick:%v}",
 		c.Servers, c.Schema, key, c.Timeout, c.PollInterval, c.CacheDir, c.DisableCache,

@@ -5,32 +5,26 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Config.String and Config.LogValue (config.go) hide the API key; so do the methods here, for
 // every other way a Config, a Source or the client inside it may be printed.
-
-// redactedKey is what is shown in place of a set API key.
-func redactedKey(key string) string {
-	if key == "" {
-		return ""
-	}
-	return "***"
-}
 
 // plainConfig is Config without its methods.
 type plainConfig Config
 
 // GoString implements fmt.GoStringer (%#v): Config's fields with the API key replaced by "***".
 func (c Config) GoString() string {
-	c.APIKey = redactedKey(c.APIKey)
+	c.APIKey = nodes.Redact(c.APIKey)
 	return strings.Replace(fmt.Sprintf("%#v", plainConfig(c)), "remote.plainConfig", "remote.Config", 1)
 }
 
 // MarshalJSON implements json.Marshaler: Config's fields with the API key replaced by "***",
 // without TLS, Logger and Clock (which are not data). Nothing reads a Config from JSON.
 func (c Config) MarshalJSON() ([]byte, error) {
-	c.APIKey = redactedKey(c.APIKey)
+	c.APIKey = nodes.Redact(c.APIKey)
 	return json.Marshal(struct {
 		plainConfig
 		// These shadow the embedded fields of the same names, which JSON cannot carry.
@@ -58,7 +52,7 @@ func (s *Source) MarshalJSON() ([]byte, error) { return json.Marshal(s.s.Config)
 
 // String describes the client without its API key.
 func (c client) String() string {
-	return fmt.Sprintf("remote.client{schema:%q apiKey:%q az:%q ip:%q timeout:%v}", c.schema, redactedKey(c.apiKey), c.az, c.ip, c.timeout)
+	return fmt.Sprintf("remote.client{schema:%q apiKey:%q az:%q ip:%q timeout:%v}", c.schema, nodes.Redact(c.apiKey), c.az, c.ip, c.timeout)
 }
 
 // GoString is String, for %#v.
