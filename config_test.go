@@ -217,7 +217,7 @@ func TestConfigWithCodeOnlySettingsPrints(t *testing.T) {
 	}
 	for way, s := range map[string]string{
 		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", *cfg), "%#v": fmt.Sprintf("%#v", cfg),
-		"%s": fmt.Sprintf("%s", cfg), "json": string(js), "slog": cfg.LogValue().String(),
+		"%s": cfg.String(), "json": string(js), "slog": cfg.LogValue().String(),
 	} {
 		if !strings.Contains(s, "lb()/db") && !strings.Contains(s, "lbd.Config{") {
 			t.Errorf("%s printed a Config as %q: neither its DSN nor its fields", way, s)
