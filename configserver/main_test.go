@@ -49,9 +49,13 @@ func runAndClose(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The loops run for a while so that Close finds them mid-work; this pause only gives them
-	// that work, the verdict is the leak check after Close.
-	time.Sleep(100 * time.Millisecond)
+	// The loops run for a while so that Close finds them mid-work: the wait ends once the
+	// prober has finished two rounds over the served proxy (its second probe has a later
+	// time), so its loop has cycled. The verdict is the leak check after Close.
+	probed := func() (probeResult, bool) { return s.prober.result("127.0.0.1:1") }
+	eventually(t, 5*time.Second, "the prober's first round", func() bool { _, ok := probed(); return ok })
+	first, _ := probed()
+	eventually(t, 5*time.Second, "the prober's second round", func() bool { r, _ := probed(); return r.at.After(first.at) })
 	for range 3 {
 		if rec := serve(s.AdminHandler(), http.MethodPost, "/reload", "127.0.0.1:1"); rec.Body.String() != `{"code":200}` {
 			t.Errorf("/reload: %s", rec.Body)

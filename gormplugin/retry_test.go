@@ -32,14 +32,14 @@ func (e *env) failOnce(t *testing.T) func() {
 	t.Helper()
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
-	before, closed := e.node(t, at), closedConns(p)
+	before, closed := e.node(t, at), closedConns(e.c, p)
 	p.FailNext(1, errInitializing)
 	return func() {
 		t.Helper()
 		if after := e.node(t, at); after.Retired != before.Retired+1 || after.FatalErrors != before.FatalErrors+1 {
 			t.Fatalf("retired %d→%d, fatal %d→%d; want both +1", before.Retired, after.Retired, before.FatalErrors, after.FatalErrors)
 		}
-		waitForClose(t, p, closed)
+		waitForClose(t, e.c, p, closed)
 		// The fatal error brought the node's probe forward; let it run now, so that it cannot
 		// take a failure injected later for the application.
 		waitFor(t, 5*time.Second, "the early probe", func() bool { return e.node(t, at).Probes > before.Probes })

@@ -103,7 +103,7 @@ func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
 	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
-	before, closed := e.node(t, at), closedConns(p)
+	before, closed := e.node(t, at), closedConns(e.c, p)
 	err := e.db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Table(e.table).Create(&item{ID: 1, Name: "a", Qty: 1}).Error; err != nil {
 			return err
@@ -119,7 +119,7 @@ func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
 	if after.Retired != before.Retired+1 || after.FatalErrors != before.FatalErrors+1 {
 		t.Fatalf("retired %d→%d, fatal %d→%d; want both +1", before.Retired, after.Retired, before.FatalErrors, after.FatalErrors)
 	}
-	waitForClose(t, p, closed)
+	waitForClose(t, e.c, p, closed)
 	if n := e.count(t); n != 0 {
 		t.Fatalf("%d rows after the rollback, want 0", n)
 	}
@@ -169,7 +169,7 @@ func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
 	e := setup(t, balance, Plugin{}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
-	before, closed := e.node(t, at), closedConns(p)
+	before, closed := e.node(t, at), closedConns(e.c, p)
 	p.FailNext(1, errInitializing)
 	var got item
 	errs := 0
@@ -179,7 +179,7 @@ func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
 			t.Fatalf("first returned %v, want error 8001", err)
 		}
 	}
-	waitForClose(t, p, closed)
+	waitForClose(t, e.c, p, closed)
 	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; err != nil {
 		errs++
 	}

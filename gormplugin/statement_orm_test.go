@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -45,15 +46,10 @@ func preparedOnServer(t *testing.T, cl *lbdtest.Cluster) int {
 // so a burst from another client may pass above it for a moment; a leak stays above.
 func preparedWithin(t *testing.T, cl *lbdtest.Cluster, limit int, what string) {
 	t.Helper()
-	var n int
-	deadline := time.Now().Add(5 * time.Second)
-	for n = preparedOnServer(t, cl); n > limit; n = preparedOnServer(t, cl) {
-		if time.Now().After(deadline) {
-			t.Errorf("%s: Prepared_stmt_count %d, want at most %d", what, n, limit)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitForState(t, 5*time.Second, what+": Prepared_stmt_count at most "+fmt.Sprint(limit), func() (bool, string) {
+		n := preparedOnServer(t, cl)
+		return n <= limit, fmt.Sprintf("Prepared_stmt_count %d", n)
+	})
 }
 
 func allUp(c *lbd.Connector) bool {
@@ -73,7 +69,7 @@ func allUp(c *lbd.Connector) bool {
 // are all gone once GORM's cache is closed and no connection is kept idle.
 func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 	eachBalance(t, func(t *testing.T, balance string) {
-		const maxOpen = 8
+		const maxOpen, workers = 8, 16
 		e := setupWith(t, balance, &gorm.Config{PrepareStmt: true, SkipDefaultTransaction: true}, Plugin{}, fast()...)
 		e.sqlDB.SetMaxOpenConns(maxOpen)
 		e.sqlDB.SetMaxIdleConns(maxOpen)
@@ -92,12 +88,12 @@ func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 			wg        sync.WaitGroup
 			steady    atomic.Bool  // no proxy is restarting: every operation must succeed
 			epoch     atomic.Int64 // bumped when steady changes
-			ops       atomic.Int64
 			steadyErr atomic.Value
 			wrong     atomic.Value
+			done      [workers]atomic.Int64 // operations each worker has finished
 		)
 		steady.Store(true)
-		for w := range 16 {
+		for w := range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -114,16 +110,34 @@ func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 					if err == nil {
 						err = e.tbl().Where("id = ?", it.ID).Update("qty", gorm.Expr("qty + ?", 1)).Error
 					}
-					ops.Add(1)
 					if err != nil && wasSteady && epoch.Load() == startEpoch {
 						steadyErr.Store(err)
 					}
+					done[w].Add(1)
 				}
 			}()
 		}
+		// finished waits until every worker has finished n more operations: with n = 1, every
+		// operation that had started before the call has ended.
+		finished := func(n int64, what string) {
+			t.Helper()
+			var from [workers]int64
+			for w := range done {
+				from[w] = done[w].Load()
+			}
+			testkit.WaitForState(t, 10*time.Second, what, func() (bool, string) {
+				for w := range done {
+					if got := done[w].Load() - from[w]; got < n {
+						return false, fmt.Sprintf("worker %d finished %d of %d", w, got, n)
+					}
+				}
+				return true, ""
+			})
+		}
+		// settle runs steady load, every worker a few whole operations, before the next check.
 		settle := func(what string) {
 			t.Helper()
-			time.Sleep(250 * time.Millisecond)
+			finished(3, what+": every worker running operations while every proxy is up")
 			if onMariaDB() {
 				preparedWithin(t, e.cl, limit, what)
 			}
@@ -135,12 +149,14 @@ func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 			if err := p.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			// The outage lasts until lbd has seen it: the node is down, so the restart is
+			// one lbd has to recover from.
+			waitFor(t, 10*time.Second, fmt.Sprintf("proxy %d seen down", i), func() bool { return e.node(t, i).State != lbd.StateUp })
 			if err := p.Start(); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, 10*time.Second, "every proxy up again", func() bool { return allUp(e.c) })
-			time.Sleep(50 * time.Millisecond) // let operations that started before finish
+			finished(1, "operations that started during the outage to end")
 			steady.Store(true)
 			epoch.Add(1)
 			settle(fmt.Sprintf("after restarting proxy %d", i))
@@ -153,14 +169,9 @@ func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 		if w, _ := wrong.Load().(string); w != "" {
 			t.Errorf("wrong row: %s", w)
 		}
-		if ops.Load() < 100 {
-			t.Errorf("only %d operations in all", ops.Load())
-		}
 		// No physical connection leaked across the restarts: the proxies hold lbd's connections
 		// plus at most one probe connection each, and none is in use.
-		var state string
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		testkit.WaitForState(t, 5*time.Second, "no connection leaked after the restarts", func() (bool, string) {
 			st := e.c.Stats()
 			inUse, proxies := 0, 0
 			for _, ns := range st.Nodes {
@@ -169,15 +180,9 @@ func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 			for _, p := range e.cl.Proxies() {
 				proxies += p.OpenConns()
 			}
-			if inUse == 0 && proxies >= st.Open() && proxies <= st.Open()+len(st.Nodes) && st.Open() <= maxOpen+len(st.Nodes) {
-				break
-			}
-			state = fmt.Sprintf("lbd open %d, in use %d; proxies hold %d", st.Open(), inUse, proxies)
-			if time.Now().After(deadline) {
-				t.Fatalf("connections leaked after the restarts: %s", state)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			ok := inUse == 0 && proxies >= st.Open() && proxies <= st.Open()+len(st.Nodes) && st.Open() <= maxOpen+len(st.Nodes)
+			return ok, fmt.Sprintf("lbd open %d, in use %d; proxies hold %d", st.Open(), inUse, proxies)
+		})
 		var n, bad int64
 		if err := e.tbl().Count(&n).Error; err != nil || n == 0 {
 			t.Fatalf("count: %d, %v", n, err)

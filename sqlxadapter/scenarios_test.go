@@ -115,7 +115,7 @@ func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
 	e := setup(t, balance, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
-	before, closed := e.node(t, at), closedConns(p)
+	before, closed := e.node(t, at), closedConns(e.c, p)
 	tx, err := e.db.Beginx()
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
 	if after.Retired != before.Retired+1 || after.FatalErrors != before.FatalErrors+1 {
 		t.Fatalf("retired %d→%d, fatal %d→%d; want both +1", before.Retired, after.Retired, before.FatalErrors, after.FatalErrors)
 	}
-	waitForClose(t, p, closed)
+	waitForClose(t, e.c, p, closed)
 	if n := e.count(t); n != 0 {
 		t.Fatalf("%d rows after the rollback, want 0", n)
 	}
@@ -179,7 +179,7 @@ func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
 	e := setup(t, balance, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
-	before, closed := e.node(t, at), closedConns(p)
+	before, closed := e.node(t, at), closedConns(e.c, p)
 	p.FailNext(1, errInitializing)
 	errs := 0
 	var got []item
@@ -189,7 +189,7 @@ func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
 			t.Fatalf("select returned %v, want error 8001", err)
 		}
 	}
-	waitForClose(t, p, closed)
+	waitForClose(t, e.c, p, closed)
 	if _, err := e.db.NamedExec(e.q("INSERT INTO {t} (name, qty) VALUES (:name, :qty)"), item{Name: "a", Qty: 1}); err != nil {
 		errs++
 	}

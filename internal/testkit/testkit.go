@@ -30,6 +30,24 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 	}
 }
 
+// WaitForState is WaitFor for a condition that describes what it saw: check returns whether
+// the condition holds and, when it does not, the state it found; on timeout t fails with the
+// last state, so that the message says how far things got.
+func WaitForState(t testing.TB, within time.Duration, what string, check func() (ok bool, state string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %s", within, what, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // Logs is a slog.Handler that keeps every record, for tests that check what was logged. The
 // zero value is ready to use; it is safe for concurrent use. Handlers made by WithAttrs record
 // into the same Logs, with their attributes on every record.

@@ -17,12 +17,19 @@ const testKey = "/lbd/schemas/im_user"
 // newSource builds a source on srv's key with fast timers, logging into l.
 func newSource(t testing.TB, srv *etcdServer, l *logs, refresh time.Duration) *etcd.Source {
 	t.Helper()
+	return newSourceClock(t, srv, l, refresh, nil)
+}
+
+// newSourceClock is newSource on clk (nil: the wall clock).
+func newSourceClock(t testing.TB, srv *etcdServer, l *logs, refresh time.Duration, clk nodes.Clock) *etcd.Source {
+	t.Helper()
 	src, err := etcd.New(etcd.Config{
 		Endpoints:       []string{srv.Endpoint()},
 		Key:             testKey,
 		DialTimeout:     time.Second,
 		RefreshInterval: refresh,
 		Logger:          l.Logger(),
+		Clock:           clk,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -51,13 +58,22 @@ func TestStartAndFollow(t *testing.T) {
 		t.Fatalf("update %v version %q, want three nodes at revision %d", s.Addrs(), s.Version, rev)
 	}
 
-	// The same list in another order, then a new one: only the new one is passed on.
+	// The same list in another order, then a new one: only the new one is passed on. The watch
+	// delivers in order, so an update for the reordered list would come before the new one's,
+	// and one more write shows that the new list was passed on once.
 	srv.put(testKey, doc("im_user", "10.0.0.3:2883", "10.0.0.1:2883", "10.0.0.2:2883"))
 	srv.put(testKey, doc("im_user", "10.0.0.4:2883"))
-	waitFor(t, 5*time.Second, "the one-proxy list", func() bool { return got.Len() >= 2 })
-	time.Sleep(50 * time.Millisecond)
-	if n := got.Len(); n != 2 || !slices.Equal(got.Last().Addrs(), []string{"10.0.0.4:2883"}) {
-		t.Fatalf("%d updates, last %v; want 2, the last with 10.0.0.4 alone", n, got.Last().Addrs())
+	alone := func(addr string) func() bool {
+		return func() bool { return slices.Equal(got.Last().Addrs(), []string{addr}) }
+	}
+	waitFor(t, 5*time.Second, "the one-proxy list", alone("10.0.0.4:2883"))
+	if n := got.Len(); n != 2 {
+		t.Fatalf("%d updates when the list with 10.0.0.4 alone came, want 2", n)
+	}
+	srv.put(testKey, doc("im_user", "10.0.0.5:2883"))
+	waitFor(t, 5*time.Second, "the next one-proxy list", alone("10.0.0.5:2883"))
+	if n := got.Len(); n != 3 {
+		t.Fatalf("%d updates when the list with 10.0.0.5 alone came, want 3", n)
 	}
 	if n := sourceGoroutines(); n == 0 {
 		t.Fatal("no goroutine of the source found while it runs")
@@ -128,14 +144,15 @@ func TestInvalidDocumentKeepsTheList(t *testing.T) {
 	srv := startEtcd(t)
 	srv.put(testKey, doc("im_user", "10.0.0.1:2883", "10.0.0.2:2883"))
 	l := &logs{}
-	src := newSource(t, srv, l, 50*time.Millisecond)
+	reads := &fullReads{}
+	src := newSourceClock(t, srv, l, 50*time.Millisecond, reads)
 	var got updates
 	if _, err := src.Start(context.Background(), got.Push); err != nil {
 		t.Fatal(err)
 	}
 	rev := srv.put(testKey, `{"schema":"im_user","proxy":["10.0.0.1:2883",`)
 	waitFor(t, 5*time.Second, "the invalid-document log line", func() bool { return l.Count("invalid document") > 0 })
-	time.Sleep(300 * time.Millisecond) // six more full reads of the same bad document
+	reads.wait(t, 6, "six more full reads of the same bad document")
 	lines := l.Find("invalid document")
 	if len(lines) != 1 {
 		t.Fatalf("%d invalid-document lines, want 1:\n%s", len(lines), l.All())
@@ -161,14 +178,15 @@ func TestDeletedKeyKeepsTheList(t *testing.T) {
 	srv := startEtcd(t)
 	srv.put(testKey, doc("im_user", "10.0.0.1:2883"))
 	l := &logs{}
-	src := newSource(t, srv, l, 50*time.Millisecond)
+	reads := &fullReads{}
+	src := newSourceClock(t, srv, l, 50*time.Millisecond, reads)
 	var got updates
 	if _, err := src.Start(context.Background(), got.Push); err != nil {
 		t.Fatal(err)
 	}
 	srv.del(testKey)
 	waitFor(t, 5*time.Second, "the deleted-key log line", func() bool { return l.Count("key deleted") > 0 })
-	time.Sleep(300 * time.Millisecond)
+	reads.wait(t, 6, "six more full reads of the deleted key")
 	if n := l.Count("key deleted"); n != 1 || got.Len() != 0 {
 		t.Fatalf("%d deleted-key lines and %d updates, want 1 and 0:\n%s", n, got.Len(), l.All())
 	}
@@ -202,7 +220,11 @@ func TestCompactedWatchIsReplaced(t *testing.T) {
 	if _, err := src.Start(context.Background(), got.Push); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the watch be set up
+	// A change only the watch can bring shows that the watch is set up.
+	srv.put(testKey, doc("im_user", "10.0.0.5:2883"))
+	waitFor(t, 5*time.Second, "the first change through the watch", func() bool {
+		return slices.Equal(got.Last().Addrs(), []string{"10.0.0.5:2883"})
+	})
 
 	fw.setCut(true) // the source's client loses etcd; writes and a compaction go past it
 	srv.put(testKey, doc("im_user", "10.0.0.2:2883"))
@@ -219,7 +241,7 @@ func TestCompactedWatchIsReplaced(t *testing.T) {
 	waitFor(t, 5*time.Second, "a change through the new watch", func() bool {
 		return slices.Equal(got.Last().Addrs(), []string{"10.0.0.4:2883"})
 	})
-	if n := got.Len(); n != 2 {
-		t.Fatalf("%d updates, want 2", n)
+	if n := got.Len(); n != 3 {
+		t.Fatalf("%d updates, want 3", n)
 	}
 }

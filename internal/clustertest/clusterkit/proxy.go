@@ -1,26 +1,48 @@
 package clusterkit
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
-// ClosedConns is how many client connections through p have closed. A fatal error brings the
+// Closes counts the connections through one proxy that have closed, as the proxy saw them and
+// as lbd counts its own.
+type Closes struct {
+	Proxy int64 // client connections through the proxy that have closed, probe connections too
+	LBD   int64 // lbd's connections to the node that are gone: successful dials less those open
+}
+
+// ClosedConns counts the closes through p, whose node c balances over. A fatal error brings the
 // node's probe forward, and the probe's own connection goes through the proxy too, so the
 // proxy's open count alone does not show that the application's connection closed.
-func ClosedConns(p *lbdtest.Proxy) int64 { return p.TotalConns() - int64(p.OpenConns()) }
+func ClosedConns(c *lbd.Connector, p *lbdtest.Proxy) Closes {
+	cl := Closes{Proxy: p.TotalConns() - int64(p.OpenConns())}
+	if ns, ok := c.Stats().Node(p.Addr()); ok {
+		cl.LBD = int64(ns.Dials) - int64(ns.Open)
+	}
+	return cl
+}
 
-// WaitForClose waits until exactly one more connection through p has closed than before, and
-// checks a moment later that no other one did.
-func WaitForClose(t testing.TB, p *lbdtest.Proxy, before int64) {
+// WaitForClose waits until lbd has closed a connection to p's node since before and the proxy
+// has seen every connection lbd closed, then checks that exactly one closed, on both counts:
+// the proxy catching up with lbd's own count is the event that ends the wait, so a second
+// close lbd made cannot slip by unseen.
+func WaitForClose(t testing.TB, c *lbd.Connector, p *lbdtest.Proxy, before Closes) {
 	t.Helper()
-	testkit.WaitFor(t, 5*time.Second, "the retired connection to close", func() bool { return ClosedConns(p) == before+1 })
-	time.Sleep(20 * time.Millisecond)
-	if got := ClosedConns(p); got != before+1 {
-		t.Fatalf("%d connections closed through the proxy, want 1", got-before)
+	var now Closes
+	testkit.WaitForState(t, 5*time.Second, "the retired connection to close", func() (bool, string) {
+		now = ClosedConns(c, p)
+		lbdClosed, proxyClosed := now.LBD-before.LBD, now.Proxy-before.Proxy
+		return lbdClosed >= 1 && proxyClosed >= lbdClosed,
+			fmt.Sprintf("lbd closed %d, the proxy saw %d close", lbdClosed, proxyClosed)
+	})
+	if lbdClosed, proxyClosed := now.LBD-before.LBD, now.Proxy-before.Proxy; lbdClosed != 1 || proxyClosed != 1 {
+		t.Fatalf("lbd closed %d connections and the proxy saw %d close, want 1 and 1", lbdClosed, proxyClosed)
 	}
 }
 
