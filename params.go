@@ -123,6 +123,14 @@ func unknownParamError(key, network string, sourceParams []string) error {
 	if right, ok := caseVariant(key, append(paramNames(), sourceParams...)); ok {
 		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q?", key, right)
 	}
+	// go-sql-driver has taken the keys it reads, so a case variant or near miss of one of its
+	// names is a typo too: it would go to every proxy as a SET and fail with 1193.
+	if right, ok := caseVariant(key, driverParams); ok {
+		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean go-sql-driver's %q?", key, right)
+	}
+	if right, ok := nearMiss(key, driverParams); ok {
+		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean go-sql-driver's %q?", key, right)
+	}
 	if other, exact := otherNetworksParam(key); exact {
 		return fmt.Errorf("lbd: DSN parameter %q is read by the node source of another network, not by %s(...)", other, network)
 	}
@@ -133,6 +141,15 @@ func unknownParamError(key, network string, sourceParams []string) error {
 		return fmt.Errorf("lbd: unknown DSN parameter %q: did you mean %q? That one is read by the node source of another network, not by %s(...)", key, other, network)
 	}
 	return nil
+}
+
+// driverParams are go-sql-driver's own DSN parameters (v1.10.1, its parseDSNParams).
+var driverParams = []string{
+	"allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords",
+	"allowOldPasswords", "checkConnLiveness", "clientFoundRows", "charset", "collation",
+	"columnsWithAlias", "compress", "connectionAttributes", "interpolateParams", "loc",
+	"maxAllowedPacket", "multiStatements", "parseTime", "readTimeout", "rejectReadOnly",
+	"serverPubKey", "strict", "timeTruncate", "timeout", "tls", "writeTimeout",
 }
 
 // caseVariant returns the name among names that key spells with other letter case, so that a
