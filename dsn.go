@@ -47,6 +47,11 @@ func ParseDSN(dsn string) (*Config, error) {
 		emptyAddr = true
 	}
 	if err != nil {
+		if q := strings.LastIndexByte(dsn, '?'); q >= 0 && strings.Contains(dsn[q:], "/") {
+			// go-sql-driver takes the last '/' for the start of the database name, so a bare
+			// '/' in a value (etcdKey=/lbd/x) breaks the DSN; its own message does not say so.
+			return nil, fmt.Errorf("lbd: %w (a parameter value holds '/': write it as %%2F, e.g. etcdKey=%%2Flbd%%2Fschemas%%2Forders)", err)
+		}
 		if strings.HasPrefix(err.Error(), "invalid DSN") { // go-sql-driver's own words already say so
 			return nil, fmt.Errorf("lbd: %w", err)
 		}

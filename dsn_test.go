@@ -146,6 +146,7 @@ var dsnCases = []struct {
 	{name: "bad unsupportedMethodBehavior", dsn: "u:p@lb(10.0.0.1:1)/db?unsupportedMethodBehavior=explode", wantErr: "unsupportedMethodBehavior"},
 	{name: "misspelt parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkhealthintervalseconds=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
 	{name: "near-miss parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthIntervalSecond=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
+	{name: "bare slash in a value", dsn: "u:p@lb(10.0.0.1:1)/db?sql_mode=/x", wantErr: `write it as %2F`},
 	{name: "go-sql-driver parameter in lower case", dsn: "u:p@lb(10.0.0.1:1)/db?parsetime=true", wantErr: `did you mean go-sql-driver's "parseTime"?`},
 	{name: "go-sql-driver parameter in other case", dsn: "u:p@lb(10.0.0.1:1)/db?readtimeout=1s", wantErr: `did you mean go-sql-driver's "readTimeout"?`},
 	{name: "go-sql-driver parameter near miss", dsn: "u:p@lb(10.0.0.1:1)/db?multiStatement=true", wantErr: `did you mean go-sql-driver's "multiStatements"?`},
