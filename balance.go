@@ -12,7 +12,7 @@ import (
 // Connection mode spreads connections evenly, but database/sql hands out the most recently
 // returned idle connection first, so until the pool is busy most statements go to the few
 // proxies holding those connections: with 30 pooled connections over 3 proxies, one worker
-// sends every statement to one proxy and four workers give a CV of about 35% between proxies.
+// sends every statement to one proxy and four workers give a CV of about 40% between proxies.
 // Statement mode binds a pooled (logical) connection to a physical connection on the proxy with
 // the fewest physical connections in use at every checkout, as lb-driver does, at the cost of
 // classifying each statement's text (see the README for the measured cost and the pins that

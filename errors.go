@@ -37,7 +37,7 @@ func errString(err error) string {
 // ConnectError is returned by Connect when no node gave a connection. It names every node: the
 // ones tried in this Connect with their errors, and the ones that were down with their last
 // failure. errors.Is and errors.As look through every node's error (standard errors.Join-style
-// Unwrap; go-multierror is not needed for this).
+// Unwrap).
 type ConnectError struct {
 	// AllDown is true when no node was up, so none was tried.
 	AllDown bool
@@ -45,7 +45,7 @@ type ConnectError struct {
 	Nodes []*NodeError
 }
 
-// Error names every node with its failure (at most 20; see maxNodesInError).
+// Error names every node with its failure, the first 20 of them; Nodes and Unwrap hold all.
 func (e *ConnectError) Error() string {
 	var b strings.Builder
 	if e.AllDown {

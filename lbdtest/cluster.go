@@ -96,7 +96,7 @@ func (c *Cluster) Addrs() []string {
 // DSN returns a go-sql-driver style DSN for the whole cluster using the
 // network name "lb": "user:password@lb(addr1,addr2,...)/database", with
 // "?"+params appended when params is not empty. params must not start
-// with "?". The "lb" network must be registered by whoever opens the DSN.
+// with "?". Open it with lbd (lbd.Open, lbd.NewConnector or sql.Open("lbd", dsn)), which dials the "lb" network.
 func (c *Cluster) DSN(params string) string {
 	var sb strings.Builder
 	sb.WriteString(c.User())
