@@ -102,6 +102,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		RecoverCount:   run.RecoverCheckCount,
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
+		ProbeInterval:  run.CheckHealthInterval,
 		OnTransition:   c.onTransition,
 	})
 	if err != nil {

@@ -172,7 +172,7 @@ func (c *Connector) startLoops() error {
 		Clock:    c.cfg.clock,
 		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
-			c.table.Probed(t.(*probeTarget).n.tn, err, took)
+			c.table.Probed(t.(*probeTarget).n.tn, c.cfg.clock.Now(), err, took)
 		},
 	})
 	if err != nil {
