@@ -103,6 +103,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
 		ProbeInterval:  run.CheckHealthInterval,
+		Rand:           run.randN,
 		OnTransition:   c.onTransition,
 	})
 	if err != nil {

@@ -49,6 +49,13 @@ type Config[P any] struct {
 	// checkHealthInterval). Good probes count toward recovery only when at least
 	// ProbeInterval/2 apart (see Probed). It must be positive.
 	ProbeInterval time.Duration
+	// Rand returns a number in [0, n) (one outside is folded into it): where the turns among
+	// n equally loaded nodes start when a batch of nodes is trusted at once (Start, and
+	// SetNodes while no node takes connections). Each table drawing its own start spreads
+	// many tables with few connections each over the nodes instead of piling them onto the
+	// first listed (gRPC's round_robin starts at a random index too). It is called with the
+	// table's mutex held and must not call the table. nil starts at the first listed node.
+	Rand func(n int) int
 	// OnTransition, when set, is told every state change once, after the table's mutex is
 	// released, on the goroutine whose call caused it. It may call the table.
 	OnTransition func(Transition[P])

@@ -237,6 +237,71 @@ func TestPickLeastOpen(t *testing.T) {
 	}
 }
 
+// TestTiesStartWhereRandSays: equally loaded nodes take turns from the point Config.Rand
+// draws, so Connectors with one connection each do not all start on the first listed node;
+// the listed order stays what views report. A draw out of range is folded into it.
+func TestTiesStartWhereRandSays(t *testing.T) {
+	for _, tc := range []struct {
+		draw int
+		want string
+	}{
+		{0, "a:1 b:1 c:1 a:1 b:1 c:1"},
+		{1, "b:1 c:1 a:1 b:1 c:1 a:1"},
+		{2, "c:1 a:1 b:1 c:1 a:1 b:1"},
+		{7, "b:1 c:1 a:1 b:1 c:1 a:1"},
+		{-1, "c:1 a:1 b:1 c:1 a:1 b:1"},
+	} {
+		t.Run(fmt.Sprint(tc.draw), func(t *testing.T) {
+			var asked []int
+			tab, err := New(Config[*payload]{
+				RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Second, ProbeInterval: probeInterval,
+				Rand: func(n int) int { asked = append(asked, n); return tc.draw },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &harness{t: t, tab: tab}
+			// The standby node is probed but never picked: the turns are among the other three.
+			list := []nodes.Node{{Addr: "a:1"}, {Addr: "s:1", Standby: true}, {Addr: "b:1"}, {Addr: "c:1"}}
+			if err := tab.Start(list, build); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(h.picks(6), " "); got != tc.want {
+				t.Fatalf("picks %s, want %s", got, tc.want)
+			}
+			if len(asked) != 1 || asked[0] != 3 {
+				t.Fatalf("Rand asked with %v, want once with 3", asked)
+			}
+			var order []string
+			for _, v := range tab.Snapshot(nil) {
+				order = append(order, v.Addr())
+			}
+			if got := strings.Join(order, " "); got != "a:1 s:1 b:1 c:1" {
+				t.Fatalf("views in order %s, want the listed order", got)
+			}
+		})
+	}
+}
+
+// TestTrustedNewNodesStartWhereRandSays: nodes a list brings while none takes connections
+// (the first list of a node source) are trusted at once, their turns starting where Rand says.
+func TestTrustedNewNodesStartWhereRandSays(t *testing.T) {
+	tab, err := New(Config[*payload]{
+		RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Second, ProbeInterval: probeInterval,
+		Rand: func(n int) int { return n - 1 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, tab: tab}
+	if _, err := tab.SetNodes(nodes.StaticAddrs("a:1", "b:1", "c:1"), build); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.picks(3), " "); got != "c:1 a:1 b:1" {
+		t.Fatalf("picks %s, want c:1 a:1 b:1", got)
+	}
+}
+
 func TestPickNoneUp(t *testing.T) {
 	h := newHarness(t, 1, 1, time.Second)
 	if n := h.tab.Pick(nil); n != nil {
