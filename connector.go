@@ -102,6 +102,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		RecoverCount:   run.RecoverCheckCount,
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
+		ProbeInterval:  run.CheckHealthInterval,
+		Rand:           run.randN,
 		OnTransition:   c.onTransition,
 	})
 	if err != nil {

@@ -20,25 +20,31 @@ import (
 // package.
 
 // quiet keeps the background loops out of a test's way: no probe or rebalance round runs
-// within an hour.
+// within an hour. The first connection goes to the first listed node (firstListed).
 func quiet() []Option {
 	return []Option{
 		WithCheckHealthInterval(time.Hour),
 		WithCheckBalanceInterval(time.Hour),
 		WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
+		firstListed(),
 	}
 }
+
+// firstListed makes a Connector's turns among equally loaded nodes start at the first listed
+// one, so a test knows where its first connection goes.
+func firstListed() Option { return WithRand(func(int) int { return 0 }) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // fast returns options for loops that run in milliseconds; jitter 0 puts every node's probes
-// in the same phase.
+// in the same phase. The first connection goes to the first listed node (firstListed).
 func fast(health, timeout, balance time.Duration, logs *logRecorder) []Option {
 	return []Option{
 		WithCheckHealthInterval(health),
 		WithCheckHealthTimeout(timeout),
 		WithCheckBalanceInterval(balance),
 		WithJitter(func(time.Duration) time.Duration { return 0 }),
+		firstListed(),
 		WithLogger(logs.Logger()),
 	}
 }

@@ -33,10 +33,28 @@ type probeTarget struct {
 // failure closes it so the next probe starts afresh. A proxy that answers anything but one row
 // holding 1 fails the probe.
 //
+// The verdict is about the node, not one socket: when a probe connection kept from an earlier
+// probe turns out to be lost (reset, closed, broken pipe; see connectionLost), the probe is
+// run once more, at once, on a fresh connection within the same ctx. Only a failure to dial,
+// greet or answer in time, a protocol violation, or a lost connection that was just dialled
+// fails the probe.
+//
 // The whole probe, rows included, is bounded by ctx: every read and write of the probe
 // connection carries ctx's deadline and fails at once when ctx ends, so a proxy that stalls
 // mid-result cannot hold the prober (or Close) beyond the probe timeout.
 func (p *probeTarget) Probe(ctx context.Context) error {
+	reused := p.conn != nil
+	lost, err := p.probeOnce(ctx)
+	if reused && lost && ctx.Err() == nil {
+		_, err = p.probeOnce(ctx)
+	}
+	return err
+}
+
+// probeOnce runs one probe on the probe connection, dialing it when there is none. lost
+// reports a failure of the connection itself within the deadline, one a fresh connection may
+// not have.
+func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
 	if p.conn == nil {
 		t := &dialTicket{node: p.n} // uncounted: probes are not application load
 		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, t), p.n.connector, t)
@@ -44,16 +62,17 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 			if pc != nil {
 				pc.Close()
 			}
-			return nil // the proxy is alive and answering; Connect reports the error to the caller
+			return false, nil // the proxy is alive and answering; Connect reports the error to the caller
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		p.conn, p.tc = pc, t.conn
 	}
 	bound := p.tc.limitTo(ctx)
-	err := p.query(ctx)
+	err = p.query(ctx)
 	if late := bound.lift(); err != nil || late {
+		lost = !late && connectionLost(err)
 		switch {
 		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
@@ -62,7 +81,23 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 		}
 		p.Close() // a connection whose deadline passed mid-probe cannot be used again
 	}
-	return err
+	return lost, err
+}
+
+// connectionLost reports whether err says the probe connection itself broke (go-sql-driver's
+// invalid connection, driver.ErrBadConn, EOF, reset, broken pipe, aborted, closed) rather than
+// the proxy answering wrongly: a protocol violation (ErrProtocol, a framing error), an error
+// the proxy sent, or a timeout are about the node and are not.
+func connectionLost(err error) bool {
+	if errors.Is(err, ErrProtocol) {
+		return false
+	}
+	switch _, reason := exception.Classify(err); reason {
+	case exception.ReasonInvalidConn, exception.ReasonBadConn, exception.ReasonEOF, exception.ReasonConnClosed,
+		exception.ReasonConnReset, exception.ReasonBrokenPipe, exception.ReasonConnAborted:
+		return true
+	}
+	return false
 }
 
 // query runs the probe query, turning a panic of go-sql-driver's parser into an error.
@@ -172,7 +207,7 @@ func (c *Connector) startLoops() error {
 		Clock:    c.cfg.clock,
 		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
-			c.table.Probed(t.(*probeTarget).n.tn, err, took)
+			c.table.Probed(t.(*probeTarget).n.tn, c.cfg.clock.Now(), err, took)
 		},
 	})
 	if err != nil {

@@ -57,6 +57,21 @@ func WithJitter(f func(max time.Duration) time.Duration) Option {
 	}
 }
 
+// WithRand replaces the random source that sets where a Connector's turns among equally loaded
+// proxies start: f(n) must return a number in [0, n) (one outside is folded into it) and is
+// called when a list of nodes is first trusted (at start, or the first list of a node source).
+// The default draws a uniformly random start per process and moves on by one proxy per
+// Connector within it. For tests.
+func WithRand(f func(n int) int) Option {
+	return func(c *Config) error {
+		if f == nil {
+			return fmt.Errorf("lbd: WithRand: nil function")
+		}
+		c.randN = f
+		return nil
+	}
+}
+
 // WithExceptionSorter sets the sorter that decides which errors are fatal to a connection,
 // overriding the exceptionSorter DSN parameter.
 func WithExceptionSorter(s exception.Sorter) Option {

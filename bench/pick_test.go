@@ -17,7 +17,7 @@ var pickSizes = []int{3, 100, 10_000, 50_000}
 // newTable returns lbd's node table with nodes up nodes, each holding openPerNode connections
 // (a warm cluster).
 func newTable(b *testing.B, nodeCount, openPerNode int) *nodetable.Table[struct{}] {
-	t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second})
+	t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second, ProbeInterval: 5 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,8 +10,11 @@ import (
 //   - dials: DialFailuresToDown consecutive failed dials take an up node down; a good dial
 //     resets the run (Dialed). A dial refused with an answer every node would give (access
 //     denied, unknown database) is counted and says nothing about the node (DialRefused).
-//   - probes: a failed probe takes an up node down; RecoverCount consecutive good probes bring a
-//     down node up, one for a node added at run time that has never been up (Probed).
+//   - probes: a failed probe takes an up node down, however soon after the last probe;
+//     RecoverCount consecutive good probes bring a down node up, one for a node added at run
+//     time that has never been up (Probed). Only good probes since the node went down count,
+//     and only those at least ProbeInterval/2 after the previous one counted: the early probes
+//     a markdown asks for run back to back and must not pass for a recovery.
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
 //     start up until a dial or probe says otherwise (Start, SetNodes).
@@ -45,9 +48,11 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 // denied, unknown database): it is not held against the node.
 func (t *Table[P]) DialRefused(n *Node[P]) { n.dialsFailed.Add(1) }
 
-// Probed records one probe of n that took took and ended with err (nil: good). A node no
-// longer in the table (it drained) is counted but its state is left alone.
-func (t *Table[P]) Probed(n *Node[P], err error, took time.Duration) {
+// Probed records one probe of n that ended at now, took took and ended with err (nil: good).
+// A good probe less than ProbeInterval/2 after the previous good one that counted is run but
+// not counted. A node no longer in the table (it drained) is counted but its state is left
+// alone.
+func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Duration) {
 	n.lastProbe.Store(int64(took))
 	n.probes.Add(1)
 	if err != nil {
@@ -67,8 +72,9 @@ func (t *Table[P]) Probed(n *Node[P], err error, took time.Duration) {
 			x.ByProbe = true
 			tr = append(tr, x)
 		}
-	} else {
+	} else if n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2 {
 		n.goodProbes++
+		n.lastGood = now
 		need := t.cfg.RecoverCount
 		if !n.everUp {
 			need = 1
@@ -97,7 +103,6 @@ func (t *Table[P]) Fatal(n *Node[P], now time.Time, err error) {
 	var tr []Transition[P]
 	t.mu.Lock()
 	if t.fatalBurstLocked(n, now) && n.state == Up && t.nodes[n.addr] == n {
-		n.goodProbes = 0
 		tr = append(tr, t.setStateLocked(n, Down,
 			fmt.Sprintf("%d fatal errors within %v, last: %v", t.cfg.FatalThreshold, t.cfg.FatalWindow, err)))
 	}
@@ -128,6 +133,9 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 func (t *Table[P]) setStateLocked(n *Node[P], to State, reason string) Transition[P] {
 	from := n.state
 	n.state = to
+	if to == Down {
+		n.goodProbes = 0 // recovery counts only the probes after this
+	}
 	if to == Up {
 		n.everUp = true
 		n.dialFailures = 0

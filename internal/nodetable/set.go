@@ -18,6 +18,8 @@ type Build[P any] func(n *Node[P]) (P, error)
 func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var trusted []*Node[P]
+	defer func() { t.indexTrustedLocked(trusted) }()
 	for _, want := range list {
 		if _, dup := t.nodes[want.Addr]; dup {
 			return fmt.Errorf("node table: %s listed twice", want.Addr)
@@ -27,6 +29,7 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 			return err
 		}
 		t.addUpLocked(n)
+		trusted = append(trusted, n)
 	}
 	return nil
 }
@@ -42,13 +45,45 @@ func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], err
 	return n, nil
 }
 
-// addUpLocked adds a trusted node, up.
+// addUpLocked adds a trusted node, up; indexTrustedLocked puts it in the pick indexes.
 func (t *Table[P]) addUpLocked(n *Node[P]) {
 	n.state, n.everUp = Up, true
 	t.nodes[n.addr] = n
 	t.order = append(t.order, n)
-	if !n.standby {
-		t.indexLocked(n)
+}
+
+// indexTrustedLocked puts the nodes of batch that take connections in the pick indexes, in
+// their listed order but starting at the node Config.Rand draws, so that equal counts take
+// turns from there.
+func (t *Table[P]) indexTrustedLocked(batch []*Node[P]) {
+	active := 0
+	for _, n := range batch {
+		if !n.standby {
+			active++
+		}
+	}
+	if active == 0 {
+		return
+	}
+	start := 0
+	if t.cfg.Rand != nil {
+		start = t.cfg.Rand(active) % active
+		if start < 0 {
+			start += active
+		}
+	}
+	// Two passes over batch: the active nodes from start to the end, then those before it.
+	for pass := range 2 {
+		i := 0
+		for _, n := range batch {
+			if n.standby {
+				continue
+			}
+			if (pass == 0) == (i >= start) {
+				t.indexLocked(n)
+			}
+			i++
+		}
 	}
 }
 
@@ -69,6 +104,7 @@ func (t *Table[P]) addUpLocked(n *Node[P]) {
 // of build stops the change there and is returned with the nodes added so far.
 func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P], err error) {
 	var tr []Transition[P]
+	var trusted []*Node[P]
 	t.mu.Lock()
 	trustNew := t.byOpen.Len() == 0
 	desired := make([]string, 0, len(list))
@@ -78,12 +114,14 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 		switch {
 		case !known:
 			if n, err = t.newNodeLocked(want, build); err != nil {
+				t.indexTrustedLocked(trusted)
 				t.mu.Unlock()
 				t.emit(tr)
 				return added, err
 			}
 			if trustNew && !want.Standby {
 				t.addUpLocked(n)
+				trusted = append(trusted, n)
 			} else {
 				n.state, n.everUp, n.lastErr = Down, false, errAwaitingProbe
 				t.nodes[n.addr] = n
@@ -98,6 +136,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 		}
 		t.setStandbyLocked(n, want.Standby)
 	}
+	t.indexTrustedLocked(trusted)
 	t.desired = desired
 	more, err := t.applyRemovalsLocked()
 	tr = append(tr, more...)

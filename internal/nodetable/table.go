@@ -45,6 +45,17 @@ type Config[P any] struct {
 	// FatalWindow positive.
 	FatalThreshold int
 	FatalWindow    time.Duration
+	// ProbeInterval is the time between scheduled probes of a node (lbd's
+	// checkHealthInterval). Good probes count toward recovery only when at least
+	// ProbeInterval/2 apart (see Probed). It must be positive.
+	ProbeInterval time.Duration
+	// Rand returns a number in [0, n) (one outside is folded into it): where the turns among
+	// n equally loaded nodes start when a batch of nodes is trusted at once (Start, and
+	// SetNodes while no node takes connections). Each table drawing its own start spreads
+	// many tables with few connections each over the nodes instead of piling them onto the
+	// first listed (gRPC's round_robin starts at a random index too). It is called with the
+	// table's mutex held and must not call the table. nil starts at the first listed node.
+	Rand func(n int) int
 	// OnTransition, when set, is told every state change once, after the table's mutex is
 	// released, on the goroutine whose call caused it. It may call the table.
 	OnTransition func(Transition[P])
@@ -77,6 +88,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("fatalErrorThreshold is %d; it must be at least 1", cfg.FatalThreshold)
 	case cfg.FatalWindow <= 0:
 		return nil, fmt.Errorf("fatalErrorWindow is %v; it must be positive", cfg.FatalWindow)
+	case cfg.ProbeInterval <= 0:
+		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
 	}
 	return &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}, nil
 }
@@ -95,7 +108,8 @@ type Node[P any] struct {
 	byInUse      pick.Entry[*Node[P]] // physical connections in use (statement mode)
 	state        State
 	dialFailures int         // consecutive failed dials
-	goodProbes   int         // consecutive good probes since the last failure
+	goodProbes   int         // consecutive good probes counted since the last failure or markdown
+	lastGood     time.Time   // when the latest counted good probe ended
 	everUp       bool        // false for a node added at run time that has not passed a probe yet
 	standby      bool        // probed and tracked, but out of the pick indexes
 	lastErr      error       // the latest failure held against the node

@@ -25,13 +25,23 @@ type harness struct {
 	now   time.Time
 }
 
+// probeInterval is the probe interval the harness's tables are configured with.
+const probeInterval = 5 * time.Second
+
+// tick moves the harness's clock one probe interval on and returns it: the time of the next
+// scheduled probe.
+func (h *harness) tick() time.Time {
+	h.now = h.now.Add(probeInterval)
+	return h.now
+}
+
 func build(n *Node[*payload]) (*payload, error) { return &payload{node: n}, nil }
 
 func newHarness(t *testing.T, recover, threshold int, window time.Duration) *harness {
 	t.Helper()
 	h := &harness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tab, err := New(Config[*payload]{
-		RecoverCount: recover, FatalThreshold: threshold, FatalWindow: window,
+		RecoverCount: recover, FatalThreshold: threshold, FatalWindow: window, ProbeInterval: probeInterval,
 		OnTransition: func(x Transition[*payload]) {
 			// The mutex is released by now: calling the table must not deadlock.
 			_ = h.tab.State(x.Node)
@@ -173,7 +183,7 @@ func TestStartTrustsListedNodes(t *testing.T) {
 	h.wantTransitions() // start-up reports nothing
 
 	// One good probe is not a recovery: the node was up all along.
-	h.tab.Probed(h.node("b:1"), nil, time.Millisecond)
+	h.tab.Probed(h.node("b:1"), h.tick(), nil, time.Millisecond)
 	h.wantTransitions()
 }
 
@@ -227,6 +237,71 @@ func TestPickLeastOpen(t *testing.T) {
 	}
 }
 
+// TestTiesStartWhereRandSays: equally loaded nodes take turns from the point Config.Rand
+// draws, so Connectors with one connection each do not all start on the first listed node;
+// the listed order stays what views report. A draw out of range is folded into it.
+func TestTiesStartWhereRandSays(t *testing.T) {
+	for _, tc := range []struct {
+		draw int
+		want string
+	}{
+		{0, "a:1 b:1 c:1 a:1 b:1 c:1"},
+		{1, "b:1 c:1 a:1 b:1 c:1 a:1"},
+		{2, "c:1 a:1 b:1 c:1 a:1 b:1"},
+		{7, "b:1 c:1 a:1 b:1 c:1 a:1"},
+		{-1, "c:1 a:1 b:1 c:1 a:1 b:1"},
+	} {
+		t.Run(fmt.Sprint(tc.draw), func(t *testing.T) {
+			var asked []int
+			tab, err := New(Config[*payload]{
+				RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Second, ProbeInterval: probeInterval,
+				Rand: func(n int) int { asked = append(asked, n); return tc.draw },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &harness{t: t, tab: tab}
+			// The standby node is probed but never picked: the turns are among the other three.
+			list := []nodes.Node{{Addr: "a:1"}, {Addr: "s:1", Standby: true}, {Addr: "b:1"}, {Addr: "c:1"}}
+			if err := tab.Start(list, build); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(h.picks(6), " "); got != tc.want {
+				t.Fatalf("picks %s, want %s", got, tc.want)
+			}
+			if len(asked) != 1 || asked[0] != 3 {
+				t.Fatalf("Rand asked with %v, want once with 3", asked)
+			}
+			var order []string
+			for _, v := range tab.Snapshot(nil) {
+				order = append(order, v.Addr())
+			}
+			if got := strings.Join(order, " "); got != "a:1 s:1 b:1 c:1" {
+				t.Fatalf("views in order %s, want the listed order", got)
+			}
+		})
+	}
+}
+
+// TestTrustedNewNodesStartWhereRandSays: nodes a list brings while none takes connections
+// (the first list of a node source) are trusted at once, their turns starting where Rand says.
+func TestTrustedNewNodesStartWhereRandSays(t *testing.T) {
+	tab, err := New(Config[*payload]{
+		RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Second, ProbeInterval: probeInterval,
+		Rand: func(n int) int { return n - 1 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, tab: tab}
+	if _, err := tab.SetNodes(nodes.StaticAddrs("a:1", "b:1", "c:1"), build); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.picks(3), " "); got != "c:1 a:1 b:1" {
+		t.Fatalf("picks %s, want c:1 a:1 b:1", got)
+	}
+}
+
 func TestPickNoneUp(t *testing.T) {
 	h := newHarness(t, 1, 1, time.Second)
 	if n := h.tab.Pick(nil); n != nil {
@@ -236,7 +311,7 @@ func TestPickNoneUp(t *testing.T) {
 		t.Fatalf("PickInUse on an empty table = %s", n.Addr())
 	}
 	h = started(t, "a:1")
-	h.tab.Probed(h.node("a:1"), errRefused, 0)
+	h.tab.Probed(h.node("a:1"), h.tick(), errRefused, 0)
 	if n := h.tab.Pick(nil); n != nil {
 		t.Fatalf("Pick with the only node down = %s", n.Addr())
 	}
@@ -384,7 +459,7 @@ func TestProbeRules(t *testing.T) {
 					err = errRefused
 					failures++
 				}
-				h.tab.Probed(a, err, time.Duration(i+1)*time.Millisecond)
+				h.tab.Probed(a, h.tick(), err, time.Duration(i+1)*time.Millisecond)
 			}
 			if got := h.state("a:1"); got != tc.want {
 				t.Fatalf("state %v, want %v", got, tc.want)
@@ -402,9 +477,80 @@ func TestProbeRules(t *testing.T) {
 	}
 }
 
+// TestRecoveryNeedsSpacedProbes: good probes count toward recovery only once the node is down,
+// and only when at least half a probe interval apart, so the two early probes a fatal-error
+// markdown asks for (one for the errors, one for the transition) never count as two.
+func TestRecoveryNeedsSpacedProbes(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		down   string          // how the node goes down: "fatal", "dials" or "probe"
+		probes []time.Duration // when each good probe ends, from the markdown
+		want   State
+	}{
+		{"two probes a millisecond apart are one", "fatal", []time.Duration{ms / 2, 2 * ms}, Down},
+		{"three back to back are still one", "fatal", []time.Duration{0, ms, 29 * ms}, Down},
+		{"the second a half interval later counts", "fatal", []time.Duration{ms, ms + probeInterval/2}, Up},
+		{"one early, then the scheduled one", "fatal", []time.Duration{ms, 2 * ms, probeInterval}, Up},
+		{"just under half an interval does not count", "probe", []time.Duration{0, probeInterval/2 - ms}, Down},
+		{"good probes before the dials failed do not count", "dials", []time.Duration{ms}, Down},
+		{"after dial failures two spaced probes", "dials", []time.Duration{ms, probeInterval}, Up},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 2, 3, 10*time.Second)
+			if err := h.tab.Start(nodes.StaticAddrs("a:1", "b:1"), build); err != nil {
+				t.Fatal(err)
+			}
+			a := h.node("a:1")
+			// Good probes while up, the last one just before the markdown.
+			h.tab.Probed(a, h.tick(), nil, 0)
+			h.tab.Probed(a, h.now.Add(probeInterval-ms), nil, 0)
+			down := h.tick()
+			switch tc.down {
+			case "fatal":
+				for range 3 {
+					h.tab.Fatal(a, down, errRefused)
+				}
+			case "dials":
+				h.tab.Dialed(a, errRefused)
+				h.tab.Dialed(a, errRefused)
+			case "probe":
+				h.tab.Probed(a, down, errRefused, 0)
+			}
+			if got := h.state("a:1"); got != Down {
+				t.Fatalf("after the markdown: %v, want down", got)
+			}
+			for _, d := range tc.probes {
+				h.tab.Probed(a, down.Add(d), nil, 0)
+			}
+			if got := h.state("a:1"); got != tc.want {
+				t.Fatalf("after good probes at %v: %v, want %v", tc.probes, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEarlyProbeTakesNodeDownAtOnce: spacing holds back recovery only; a failed probe right
+// after a good one still takes an up node down.
+func TestEarlyProbeTakesNodeDownAtOnce(t *testing.T) {
+	h := started(t, "a:1", "b:1")
+	a := h.node("a:1")
+	at := h.tick()
+	h.tab.Probed(a, at, nil, 0)
+	h.tab.Probed(a, at.Add(time.Millisecond), errRefused, 0)
+	h.wantTransitions("a:1 up>down")
+}
+
+func TestProbeIntervalIsRequired(t *testing.T) {
+	_, err := New(Config[*payload]{RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "checkHealthInterval") {
+		t.Fatalf("New without a probe interval: %v, want an error naming checkHealthInterval", err)
+	}
+}
+
 func TestProbeFailureIsByProbe(t *testing.T) {
 	h := started(t, "a:1")
-	h.tab.Probed(h.node("a:1"), errRefused, 0)
+	h.tab.Probed(h.node("a:1"), h.tick(), errRefused, 0)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.trans) != 1 || !h.trans[0].ByProbe || h.trans[0].Reason != "probe failed: connection refused" {
@@ -421,7 +567,7 @@ func TestDownNodeComesBackIntoThePick(t *testing.T) {
 	h.tab.Dialed(a, errRefused)
 	h.tab.Dialed(a, errRefused)
 	h.tab.Charge(h.node("b:1"))
-	h.tab.Probed(a, nil, 0)
+	h.tab.Probed(a, h.tick(), nil, 0)
 	if got := strings.Join(h.picks(1), " "); got != "a:1" {
 		t.Fatalf("pick after recovery %s, want a:1 (fewest open)", got)
 	}
@@ -480,7 +626,7 @@ func TestFatalBurstCountsOnce(t *testing.T) {
 	if reason != "2 fatal errors within 10s, last: connection refused" {
 		t.Fatalf("reason %q", reason)
 	}
-	h.tab.Probed(a, nil, 0) // back up
+	h.tab.Probed(a, h.tick(), nil, 0) // back up
 	h.wantTransitions("a:1 up>down", "a:1 down>up")
 	// The burst that took it down is spent: one more error is the first of a new count.
 	h.tab.Fatal(a, h.now.Add(2*time.Second), errRefused)
@@ -488,7 +634,7 @@ func TestFatalBurstCountsOnce(t *testing.T) {
 		t.Fatal("the errors of an earlier burst were counted again")
 	}
 	// Errors on a down node change nothing.
-	h.tab.Probed(a, errRefused, 0)
+	h.tab.Probed(a, h.tick(), errRefused, 0)
 	h.tab.Fatal(a, h.now.Add(3*time.Second), errRefused)
 	h.tab.Fatal(a, h.now.Add(4*time.Second), errRefused)
 	h.wantTransitions("a:1 up>down")
@@ -511,15 +657,15 @@ func TestSetNodesAddsFirstAndWaitsForAProbe(t *testing.T) {
 		t.Fatalf("picks %s, want a:1 only before b:1's probe", got)
 	}
 	// A node that has never been up needs one good probe, whatever the recover count.
-	h.tab.Probed(h.node("b:1"), nil, 0)
+	h.tab.Probed(h.node("b:1"), h.tick(), nil, 0)
 	h.wantTransitions("b:1 down>up")
 	if got := strings.Join(h.picks(2), " "); got != "b:1 b:1" {
 		t.Fatalf("picks %s, want b:1 (fewest open) after its probe", got)
 	}
 	// Once it has been up it needs the full count.
 	b := h.node("b:1")
-	h.tab.Probed(b, errRefused, 0)
-	h.tab.Probed(b, nil, 0)
+	h.tab.Probed(b, h.tick(), errRefused, 0)
+	h.tab.Probed(b, h.tick(), nil, 0)
 	if h.state("b:1") != Down {
 		t.Fatal("a node that was up once came back after one good probe; recover count is 2")
 	}
@@ -548,7 +694,7 @@ func TestSetNodesDrains(t *testing.T) {
 		t.Fatal("b:1 is still in the table after its last connection closed")
 	}
 	// A probe still finishing on a forgotten node changes nothing.
-	h.tab.Probed(b, nil, 0)
+	h.tab.Probed(b, h.tick(), nil, 0)
 	h.tab.Fatal(b, h.now, errRefused)
 	h.wantTransitions()
 	if _, ok := h.view("b:1"); ok {
@@ -576,7 +722,7 @@ func TestSetNodesListedAgainWhileDraining(t *testing.T) {
 	if v.Open != 2 || !errors.Is(v.LastErr, errAwaitingProbe) {
 		t.Fatalf("b:1 open %d last %v, want its 2 connections kept, waiting for a probe", v.Open, v.LastErr)
 	}
-	h.tab.Probed(b, nil, 0) // one probe, as for a new node
+	h.tab.Probed(b, h.tick(), nil, 0) // one probe, as for a new node
 	h.wantTransitions("b:1 down>up")
 }
 
@@ -594,11 +740,11 @@ func TestSetNodesNeverRemovesTheLastUpNode(t *testing.T) {
 	}
 	// A failed probe of b changes nothing; a good one brings b up and applies the removal.
 	b := h.node("b:1")
-	h.tab.Probed(b, errRefused, 0)
+	h.tab.Probed(b, h.tick(), errRefused, 0)
 	if h.state("a:1") != Up {
 		t.Fatal("a:1 removed while b:1 is still down")
 	}
-	h.tab.Probed(b, nil, 0)
+	h.tab.Probed(b, h.tick(), nil, 0)
 	h.wantTransitions("b:1 down>up", "a:1 up>draining", "a:1 forgot")
 }
 
@@ -611,7 +757,7 @@ func TestSetNodesLaterListReplacesHeldRemoval(t *testing.T) {
 	if _, err := h.tab.SetNodes(nodes.StaticAddrs("a:1", "b:1"), build); err != nil {
 		t.Fatal(err)
 	}
-	h.tab.Probed(h.node("b:1"), nil, 0)
+	h.tab.Probed(h.node("b:1"), h.tick(), nil, 0)
 	h.wantTransitions("b:1 down>up")
 	if h.state("a:1") != Up {
 		t.Fatal("a:1 removed by a list that was replaced")
@@ -655,7 +801,7 @@ func TestSetNodesStandbyFlag(t *testing.T) {
 	}
 	// A down node leaving standby stays out of the pick until it recovers.
 	h.tab.SetNodes([]nodes.Node{{Addr: "a:1"}, {Addr: "b:1", Standby: true}}, build)
-	h.tab.Probed(h.node("b:1"), errRefused, 0)
+	h.tab.Probed(h.node("b:1"), h.tick(), errRefused, 0)
 	h.tab.SetNodes(nodes.StaticAddrs("a:1", "b:1"), build)
 	if h.tab.Ups() != 1 {
 		t.Fatalf("Ups = %d, want 1: b:1 is down", h.tab.Ups())
@@ -665,7 +811,7 @@ func TestSetNodesStandbyFlag(t *testing.T) {
 
 func TestSetNodesTrustsNewNodesWhenNoneIsUp(t *testing.T) {
 	h := started(t, "a:1")
-	h.tab.Probed(h.node("a:1"), errRefused, 0)
+	h.tab.Probed(h.node("a:1"), h.tick(), errRefused, 0)
 	h.took()
 	added, err := h.tab.SetNodes([]nodes.Node{{Addr: "a:1"}, {Addr: "b:1"}, {Addr: "s:1", Standby: true}}, build)
 	if err != nil || len(added) != 2 {
@@ -714,7 +860,7 @@ func TestCountsSurviveSetChanges(t *testing.T) {
 	h.tab.Charge(a) // a different node's count moves; b's stays
 	h.tab.Release(a)
 	h.tab.SetNodes(nodes.StaticAddrs("a:1", "b:1"), build)
-	h.tab.Probed(b, nil, 0)
+	h.tab.Probed(b, h.tick(), nil, 0)
 	v, _ := h.view("b:1")
 	if v.Open != 1 || v.InUse != 1 || v.State != Up {
 		t.Fatalf("b:1 open %d in use %d %v, want 1, 1, up", v.Open, v.InUse, v.State)
@@ -726,9 +872,9 @@ func TestCountsSurviveSetChanges(t *testing.T) {
 
 func TestNodeHealth(t *testing.T) {
 	h := started(t, "a:1", "b:1", "c:1")
-	h.tab.Probed(h.node("a:1"), nil, 0)
-	h.tab.Probed(h.node("b:1"), errRefused, 0)
-	h.tab.Probed(h.node("b:1"), nil, 0)
+	h.tab.Probed(h.node("a:1"), h.tick(), nil, 0)
+	h.tab.Probed(h.node("b:1"), h.tick(), errRefused, 0)
+	h.tab.Probed(h.node("b:1"), h.tick(), nil, 0)
 	h.tab.Charge(h.node("c:1"))
 	h.tab.SetNodes(nodes.StaticAddrs("a:1", "b:1"), build)
 	for _, tc := range []struct {
@@ -791,7 +937,7 @@ func TestConcurrentUse(t *testing.T) {
 				if i%3 == 0 {
 					err = errRefused
 				}
-				h.tab.Probed(n, err, 0)
+				h.tab.Probed(n, h.tick(), err, 0)
 			}
 			lists := [][]string{{"a:1", "b:1", "c:1"}, {"a:1", "c:1"}, {"b:1", "c:1"}}
 			h.tab.SetNodes(nodes.StaticAddrs(lists[i%3]...), build)

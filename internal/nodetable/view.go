@@ -14,7 +14,7 @@ type View[P any] struct {
 	Standby    bool  // probed, but out of the pick indexes
 	Open       int   // open physical connections, dials in flight included
 	InUse      int   // physical connections claimed (statement mode's count)
-	GoodProbes int   // consecutive good probes since the last failure
+	GoodProbes int   // consecutive good probes counted since the last failure or markdown
 	LastErr    error // the latest dial or probe failure held against the node; nil when none
 
 	Dials         uint64        // successful dials
