@@ -59,9 +59,6 @@ func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
 		t := &dialTicket{node: p.n} // uncounted: probes are not application load
 		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, t), p.n.connector, t)
 		if exception.SameOnEveryNode(err) {
-			if pc != nil {
-				pc.Close()
-			}
 			return false, nil // the proxy is alive and answering; Connect reports the error to the caller
 		}
 		if err != nil {

@@ -497,7 +497,7 @@ func (g *Guard) headerPacket(p []byte, total int) error {
 		}
 		g.cols = int(n)
 		if g.binary && !follows && g.extCaps&clientCacheMetadata != 0 {
-			g.rowsStart()
+			g.phase = phaseRows // MariaDB's cached metadata: no definitions follow
 			return nil
 		}
 		g.left, g.after = g.cols, defsThenRows
@@ -580,9 +580,6 @@ func (g *Guard) defsDone() {
 		return
 	}
 	g.phase = g.afterDefsPhase()
-	if g.phase == phaseDefs && g.left == 0 {
-		g.defsDone()
-	}
 }
 
 // afterDefsPhase returns the phase after definitions and sets up its counts.
@@ -597,11 +594,8 @@ func (g *Guard) afterDefsPhase() phase {
 	case defsThenIdle:
 		return phaseIdle
 	}
-	g.rowsStart()
 	return phaseRows
 }
-
-func (g *Guard) rowsStart() { g.phase = phaseRows }
 
 // endResult moves on after a result ended with status: to the next result's header when the
 // server says more follow.
