@@ -47,11 +47,7 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 			heal(bad)
 		}
 	}()
-	waitFor(t, 5*time.Second, "the proxy to go down", func() bool {
-		s, _ := nodeState(c, bad.Addr())
-		return s == lbd.StateDown
-	})
-	downAt := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "down")[0].At
+	downAt := waitForTransition(t, c, logs, bad.Addr(), lbd.StateDown).At
 	t.Logf("proxy down after %v", downAt.Sub(failedAt))
 	w.Progress(t, 5*time.Second, 300) // statements on the other proxies while it is down
 	// Keep the proxy out until the statements caught by the outage have ended (the workload

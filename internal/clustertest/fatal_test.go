@@ -94,6 +94,7 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 	if failures < 1 || failures > 3 {
 		t.Fatalf("%d statements failed, want 1 to the threshold (3): the node's fatal errors must take it down", failures)
 	}
+	waitForTransition(t, c, logs, bad.Addr(), lbd.StateDown)
 	downs := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "down")
 	if len(downs) != 1 {
 		t.Fatalf("%d down transitions logged, want 1", len(downs))
@@ -113,12 +114,9 @@ func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 		return s == lbd.StateDown
 	})
 	bad.FailNext(0, nil)
-	waitFor(t, 5*time.Second, "the node to come back", func() bool {
-		s, _ := nodeState(c, bad.Addr())
-		return s == lbd.StateUp
-	})
-	if len(logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "up")) != 1 {
-		t.Fatal("no single up transition logged")
+	waitForTransition(t, c, logs, bad.Addr(), lbd.StateUp)
+	if ups := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "up"); len(ups) != 1 {
+		t.Fatalf("%d up transitions logged, want 1", len(ups))
 	}
 }
 

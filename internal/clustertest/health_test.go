@@ -61,11 +61,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 	hungAt := time.Now()
 	hung.Hang()
 	defer hung.Resume()
-	waitFor(t, 5*time.Second, "the hung proxy to go down", func() bool {
-		s, _ := nodeState(c, hung.Addr())
-		return s == lbd.StateDown
-	})
-	downAt := logs.Match("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].At
+	downAt := waitForTransition(t, c, logs, hung.Addr(), lbd.StateDown).At
 	took := downAt.Sub(hungAt)
 	t.Logf("hung proxy down after %v (interval %v, timeout capped at %v)", took, interval, min(timeout, interval))
 	if limit := interval + min(timeout, interval) + 400*time.Millisecond; took > limit { // slack for a loaded machine
@@ -102,13 +98,8 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 	if err := stopped.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "both proxies to go down", func() bool {
-		a, _ := nodeState(c, hung.Addr())
-		b, _ := nodeState(c, stopped.Addr())
-		return a == lbd.StateDown && b == lbd.StateDown
-	})
-	hungDown := logs.Match("lbd: node state changed", "node", hung.Addr(), "to", "down")[0].At.Sub(at)
-	stoppedDown := logs.Match("lbd: node state changed", "node", stopped.Addr(), "to", "down")[0].At.Sub(at)
+	stoppedDown := waitForTransition(t, c, logs, stopped.Addr(), lbd.StateDown).At.Sub(at)
+	hungDown := waitForTransition(t, c, logs, hung.Addr(), lbd.StateDown).At.Sub(at)
 	t.Logf("stopped proxy down after %v, hung proxy after %v", stoppedDown, hungDown)
 	if stoppedDown > interval+400*time.Millisecond {
 		t.Errorf("stopped proxy took %v, want within one interval (%v)", stoppedDown, interval)
@@ -143,10 +134,7 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the proxy to come back", func() bool {
-		s, _ := nodeState(c, p.Addr())
-		return s == lbd.StateUp
-	})
+	waitForTransition(t, c, logs, p.Addr(), lbd.StateUp)
 	ups := logs.Match("lbd: node state changed", "node", p.Addr(), "to", "up")
 	if len(ups) != 1 || !strings.HasPrefix(ups[0].Attrs["reason"], "3 consecutive good probes") {
 		t.Fatalf("up transitions = %+v, want one after 3 consecutive good probes", ups)

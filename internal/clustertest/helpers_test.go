@@ -133,3 +133,18 @@ func dropOnBackend(t *testing.T, cl *lbdtest.Cluster, tbl string) {
 		}
 	})
 }
+
+// waitForTransition waits until addr is in state to and its change to it is logged, and returns
+// the first logged change of addr to that state. The table shows the new state before the
+// Connector logs the change (the log runs outside the table's lock), so a test that reads the
+// log must wait for the log line itself.
+func waitForTransition(t testing.TB, c *lbd.Connector, logs *logRecorder, addr string, to lbd.NodeState) testkit.Line {
+	t.Helper()
+	var lines []testkit.Line
+	waitFor(t, 5*time.Second, fmt.Sprintf("%s to go %v", addr, to), func() bool {
+		s, _ := nodeState(c, addr)
+		lines = logs.Match("lbd: node state changed", "node", addr, "to", to.String())
+		return s == to && len(lines) > 0
+	})
+	return lines[0]
+}
