@@ -40,9 +40,10 @@ type Connector struct {
 	start *sourceStart  // the node source's background start; nil for a static list
 	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
-	recent  recentFatal   // latest fatal errors, for NodeOfError
-	stmt    statementMode // statement mode's logical connections and prepared statements
-	applyMu sync.Mutex    // serialises node-list changes (SetNodes and source updates)
+	recent      recentFatal   // latest fatal errors, for NodeOfError
+	transitions transitionLog // latest state changes, for Stats.Recent
+	stmt        statementMode // statement mode's logical connections and prepared statements
+	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -235,6 +235,8 @@ func (c *Connector) startLoops() error {
 // their next return; a draining node stops being probed.
 func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	n := t.Node.Payload()
+	c.transitions.add(Transition{At: c.cfg.clock.Now(), Node: n.addr, From: NodeState(t.From), To: NodeState(t.To),
+		Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot})
 	if t.Forgot {
 		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
@@ -244,11 +246,11 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 		level = slog.LevelWarn
 	}
 	c.cfg.Logger.Log(context.Background(), level, "lbd: node state changed",
-		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "reason", t.Reason)
+		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
 		n.retireAll()
-		if !t.ByProbe {
+		if t.Cause != nodetable.CauseProbe {
 			c.triggerProbe(n)
 		}
 	case nodetable.Draining:

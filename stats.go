@@ -15,6 +15,10 @@ type Stats struct {
 	// Nodes lists every known node (up, down, and draining ones that still hold connections) in
 	// the order they became known.
 	Nodes []NodeStats
+
+	// Recent lists the latest state changes over all nodes (at most 64), oldest first: what
+	// happened and why, for a status page or a support ticket.
+	Recent []Transition
 }
 
 // Open returns the open physical connections over all nodes.
@@ -57,6 +61,8 @@ type NodeStats struct {
 	Retired       uint64 // connections retired (node down or draining, fatal error, rebalancing)
 	FatalErrors   uint64 // errors the exception sorter judged fatal
 	Transitions   uint64 // state changes
+	// TransitionsBy counts the state changes by what decided them, indexed by TransitionCause.
+	TransitionsBy [NumTransitionCauses]uint64
 	Probes        uint64 // probes run
 	ProbeFailures uint64 // probes failed
 
@@ -75,7 +81,7 @@ func (c *Connector) Stats() Stats {
 		*s = NodeStats{
 			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Open: v.Open, InUse: v.InUse,
 			Dials: v.Dials, DialFailures: v.DialFailures, Retired: n.retired.Load(),
-			FatalErrors: v.FatalErrors, Transitions: v.Transitions,
+			FatalErrors: v.FatalErrors, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
 		}
 		if v.LastErr != nil {
@@ -86,7 +92,7 @@ func (c *Connector) Stats() Stats {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
 	}
-	st := Stats{Balance: c.cfg.Balance, Nodes: out}
+	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.list()}
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.logical.Load())

@@ -36,7 +36,7 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 		n.lastErr = err
 		n.dialFailures++
 		if n.dialFailures >= DialFailuresToDown && n.state == Up {
-			tr = append(tr, t.setStateLocked(n, Down,
+			tr = append(tr, t.setStateLocked(n, Down, CauseDial,
 				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err)))
 		}
 	}
@@ -68,9 +68,7 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		n.goodProbes = 0
 		n.lastErr = err
 		if n.state == Up {
-			x := t.setStateLocked(n, Down, "probe failed: "+err.Error())
-			x.ByProbe = true
-			tr = append(tr, x)
+			tr = append(tr, t.setStateLocked(n, Down, CauseProbe, "probe failed: "+err.Error()))
 		}
 	} else if n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2 {
 		n.goodProbes++
@@ -80,7 +78,7 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 			need = 1
 		}
 		if n.state == Down && n.goodProbes >= need {
-			tr = append(tr, t.setStateLocked(n, Up, goodProbesReason(n.goodProbes)))
+			tr = append(tr, t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes)))
 			tr = append(tr, t.applyDesiredLocked()...)
 		}
 	}
@@ -103,7 +101,7 @@ func (t *Table[P]) Fatal(n *Node[P], now time.Time, err error) {
 	var tr []Transition[P]
 	t.mu.Lock()
 	if t.fatalBurstLocked(n, now) && n.state == Up && t.nodes[n.addr] == n {
-		tr = append(tr, t.setStateLocked(n, Down,
+		tr = append(tr, t.setStateLocked(n, Down, CauseFatal,
 			fmt.Sprintf("%d fatal errors within %v, last: %v", t.cfg.FatalThreshold, t.cfg.FatalWindow, err)))
 	}
 	t.mu.Unlock()
@@ -128,9 +126,9 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 	return true
 }
 
-// setStateLocked moves n to state to, keeping the pick indexes in step, and returns the
-// transition to report once the mutex is released.
-func (t *Table[P]) setStateLocked(n *Node[P], to State, reason string) Transition[P] {
+// setStateLocked moves n to state to for cause, keeping the pick indexes in step, and returns
+// the transition to report once the mutex is released.
+func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) Transition[P] {
 	from := n.state
 	n.state = to
 	if to == Down {
@@ -146,7 +144,8 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, reason string) Transitio
 		t.unindexLocked(n)
 	}
 	n.transitions.Add(1)
-	return Transition[P]{Node: n, From: from, To: to, Reason: reason}
+	n.transitionsBy[cause].Add(1)
+	return Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason}
 }
 
 // forgetLocked drops a drained node from the table.
@@ -158,5 +157,5 @@ func (t *Table[P]) forgetLocked(n *Node[P]) Transition[P] {
 			break
 		}
 	}
-	return Transition[P]{Node: n, From: Draining, To: Draining, Reason: "drained", Forgot: true}
+	return Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true}
 }

@@ -131,7 +131,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			continue
 		case n.state == Draining:
 			n.everUp, n.goodProbes, n.lastErr = false, 0, errAwaitingProbe
-			tr = append(tr, t.setStateLocked(n, Down, "listed again; waiting for a good probe"))
+			tr = append(tr, t.setStateLocked(n, Down, CauseNodeList, "listed again; waiting for a good probe"))
 			added = append(added, n)
 		}
 		t.setStandbyLocked(n, want.Standby)
@@ -199,7 +199,7 @@ func (t *Table[P]) applyRemovalsLocked() ([]Transition[P], error) {
 	}
 	var tr []Transition[P]
 	for _, n := range remove {
-		tr = append(tr, t.setStateLocked(n, Draining, "removed from the node list"))
+		tr = append(tr, t.setStateLocked(n, Draining, CauseNodeList, "removed from the node list"))
 		if n.byOpen.Count() == 0 {
 			tr = append(tr, t.forgetLocked(n))
 		}

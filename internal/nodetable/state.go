@@ -29,3 +29,37 @@ func (s State) String() string {
 	}
 	return "unknown"
 }
+
+// Cause is what decided a state change: the signal behind a Transition. lbd's TransitionCause
+// has the same values.
+type Cause uint8
+
+const (
+	// CauseProbe: a probe's answer (a failed probe, or enough good ones to recover).
+	CauseProbe Cause = iota
+	// CauseDial: consecutive failed dials of new connections.
+	CauseDial
+	// CauseFatal: errors the exception sorter judged fatal, over the threshold within the window.
+	CauseFatal
+	// CauseNodeList: the node list changed (a node removed, listed again, or drained away).
+	CauseNodeList
+
+	// NumCauses is how many causes there are; counters indexed by Cause have this length.
+	NumCauses int = iota
+)
+
+// String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
+// "node_list".
+func (c Cause) String() string {
+	switch c {
+	case CauseProbe:
+		return "probe"
+	case CauseDial:
+		return "dial"
+	case CauseFatal:
+		return "fatal"
+	case CauseNodeList:
+		return "node_list"
+	}
+	return "unknown"
+}

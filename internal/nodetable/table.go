@@ -121,7 +121,8 @@ type Node[P any] struct {
 	probes, probesFailed atomic.Uint64
 	fatalErrors          atomic.Uint64
 	transitions          atomic.Uint64
-	lastProbe            atomic.Int64 // nanoseconds
+	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause
+	lastProbe            atomic.Int64             // nanoseconds
 }
 
 // Addr returns the node's "host:port".
@@ -134,8 +135,8 @@ func (n *Node[P]) Payload() P { return n.payload }
 type Transition[P any] struct {
 	Node     *Node[P]
 	From, To State
+	Cause    Cause  // the signal that decided it (CauseProbe: an early probe would tell nothing new)
 	Reason   string // why, in words fit for a log line
-	ByProbe  bool   // decided by a probe result, so an early probe would tell nothing new
 	Forgot   bool   // the draining node closed its last connection and left the table
 }
 

@@ -548,13 +548,40 @@ func TestProbeIntervalIsRequired(t *testing.T) {
 	}
 }
 
-func TestProbeFailureIsByProbe(t *testing.T) {
-	h := started(t, "a:1")
-	h.tab.Probed(h.node("a:1"), h.tick(), errRefused, 0)
+// Every transition names the signal that decided it, and the node counts its transitions by
+// that signal.
+func TestTransitionCauses(t *testing.T) {
+	h := started(t, "probe:1", "dial:1", "fatal:1", "list:1", "ok:1")
+	h.tab.Probed(h.node("probe:1"), h.tick(), errRefused, 0)
+	for range DialFailuresToDown {
+		h.tab.Dialed(h.node("dial:1"), errRefused)
+	}
+	for range 3 {
+		h.tab.Fatal(h.node("fatal:1"), h.tick(), errRefused)
+	}
+	if _, err := h.tab.SetNodes(nodes.StaticAddrs("probe:1", "dial:1", "fatal:1", "ok:1"), build); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Cause{"probe:1": CauseProbe, "dial:1": CauseDial, "fatal:1": CauseFatal, "list:1": CauseNodeList}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.trans) != 1 || !h.trans[0].ByProbe || h.trans[0].Reason != "probe failed: connection refused" {
-		t.Fatalf("transitions %+v, want one by probe with the probe's error", h.trans)
+	got := append([]Transition[*payload](nil), h.trans...)
+	h.mu.Unlock()
+	// The removed node has no connection, so it drains away at once: one more report, which is
+	// no state change.
+	if len(got) != len(want)+1 || !got[len(want)].Forgot || got[len(want)].Cause != CauseNodeList {
+		t.Fatalf("transitions %+v, want one per node and the removed node forgotten", got)
+	}
+	for _, x := range got[:len(want)] {
+		if c := want[x.Node.Addr()]; x.Cause != c {
+			t.Errorf("%s went %v with cause %v, want %v", x.Node.Addr(), x.To, x.Cause, c)
+		}
+		v, listed := h.view(x.Node.Addr())
+		if listed && (v.TransitionsBy[x.Cause] != 1 || v.Transitions != 1) {
+			t.Errorf("%s counts %v by cause (%d in all), want one %v", x.Node.Addr(), v.TransitionsBy, v.Transitions, x.Cause)
+		}
+	}
+	if got[0].Reason != "probe failed: connection refused" {
+		t.Errorf("probe transition reason %q, want the probe's error", got[0].Reason)
 	}
 }
 

@@ -17,13 +17,14 @@ type View[P any] struct {
 	GoodProbes int   // consecutive good probes counted since the last failure or markdown
 	LastErr    error // the latest dial or probe failure held against the node; nil when none
 
-	Dials         uint64        // successful dials
-	DialFailures  uint64        // failed dials, refused ones included
-	Probes        uint64        // probes run
-	ProbeFailures uint64        // probes failed
-	FatalErrors   uint64        // errors judged fatal to a connection
-	Transitions   uint64        // state changes
-	LastProbe     time.Duration // how long the latest probe took; 0 before the first
+	Dials         uint64            // successful dials
+	DialFailures  uint64            // failed dials, refused ones included
+	Probes        uint64            // probes run
+	ProbeFailures uint64            // probes failed
+	FatalErrors   uint64            // errors judged fatal to a connection
+	Transitions   uint64            // state changes
+	TransitionsBy [NumCauses]uint64 // state changes by Cause
+	LastProbe     time.Duration     // how long the latest probe took; 0 before the first
 }
 
 // Addr returns the node's "host:port".
@@ -48,6 +49,9 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 		v.Dials, v.DialFailures = n.dials.Load(), n.dialsFailed.Load()
 		v.Probes, v.ProbeFailures = n.probes.Load(), n.probesFailed.Load()
 		v.FatalErrors, v.Transitions = n.fatalErrors.Load(), n.transitions.Load()
+		for c := range v.TransitionsBy {
+			v.TransitionsBy[c] = n.transitionsBy[c].Load()
+		}
 		v.LastProbe = time.Duration(n.lastProbe.Load())
 	}
 	return buf

@@ -1,0 +1,69 @@
+package lbd
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/nodetable"
+)
+
+// TransitionCause is the signal that decided a node's state change.
+type TransitionCause uint8
+
+const (
+	// CauseProbe: a probe's answer (a failed probe, or recoverCheckCount good ones).
+	CauseProbe = TransitionCause(nodetable.CauseProbe)
+	// CauseDial: consecutive failed dials of new connections (two, lb-driver's rule).
+	CauseDial = TransitionCause(nodetable.CauseDial)
+	// CauseFatal: fatalErrorThreshold errors judged fatal within fatalErrorWindowSeconds.
+	CauseFatal = TransitionCause(nodetable.CauseFatal)
+	// CauseNodeList: the node list changed (a node removed and draining, drained away, or
+	// listed again).
+	CauseNodeList = TransitionCause(nodetable.CauseNodeList)
+)
+
+// NumTransitionCauses is how many causes there are: the length of NodeStats.TransitionsBy.
+const NumTransitionCauses = nodetable.NumCauses
+
+// String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list".
+func (c TransitionCause) String() string { return nodetable.Cause(c).String() }
+
+// Transition is one state change of one node, as Stats.Recent lists it.
+type Transition struct {
+	At       time.Time // when the Connector saw it (its clock)
+	Node     string    // "host:port"
+	From, To NodeState // To equals From (draining) for a drained node leaving the table
+	Cause    TransitionCause
+	Reason   string // why, in the words of the log line ("probe failed: ...", "3 consecutive good probes")
+	Removed  bool   // the node drained its last connection and left the node table
+}
+
+// recentTransitions is how many transitions Stats.Recent keeps, over all nodes.
+const recentTransitions = 64
+
+// transitionLog keeps the latest recentTransitions transitions, oldest first.
+type transitionLog struct {
+	mu   sync.Mutex
+	ring [recentTransitions]Transition
+	next int // where the next one goes
+	n    int // how many are kept, up to len(ring)
+}
+
+func (l *transitionLog) add(x Transition) {
+	l.mu.Lock()
+	l.ring[l.next] = x
+	l.next = (l.next + 1) % len(l.ring)
+	l.n = min(l.n+1, len(l.ring))
+	l.mu.Unlock()
+}
+
+// list returns the kept transitions, oldest first, in a new slice.
+func (l *transitionLog) list() []Transition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Transition, 0, l.n)
+	for i := range l.n {
+		out = append(out, l.ring[(l.next-l.n+i+len(l.ring))%len(l.ring)])
+	}
+	return out
+}
