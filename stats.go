@@ -56,11 +56,11 @@ type NodeStats struct {
 	// (connection mode), or claimed by a checked-out logical connection (statement mode).
 	InUse int
 
-	Dials         uint64 // successful dials
-	DialFailures  uint64 // failed dials (refused, timed out, handshake failed)
-	Retired       uint64 // connections retired (node down or draining, fatal error, rebalancing)
-	FatalErrors   uint64 // errors the exception sorter judged fatal
-	Transitions   uint64 // state changes
+	Dials        uint64 // successful dials
+	DialFailures uint64 // failed dials (refused, timed out, handshake failed)
+	Retired      uint64 // connections retired (node down or draining, fatal error, rebalancing)
+	FatalErrors  uint64 // errors the exception sorter judged fatal
+	Transitions  uint64 // state changes
 	// TransitionsBy counts the state changes by what decided them, indexed by TransitionCause.
 	TransitionsBy [NumTransitionCauses]uint64
 	Probes        uint64 // probes run
