@@ -84,3 +84,41 @@ func TestDecode(t *testing.T) {
 		}
 	}
 }
+
+func TestTargets(t *testing.T) {
+	for _, tc := range []struct {
+		in            string
+		want          Target
+		first, second Set
+	}{
+		{"", Any, Of(Unknown, Primary, Replica), 0},
+		{"any", Any, Of(Unknown, Primary, Replica), 0},
+		{"PRIMARY", PrimaryOnly, Of(Primary), 0},
+		{"prefer-primary", PreferPrimary, Of(Primary), Of(Replica, Unknown)},
+		{"replica", ReplicaOnly, Of(Replica), 0},
+		{"Prefer-Replica", PreferReplica, Of(Replica), Of(Primary, Unknown)},
+	} {
+		got, err := ParseTarget(tc.in)
+		if err != nil || got != tc.want {
+			t.Fatalf("ParseTarget(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		first, second := got.Tiers()
+		if first != tc.first || second != tc.second {
+			t.Errorf("%v tiers = %08b, %08b; want %08b, %08b", got, first, second, tc.first, tc.second)
+		}
+		if got.Accepts(Standby) {
+			t.Errorf("%v accepts a standby", got)
+		}
+		if tc.in != "" && got.String() != strings.ToLower(tc.in) {
+			t.Errorf("%v prints as %q", tc.in, got.String())
+		}
+	}
+	if !PreferReplica.Accepts(Primary) || ReplicaOnly.Accepts(Primary) || PrimaryOnly.Accepts(Unknown) {
+		t.Error("Accepts disagrees with the tiers")
+	}
+	for _, bad := range []string{"master", "read-write", "primary,replica"} {
+		if _, err := ParseTarget(bad); err == nil || !strings.Contains(err.Error(), "want any, primary") {
+			t.Errorf("ParseTarget(%q) = %v, want an error naming the targets", bad, err)
+		}
+	}
+}
