@@ -18,11 +18,18 @@ import (
 // non-MySQL error gives false, and so does a tree too deep to be real (see [Classify]). Whether the error is fatal to its connection is a separate question
 // ([Classify]): 1045 is both.
 func SameOnEveryNode(err error) bool {
+	me := firstServerError(err)
+	return me != nil && sameOnEveryNodeNumbers[me.Number]
+}
+
+// firstServerError returns the first *mysql.MySQLError in err's tree (the one errors.As would
+// find), or nil; a tree too deep to be real gives nil.
+func firstServerError(err error) *mysql.MySQLError {
 	var me *mysql.MySQLError
 	errtree.Walk(err, func(e error) bool {
 		var ok bool
 		me, ok = e.(*mysql.MySQLError)
 		return ok
 	})
-	return me != nil && sameOnEveryNodeNumbers[me.Number]
+	return me
 }

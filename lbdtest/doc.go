@@ -43,6 +43,15 @@
 // configured latency and can be failed. Server-to-client bytes are
 // forwarded untouched.
 //
+// # Roles
+//
+// A proxy can act as a primary (the default), a read-only replica or an
+// OceanBase standby tenant (Proxy.SetRole): a replica or standby refuses
+// writes with the error such a server sends and answers role checks
+// (@@global.read_only, OceanBase's DBA_OB_TENANTS) for itself. Switchover
+// flips the roles of two groups of proxies, optionally with a gap during
+// which neither group is primary. See Role.
+//
 // Connections that negotiate TLS or protocol compression cannot be parsed
 // by the relay. Their bytes are still forwarded faithfully (and Hang and
 // Stop still apply), but statements on them are neither counted, recorded,

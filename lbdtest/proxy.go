@@ -40,6 +40,8 @@ type Proxy struct {
 	gate    *gate
 	latency atomic.Int64 // nanoseconds
 	fail    failState
+	role    atomic.Int32 // a Role
+	refused atomic.Int64 // statements refused because of the role
 
 	open  atomic.Int64
 	total atomic.Int64

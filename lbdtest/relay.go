@@ -272,7 +272,7 @@ func (c *relayConn) clientToBackend() {
 				} else if !c.writeClient(errPacket(1, e)) {
 					return
 				}
-			} else if !c.writeBackend(pkt) {
+			} else if !c.forwardStatement(pkt, full) {
 				return
 			}
 		default:
@@ -282,6 +282,25 @@ func (c *relayConn) clientToBackend() {
 		}
 		continuing = full
 	}
+}
+
+// forwardStatement sends the statement that starts with pkt to the backend, or answers it the
+// way the proxy's role says (see Role). A statement longer than one packet is forwarded as is.
+func (c *relayConn) forwardStatement(pkt packet, full bool) bool {
+	cmd := pkt.command()
+	if full || !hasText(cmd) {
+		return c.writeBackend(pkt)
+	}
+	text, refuse := roleAnswer(c.p.Role(), cmd, pkt.payload()[1:])
+	switch {
+	case refuse != nil:
+		c.p.refused.Add(1)
+		c.p.log.Debug("lbdtest: refusing a write", "proxy", c.p.addr, "role", c.p.Role().String(), "number", refuse.Number)
+		return c.writeClient(errPacket(1, refuse))
+	case text != nil:
+		return c.writeBackend(queryPacket(text))
+	}
+	return c.writeBackend(pkt)
 }
 
 // errPacketFor returns a copy of the encoded ERR packet e with its

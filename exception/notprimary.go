@@ -1,0 +1,36 @@
+package exception
+
+// Server error numbers that say "this node does not take writes now": the statement was refused
+// before it ran, because the node is a read-only replica or a standby, or was demoted by a
+// switchover or failover. They are about the node's role, not its health: a client should find
+// the node that is primary now (re-check roles) rather than count a failure against this one.
+const (
+	// erOptionPrevents (1290, ER_OPTION_PREVENTS_STATEMENT, above) is MySQL's and MariaDB's
+	// answer to a write on a server running with --read-only or --super-read-only.
+
+	// erReadOnlyMode is MySQL's ER_READ_ONLY_MODE "Running in read-only mode" (1836), sent when
+	// the server refuses a write during its own read-only phase (MySQL Server Error Message
+	// Reference; MariaDB uses the number for the same condition).
+	erReadOnlyMode = 1836
+	// obNotPrimaryTenant is OceanBase's OB_NOT_PRIMARY_TENANT (-4782; 4782 on the MySQL wire):
+	// the statement was sent to a standby tenant. OceanBase's proxy ODP takes it as the sign of
+	// a switchover and retries on the other tenant, never inside a transaction.
+	obNotPrimaryTenant = 4782
+)
+
+// notPrimaryNumbers holds the numbers [NotPrimary] answers true for.
+var notPrimaryNumbers = map[uint16]bool{erOptionPrevents: true, erReadOnlyMode: true, obNotPrimaryTenant: true}
+
+// NotPrimary reports whether err is a server's refusal to run a write because the node is not
+// the primary: 1290 (MySQL/MariaDB read-only server), 1836 (MySQL read-only mode) or 4782
+// (OceanBase standby tenant). The server did not run the statement. Outside a transaction it
+// may run again on the node that is primary now; inside one the transaction must start over
+// there.
+//
+// The first *mysql.MySQLError in err's tree decides, as for [SameOnEveryNode]; a nil or
+// non-MySQL error gives false. 1290 is also fatal to its connection under the default rules
+// ([Classify]), so that pooled connections to a demoted primary are retired.
+func NotPrimary(err error) bool {
+	me := firstServerError(err)
+	return me != nil && notPrimaryNumbers[me.Number]
+}

@@ -1,0 +1,124 @@
+package role
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]Role{"": Unknown, "primary": Primary, "REPLICA": Replica, "Standby": Standby} {
+		if got, err := Parse(in); err != nil || got != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"master", "slave", "primary ", strings.Repeat("x", 500)} {
+		_, err := Parse(bad)
+		if err == nil || !strings.Contains(err.Error(), "want primary, replica or standby") || len(err.Error()) > 200 {
+			t.Errorf("Parse(%.20q) = %v, want a short error naming the roles", bad, err)
+		}
+	}
+	if Unknown.String() != "unknown" || Standby.String() != "standby" || Role(9).String() != "unknown" {
+		t.Error("String misnames a role")
+	}
+}
+
+func TestParseCheck(t *testing.T) {
+	for _, tc := range []struct {
+		in, name, query string
+		fixed           Role
+	}{
+		{"", "none", "", Unknown},
+		{"none", "none", "", Unknown},
+		{"MySQL", "mysql", "SELECT @@global.read_only", Unknown},
+		{"oceanbase", "oceanbase", "SELECT TENANT_ROLE FROM oceanbase.DBA_OB_TENANTS", Unknown},
+		{"tidb", "tidb", "", Primary},
+		{"  select role from meta.whoami  ", "custom", "select role from meta.whoami", Unknown},
+	} {
+		c, err := ParseCheck(tc.in)
+		if err != nil || c.Name() != tc.name || c.Query() != tc.query || c.Fixed() != tc.fixed {
+			t.Errorf("ParseCheck(%q) = %s %q %v, %v; want %s %q %v", tc.in, c.Name(), c.Query(), c.Fixed(), err, tc.name, tc.query, tc.fixed)
+		}
+	}
+	for _, bad := range []string{"mysq", "ocean base", "SELECT", "SELECT 1; DROP TABLE t", "UPDATE t SET x=1", "show variables"} {
+		if _, err := ParseCheck(bad); err == nil || !strings.Contains(err.Error(), "want none, mysql, oceanbase, tidb") {
+			t.Errorf("ParseCheck(%q) = %v, want an error naming the choices", bad, err)
+		}
+	}
+	if (Check{}).Name() != "none" {
+		t.Error("the zero Check is not none")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	custom, _ := ParseCheck("SELECT role FROM meta.whoami")
+	for _, tc := range []struct {
+		check Check
+		value string
+		want  Role
+	}{
+		{MySQL, "0", Primary},
+		{MySQL, "1", Replica},
+		{MySQL, " 1 ", Replica},
+		{OceanBase, "PRIMARY", Primary},
+		{OceanBase, "standby", Standby},
+		{OceanBase, "RESTORE", Standby},
+		{custom, "replica", Replica},
+		{custom, "PRIMARY", Primary},
+		{custom, "1", Replica},
+		{custom, "0", Primary},
+	} {
+		if got, err := tc.check.Decode(tc.value); err != nil || got != tc.want {
+			t.Errorf("%s.Decode(%q) = %v, %v; want %v", tc.check.Name(), tc.value, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		check Check
+		value string
+	}{
+		{MySQL, "2"}, {MySQL, ""}, {MySQL, "primary"}, {OceanBase, "1"}, {OceanBase, ""},
+		{custom, "leader"}, {custom, ""}, {custom, strings.Repeat("\xff", 1<<20)},
+	} {
+		r, err := tc.check.Decode(tc.value)
+		if err == nil || r != Unknown || len(err.Error()) > 300 {
+			t.Errorf("%s.Decode(%.20q) = %v, %v; want Unknown and a short error", tc.check.Name(), tc.value, r, err)
+		}
+	}
+}
+
+func TestTargets(t *testing.T) {
+	for _, tc := range []struct {
+		in            string
+		want          Target
+		first, second Set
+	}{
+		{"", Any, Of(Unknown, Primary, Replica), 0},
+		{"any", Any, Of(Unknown, Primary, Replica), 0},
+		{"PRIMARY", PrimaryOnly, Of(Primary), 0},
+		{"prefer-primary", PreferPrimary, Of(Primary), Of(Replica, Unknown)},
+		{"replica", ReplicaOnly, Of(Replica), 0},
+		{"Prefer-Replica", PreferReplica, Of(Replica), Of(Primary, Unknown)},
+	} {
+		got, err := ParseTarget(tc.in)
+		if err != nil || got != tc.want {
+			t.Fatalf("ParseTarget(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		first, second := got.Tiers()
+		if first != tc.first || second != tc.second {
+			t.Errorf("%v tiers = %08b, %08b; want %08b, %08b", got, first, second, tc.first, tc.second)
+		}
+		if got.Accepts(Standby) {
+			t.Errorf("%v accepts a standby", got)
+		}
+		if tc.in != "" && got.String() != strings.ToLower(tc.in) {
+			t.Errorf("%v prints as %q", tc.in, got.String())
+		}
+	}
+	if !PreferReplica.Accepts(Primary) || ReplicaOnly.Accepts(Primary) || PrimaryOnly.Accepts(Unknown) {
+		t.Error("Accepts disagrees with the tiers")
+	}
+	for _, bad := range []string{"master", "read-write", "primary,replica"} {
+		if _, err := ParseTarget(bad); err == nil || !strings.Contains(err.Error(), "want any, primary") {
+			t.Errorf("ParseTarget(%q) = %v, want an error naming the targets", bad, err)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package lbdtest
+
+import (
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// mysqlErrNumber returns the MySQL error number in err, or 0.
+func mysqlErrNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// readOnlyFlag runs MySQL's role check through db.
+func readOnlyFlag(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var ro int
+	if err := db.QueryRow("SELECT @@global.read_only").Scan(&ro); err != nil {
+		t.Fatalf("role check: %v", err)
+	}
+	return ro
+}
+
+// tenantRole runs OceanBase's role check through db.
+func tenantRole(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var role string
+	if err := db.QueryRow("SELECT TENANT_ROLE FROM oceanbase.DBA_OB_TENANTS").Scan(&role); err != nil {
+		t.Fatalf("tenant role check: %v", err)
+	}
+	return role
+}
+
+// Each role relays reads, refuses writes with its own error, answers the role checks for
+// itself, and changes for open connections at once.
+func TestRoles(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	db.SetMaxOpenConns(1) // one connection throughout: the role changes under an open session
+	table := tableName("lbd_roles")
+	if _, err := db.Exec("CREATE TABLE " + table + " (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	dropTable(t, db, table) // runs after the role is back to primary (cleanups run last first)
+	t.Cleanup(func() { p.SetRole(Primary) })
+
+	for _, tc := range []struct {
+		role     Role
+		writeErr uint16 // 0: writes pass
+		readOnly int
+		tenant   string
+	}{
+		{Primary, 0, 0, "PRIMARY"},
+		{Replica, 1290, 1, "PRIMARY"},
+		{Standby, 4782, 1, "STANDBY"},
+		{Primary, 0, 0, "PRIMARY"},
+	} {
+		p.SetRole(tc.role)
+		if p.Role() != tc.role {
+			t.Fatalf("Role() = %v after SetRole(%v)", p.Role(), tc.role)
+		}
+		refused := p.Refused()
+		for _, write := range []string{
+			"INSERT INTO " + table + " VALUES (1)",
+			"/* a comment */ UPDATE " + table + " SET id = id",
+			"delete FROM " + table + " WHERE id = 99",
+		} {
+			_, err := db.Exec(write)
+			if got := mysqlErrNumber(err); got != tc.writeErr || (tc.writeErr == 0) != (err == nil) {
+				t.Errorf("%v: %q gave %v, want error number %d", tc.role, write, err, tc.writeErr)
+			}
+		}
+		if tc.writeErr == 0 {
+			if _, err := db.Exec("DELETE FROM " + table); err != nil {
+				t.Fatal(err)
+			}
+		} else if got := p.Refused() - refused; got != 3 {
+			t.Errorf("%v: Refused grew by %d, want 3", tc.role, got)
+		}
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+			t.Errorf("%v: a read failed: %v", tc.role, err)
+		}
+		if _, err := db.Exec("SET @lbd_role = 1"); err != nil {
+			t.Errorf("%v: SET refused: %v", tc.role, err)
+		}
+		if got := readOnlyFlag(t, db); got != tc.readOnly {
+			t.Errorf("%v: @@global.read_only = %d, want %d", tc.role, got, tc.readOnly)
+		}
+		if got := tenantRole(t, db); got != tc.tenant {
+			t.Errorf("%v: TENANT_ROLE = %q, want %q", tc.role, got, tc.tenant)
+		}
+	}
+}
+
+// A prepared write is refused at prepare time on a read-only proxy.
+func TestReplicaRefusesPreparedWrites(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	p.SetRole(Replica)
+	if _, err := db.Prepare("INSERT INTO nowhere VALUES (?)"); mysqlErrNumber(err) != 1290 {
+		t.Fatalf("prepare of a write on a replica: %v, want error 1290", err)
+	}
+	st, err := db.Prepare("SELECT ?")
+	if err != nil {
+		t.Fatalf("prepare of a read on a replica: %v", err)
+	}
+	defer st.Close()
+	var v int
+	if err := st.QueryRow(7).Scan(&v); err != nil || v != 7 {
+		t.Fatalf("prepared read = %d, %v", v, err)
+	}
+}
+
+// Switchover flips two groups; with a gap, no proxy of either group is primary until it ends.
+func TestSwitchover(t *testing.T) {
+	c := NewCluster(t, 4)
+	a, b := c.Proxies()[:2], c.Proxies()[2:]
+	for _, p := range b {
+		p.SetRole(Standby)
+	}
+	Switchover(a, b, 0)
+	for i, p := range c.Proxies() {
+		if want := map[bool]Role{true: Standby, false: Primary}[i < 2]; p.Role() != want {
+			t.Fatalf("proxy %d is %v after the switchover, want %v", i, p.Role(), want)
+		}
+	}
+
+	// Back, with a gap: watch the roles while it runs.
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		Switchover(b, a, 300*time.Millisecond)
+	}()
+	sawNoPrimary := false
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		primaries := 0
+		for _, p := range c.Proxies() {
+			if p.Role() == Primary {
+				primaries++
+			}
+		}
+		if primaries == 0 {
+			sawNoPrimary = true
+		}
+		if running && primaries > 2 {
+			t.Fatalf("%d primaries during the switchover", primaries)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	if !sawNoPrimary {
+		t.Error("never saw the gap with no primary")
+	}
+	for i, p := range c.Proxies() {
+		if want := map[bool]Role{true: Primary, false: Standby}[i < 2]; p.Role() != want {
+			t.Fatalf("proxy %d is %v after switching back, want %v", i, p.Role(), want)
+		}
+	}
+}
+
+func TestFirstKeyword(t *testing.T) {
+	for in, want := range map[string]string{
+		"  insert into t":          "insert",
+		"/* x */ /*y*/UPDATE t":    "UPDATE",
+		"-- c\n# d\n DELETE":       "DELETE",
+		"(SELECT 1)":               "SELECT",
+		"/* never closed":          "",
+		"":                         "",
+		"123":                      "",
+		"# only a comment":         "",
+		"REPLACE INTO t VALUES(1)": "REPLACE",
+	} {
+		if got := string(firstKeyword([]byte(in))); got != want {
+			t.Errorf("firstKeyword(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if isWrite([]byte("INSERTX")) || !isWrite([]byte("truncate t")) || isWrite([]byte("SELECT 1")) {
+		t.Error("isWrite misjudges")
+	}
+}
