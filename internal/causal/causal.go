@@ -1,0 +1,203 @@
+// Package causal holds what read-your-writes by GTID needs from the server: the query that reads
+// the position a write reached on the primary, the query that waits on a replica until it has
+// applied that position, and the merging of positions a scope collects. It does no I/O; the
+// caller runs the queries.
+//
+// MariaDB: @@last_gtid is the GTID of the last transaction the session committed, and
+// MASTER_GTID_WAIT(pos, timeout) returns 0 once the replica applied pos, -1 on timeout
+// (MariaDB Knowledge Base, "GTID" and "MASTER_GTID_WAIT"). MySQL: @@global.gtid_executed is
+// every transaction the server has committed, a superset of the session's own, and
+// WAIT_FOR_EXECUTED_GTID_SET(set, timeout) returns 0 once the replica executed set, 1 on
+// timeout (MySQL Reference Manual, "Functions Used with GTIDs").
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Flavor is the server family whose GTIDs a position speaks.
+type Flavor uint8
+
+const (
+	// MariaDB GTIDs: domain-server-sequence, a list of them separated by commas.
+	MariaDB Flavor = iota
+	// MySQL GTID sets: source_uuid:interval[:interval...], separated by commas.
+	MySQL
+)
+
+// String returns "mariadb" or "mysql".
+func (f Flavor) String() string {
+	if f == MySQL {
+		return "mysql"
+	}
+	return "mariadb"
+}
+
+// ParseFlavor reads "mariadb" or "mysql", in any case.
+func ParseFlavor(s string) (Flavor, error) {
+	switch strings.ToLower(s) {
+	case "mariadb":
+		return MariaDB, nil
+	case "mysql":
+		return MySQL, nil
+	}
+	return MariaDB, fmt.Errorf("GTID flavor %q: want mariadb or mysql", s)
+}
+
+// CaptureQuery returns the query that reads, on the connection that just wrote, the position
+// a replica must reach to see the write.
+func (f Flavor) CaptureQuery() string {
+	if f == MySQL {
+		return "SELECT @@global.gtid_executed"
+	}
+	return "SELECT @@last_gtid"
+}
+
+// WaitQuery returns the query that waits on a replica until it has applied the position given
+// as the first argument, for at most the seconds given as the second (a float), and Reached
+// reads its answer.
+func (f Flavor) WaitQuery() string {
+	if f == MySQL {
+		return "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)"
+	}
+	return "SELECT MASTER_GTID_WAIT(?, ?)"
+}
+
+// Reached reads WaitQuery's answer: true when the replica applied the position, false when the
+// wait timed out. Anything else (NULL: a malformed position or no replication) is an error.
+func (f Flavor) Reached(answer string) (bool, error) {
+	ok, timedOut := "0", "-1"
+	if f == MySQL {
+		timedOut = "1"
+	}
+	switch strings.TrimSpace(answer) {
+	case ok:
+		return true, nil
+	case timedOut:
+		return false, nil
+	}
+	return false, fmt.Errorf("GTID wait answered %q: want %s or %s", clip(answer), ok, timedOut)
+}
+
+// maxPosition bounds a position read from a server: far more than any real GTID list, and small
+// enough that a scope never holds much.
+const maxPosition = 4096
+
+// ErrNoPosition is returned by Parse for an empty answer: the session has committed nothing
+// that replicates (binary logging off, or nothing written yet).
+var ErrNoPosition = errors.New("causal: the server reported no GTID position")
+
+// Position is a validated GTID position of one flavor. The zero Position is empty: nothing to
+// wait for.
+type Position struct {
+	flavor Flavor
+	text   string
+}
+
+// Parse validates a position as the server wrote it (CaptureQuery's answer). A server is a peer:
+// anything that is not a well-formed GTID list of the flavor, or longer than 4096 bytes, is an
+// error quoting a short piece of it.
+func (f Flavor) Parse(s string) (Position, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Position{}, ErrNoPosition
+	}
+	if len(s) > maxPosition {
+		return Position{}, fmt.Errorf("causal: a %d-byte GTID position: want at most %d", len(s), maxPosition)
+	}
+	// MySQL writes long sets over several lines.
+	s = strings.NewReplacer("\n", "", " ", "").Replace(s)
+	for _, part := range strings.Split(s, ",") {
+		if err := f.validPart(part); err != nil {
+			return Position{}, fmt.Errorf("causal: GTID position %q: %w", clip(s), err)
+		}
+	}
+	return Position{flavor: f, text: s}, nil
+}
+
+func (f Flavor) validPart(p string) error {
+	if f == MariaDB {
+		fields := strings.Split(p, "-")
+		if len(fields) != 3 {
+			return errors.New("want domain-server-sequence")
+		}
+		for _, x := range fields {
+			if _, err := strconv.ParseUint(x, 10, 64); err != nil {
+				return errors.New("want domain-server-sequence in decimal")
+			}
+		}
+		return nil
+	}
+	uuid, intervals, ok := strings.Cut(p, ":")
+	if !ok || len(uuid) != 36 || strings.Trim(uuid, "0123456789abcdefABCDEF-") != "" {
+		return errors.New("want source_uuid:interval")
+	}
+	for _, iv := range strings.Split(intervals, ":") {
+		lo, hi, _ := strings.Cut(iv, "-")
+		if _, err := strconv.ParseUint(lo, 10, 64); err != nil {
+			return errors.New("want decimal intervals")
+		}
+		if hi != "" {
+			if _, err := strconv.ParseUint(hi, 10, 64); err != nil {
+				return errors.New("want decimal intervals")
+			}
+		}
+	}
+	return nil
+}
+
+// IsZero reports whether p is empty (nothing to wait for).
+func (p Position) IsZero() bool { return p.text == "" }
+
+// String returns the position as the server writes it: WaitQuery's first argument.
+func (p Position) String() string { return p.text }
+
+// Merge returns a position a replica has reached only when it reached both p and q. MariaDB:
+// per replication domain the higher sequence number (sequence numbers grow within a domain).
+// MySQL: the newer of the two (q when both are set), since each capture is the server's whole
+// executed set, which contains every earlier capture from the same primary. Positions of
+// different flavors are not merged: the newer wins.
+func Merge(p, q Position) Position {
+	switch {
+	case p.IsZero():
+		return q
+	case q.IsZero():
+		return p
+	case p.flavor != q.flavor || p.flavor == MySQL:
+		return q
+	}
+	type gtid struct{ server, seq uint64 }
+	byDomain := map[uint64]gtid{}
+	var order []uint64
+	for _, s := range []string{p.text, q.text} {
+		for _, part := range strings.Split(s, ",") {
+			f := strings.Split(part, "-")
+			d, _ := strconv.ParseUint(f[0], 10, 64)
+			srv, _ := strconv.ParseUint(f[1], 10, 64)
+			seq, _ := strconv.ParseUint(f[2], 10, 64)
+			old, seen := byDomain[d]
+			if !seen {
+				order = append(order, d)
+			}
+			if !seen || seq > old.seq {
+				byDomain[d] = gtid{srv, seq}
+			}
+		}
+	}
+	parts := make([]string, len(order))
+	for i, d := range order {
+		g := byDomain[d]
+		parts[i] = fmt.Sprintf("%d-%d-%d", d, g.server, g.seq)
+	}
+	return Position{flavor: MariaDB, text: strings.Join(parts, ",")}
+}
+
+func clip(s string) string {
+	if len(s) > 48 {
+		return s[:48] + "..."
+	}
+	return s
+}

@@ -1,0 +1,92 @@
+package causal
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		f    Flavor
+		in   string
+		want string
+	}{
+		{MariaDB, "0-1-8", "0-1-8"},
+		{MariaDB, " 0-1-8,1-2-30 ", "0-1-8,1-2-30"},
+		{MySQL, "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5"},
+		{MySQL, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:11,\n2174b383-5441-11e8-b90a-c80aa9429562:1", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:11,2174b383-5441-11e8-b90a-c80aa9429562:1"},
+	} {
+		p, err := tc.f.Parse(tc.in)
+		if err != nil || p.String() != tc.want || p.IsZero() {
+			t.Errorf("%v.Parse(%q) = %q, %v; want %q", tc.f, tc.in, p, err, tc.want)
+		}
+	}
+	if _, err := MariaDB.Parse(""); err != ErrNoPosition {
+		t.Errorf("empty answer: %v, want ErrNoPosition", err)
+	}
+	for _, tc := range []struct {
+		f  Flavor
+		in string
+	}{
+		{MariaDB, "0-1"}, {MariaDB, "0-1-x"}, {MariaDB, "0-1-8;DROP"}, {MariaDB, "-1-2"},
+		{MySQL, "0-1-8"}, {MySQL, "3E11FA47-71CA-11E1-9E33-C80AA9429562:a"}, {MySQL, "zz:1"},
+		{MariaDB, strings.Repeat("0-1-8,", 1000)},
+	} {
+		if p, err := tc.f.Parse(tc.in); err == nil || !p.IsZero() || len(err.Error()) > 200 {
+			t.Errorf("%v.Parse(%.30q) = %q, %v; want a short error", tc.f, tc.in, p, err)
+		}
+	}
+}
+
+func TestMerge(t *testing.T) {
+	pos := func(f Flavor, s string) Position {
+		p, err := f.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		p, q Position
+		want string
+	}{
+		{Position{}, pos(MariaDB, "0-1-8"), "0-1-8"},
+		{pos(MariaDB, "0-1-8"), Position{}, "0-1-8"},
+		{pos(MariaDB, "0-1-8"), pos(MariaDB, "0-1-9"), "0-1-9"},
+		{pos(MariaDB, "0-1-9"), pos(MariaDB, "0-2-4"), "0-1-9"}, // a lower sequence in the same domain adds nothing
+		{pos(MariaDB, "0-1-9,1-1-2"), pos(MariaDB, "1-3-5,2-1-1"), "0-1-9,1-3-5,2-1-1"},
+		{pos(MySQL, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"), pos(MySQL, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"), "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"},
+	} {
+		if got := Merge(tc.p, tc.q).String(); got != tc.want {
+			t.Errorf("Merge(%q, %q) = %q, want %q", tc.p, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestReached(t *testing.T) {
+	for _, tc := range []struct {
+		f       Flavor
+		answer  string
+		reached bool
+		bad     bool
+	}{
+		{MariaDB, "0", true, false}, {MariaDB, "-1", false, false}, {MariaDB, "", false, true}, {MariaDB, "1", false, true},
+		{MySQL, "0", true, false}, {MySQL, "1", false, false}, {MySQL, "-1", false, true},
+	} {
+		got, err := tc.f.Reached(tc.answer)
+		if got != tc.reached || (err != nil) != tc.bad {
+			t.Errorf("%v.Reached(%q) = %v, %v; want %v (error %v)", tc.f, tc.answer, got, err, tc.reached, tc.bad)
+		}
+	}
+	for _, s := range []string{"mariadb", "MySQL"} {
+		if f, err := ParseFlavor(s); err != nil || !strings.EqualFold(f.String(), s) {
+			t.Errorf("ParseFlavor(%q) = %v, %v", s, f, err)
+		}
+	}
+	if _, err := ParseFlavor("postgres"); err == nil {
+		t.Error("ParseFlavor accepted postgres")
+	}
+	if !strings.Contains(MariaDB.CaptureQuery(), "@@last_gtid") || !strings.Contains(MySQL.WaitQuery(), "WAIT_FOR_EXECUTED_GTID_SET") {
+		t.Error("queries misnamed")
+	}
+}
