@@ -145,7 +145,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	}
 	n.transitions.Add(1)
 	n.transitionsBy[cause].Add(1)
-	return Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason}
+	return Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role}
 }
 
 // forgetLocked drops a drained node from the table.
@@ -157,5 +157,5 @@ func (t *Table[P]) forgetLocked(n *Node[P]) Transition[P] {
 			break
 		}
 	}
-	return Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true}
+	return Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true, RoleFrom: n.role, RoleTo: n.role}
 }
