@@ -11,9 +11,9 @@ import (
 //   - with Config.RoleCheck, a role check's answer is the role (RoleChecked); the role a source
 //     reports only seeds a node the table has not seen;
 //   - without it, the source's role is the role, on every node list (SetNodes);
-//   - a node that refused a write as not primary stops being a primary at once (NotPrimary):
-//     its role becomes unknown until the next check says what it is now, so a pick for the
-//     primary no longer finds it while that check runs.
+//   - a node that refused a write as not primary stops being a primary at once (RefusedWrite),
+//     taking the role the refusal names, so a pick for the primary no longer finds it while the
+//     next role check runs.
 //
 // A role change leaves the state alone and is reported as a Transition with Cause CauseRole
 // (From == To). A node whose role the target no longer accepts takes no new connection; the
@@ -34,13 +34,16 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 	t.emit(tr)
 }
 
-// NotPrimary records that n refused a write because it is not the primary (exception.NotPrimary):
-// a primary's role becomes unknown until the next role check.
-func (t *Table[P]) NotPrimary(n *Node[P]) {
+// RefusedWrite records that n refused a write because it is not the primary
+// (exception.NotPrimary); r is what the refusal says it is instead (a read-only server is a
+// replica, an OceanBase standby tenant a standby). A primary, or a node of unknown role, takes
+// r at once, before the next role check confirms it, so that a pick for the primary stops
+// finding it.
+func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
 	t.mu.Lock()
 	var tr []Transition[P]
-	if t.nodes[n.addr] == n && n.role == nodes.RolePrimary {
-		tr = t.setRoleLocked(n, nodes.RoleUnknown, "refused a write as not primary")
+	if t.nodes[n.addr] == n && (n.role == nodes.RolePrimary || n.role == nodes.RoleUnknown) {
+		tr = t.setRoleLocked(n, r, "refused a write as "+r.String())
 	}
 	t.mu.Unlock()
 	t.emit(tr)

@@ -131,17 +131,17 @@ func TestRoleCheckMovesANodeBetweenTargets(t *testing.T) {
 	}
 }
 
-func TestNotPrimaryDemotesAtOnce(t *testing.T) {
-	h := withRoles(t, role.PrimaryOnly, true, node("a:1", nodes.RolePrimary), node("b:1", nodes.RoleReplica))
+func TestRefusedWriteDemotesAtOnce(t *testing.T) {
+	h := withRoles(t, role.PrimaryOnly, true, node("a:1", nodes.RolePrimary), node("b:1", nodes.RoleReplica), node("u:1", nodes.RoleUnknown))
 	a := h.node("a:1")
-	h.tab.NotPrimary(a)
-	h.tab.NotPrimary(a) // already not a primary: nothing more
-	h.wantTransitions("a:1 role primary>unknown")
+	h.tab.RefusedWrite(a, nodes.RoleStandby)
+	h.tab.RefusedWrite(a, nodes.RoleReplica) // no longer a primary: the check decides from here
+	h.tab.RefusedWrite(h.node("u:1"), nodes.RoleReplica)
+	h.tab.RefusedWrite(h.node("b:1"), nodes.RoleStandby) // a replica refusing a write is no news
+	h.wantTransitions("a:1 role primary>standby", "u:1 role unknown>replica")
 	if got := h.picks(1); got[0] != "-" {
 		t.Fatalf("primary-only picked %v after the only primary refused a write, want nothing", got)
 	}
-	h.tab.NotPrimary(h.node("b:1")) // a replica refusing a write is no news
-	h.wantTransitions()
 	if h.state("a:1") != Up {
 		t.Fatal("a refused write changed the node's state")
 	}
