@@ -234,7 +234,7 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 		if tn == nil {
 			// Nodes are up but none is of a role the target accepts (a switchover, or role
 			// checks not answered yet): wait for one rather than fail.
-			if len(tried) == 0 && c.table.Ups() > 0 && c.cfg.FailoverTimeout > 0 {
+			if len(tried) == 0 && c.table.UpNodes() > 0 && c.roleAware() && c.cfg.FailoverTimeout > 0 {
 				if failover.IsZero() {
 					failover = time.Now().Add(c.cfg.FailoverTimeout)
 				}
@@ -280,7 +280,7 @@ func (c *Connector) connectError(tried []*NodeError) error {
 			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Role: v.Role, Err: v.LastErr})
 		}
 	}
-	if len(seen) == 0 && c.table.Ups() > 0 {
+	if len(seen) == 0 && c.table.UpNodes() > 0 && c.roleAware() {
 		return &ConnectError{NoTarget: true, Target: c.cfg.Target, Nodes: tried}
 	}
 	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}

@@ -114,6 +114,11 @@ func (t *Table[P]) adjustInUse(n *Node[P], delta int) {
 // taking the mutex.
 func (t *Table[P]) Total() int64 { return t.total.Load() }
 
+// UpNodes returns how many nodes are in state up, whatever their role or standby flag, without
+// taking the mutex: when it is above Ups, nodes answer but none of them takes connections for
+// the target now (a switchover).
+func (t *Table[P]) UpNodes() int { return int(t.upNodes.Load()) }
+
 // Ups returns how many nodes take new connections (up and not standby), without taking the
 // mutex.
 func (t *Table[P]) Ups() int { return int(t.ups.Load()) }

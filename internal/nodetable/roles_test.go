@@ -183,3 +183,25 @@ func TestPickInUseByRole(t *testing.T) {
 		t.Fatalf("in-use count %d after the claims were given back across a role change, want 0", v.InUse)
 	}
 }
+
+// UpNodes counts up nodes whatever their role: a standby answers, it only takes no connection.
+func TestUpNodesCountsEveryRole(t *testing.T) {
+	h := withRoles(t, role.PrimaryOnly, true, node("a:1", nodes.RolePrimary), node("b:1", nodes.RoleStandby))
+	if h.tab.UpNodes() != 2 || h.tab.Ups() != 1 {
+		t.Fatalf("UpNodes %d, Ups %d; want 2 and 1", h.tab.UpNodes(), h.tab.Ups())
+	}
+	a := h.node("a:1")
+	h.tab.RoleChecked(a, nodes.RoleStandby, nil)
+	if h.tab.UpNodes() != 2 || h.tab.Ups() != 0 {
+		t.Fatalf("after the demotion UpNodes %d, Ups %d; want 2 and 0", h.tab.UpNodes(), h.tab.Ups())
+	}
+	h.tab.Probed(a, h.now, errRefused, 0)
+	if h.tab.UpNodes() != 1 {
+		t.Fatalf("UpNodes %d after a:1 went down, want 1", h.tab.UpNodes())
+	}
+	h.tab.Probed(a, h.tick(), nil, 0)
+	h.tab.Probed(a, h.tick(), nil, 0)
+	if h.tab.UpNodes() != 2 {
+		t.Fatalf("UpNodes %d after a:1 recovered, want 2", h.tab.UpNodes())
+	}
+}

@@ -131,6 +131,12 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) Transition[P] {
 	from := n.state
 	n.state = to
+	switch {
+	case from == Up && to != Up:
+		t.upNodes.Add(-1)
+	case from != Up && to == Up:
+		t.upNodes.Add(1)
+	}
 	if to == Down {
 		n.goodProbes = 0 // recovery counts only the probes after this
 	}

@@ -48,6 +48,7 @@ func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], err
 // addUpLocked adds a trusted node, up; indexTrustedLocked puts it in the pick indexes.
 func (t *Table[P]) addUpLocked(n *Node[P]) {
 	n.state, n.everUp = Up, true
+	t.upNodes.Add(1)
 	t.nodes[n.addr] = n
 	t.order = append(t.order, n)
 }

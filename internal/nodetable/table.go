@@ -86,8 +86,9 @@ type Table[P any] struct {
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
 
-	total atomic.Int64 // open physical connections over every node, dials in flight included
-	ups   atomic.Int32 // nodes in the pick indexes
+	total   atomic.Int64 // open physical connections over every node, dials in flight included
+	ups     atomic.Int32 // nodes in the pick indexes
+	upNodes atomic.Int32 // nodes in state up, whatever their role or standby flag
 
 	cfg Config[P]
 }
