@@ -86,6 +86,19 @@ type Config struct {
 	// nil means slog.Default(); a Connector's Config reports the one it uses. Passwords never
 	// appear in what lbd logs. A DSN cannot carry it.
 	Logger *slog.Logger
+	// RoleCheck finds each node's role on its probe connection after the health query
+	// (roleCheck: "none", the default, leaves roles to the node source; "mysql" reads
+	// @@global.read_only, for MySQL and MariaDB; "oceanbase" reads the tenant's role from
+	// oceanbase.DBA_OB_TENANTS; "tidb" makes every node a primary without asking; or a SELECT
+	// of your own returning one row and one column: primary, replica, standby, 0 or 1).
+	RoleCheck string
+	// Target says which roles new connections may go to (target, default TargetAny; option
+	// WithTarget).
+	Target Target
+	// FailoverTimeout is how long a Connect waits for a node its Target accepts when none is up,
+	// for instance during a switchover (failoverTimeoutMillis, default DefaultFailoverTimeout;
+	// 0 fails at once; option WithFailoverTimeout). The caller's context cuts it shorter.
+	FailoverTimeout time.Duration
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
 	UnsupportedMethodBehavior string
@@ -160,6 +173,12 @@ func (c *Config) settle() error {
 		}
 	}
 	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)
+	if c.FailoverTimeout < 0 {
+		return fmt.Errorf("lbd: failoverTimeout is %v; it must not be negative (DSN parameter failoverTimeoutMillis, option WithFailoverTimeout)", c.FailoverTimeout)
+	}
+	if _, err := c.parseRoleSettings(); err != nil {
+		return err
+	}
 	if c.Sorter == nil {
 		s, ok := exception.Lookup(c.ExceptionSorter)
 		if !ok {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/exception"
 )
 
 // Connection states as lbd sees them through database/sql's hooks: database/sql calls IsValid
@@ -46,6 +48,7 @@ type conn struct {
 	connector *Connector
 	state     atomic.Int32
 	retired   atomic.Bool
+	inTx      atomic.Bool           // between BeginTx and the end of Commit or Rollback
 	broken    atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 
 	// Statement mode: the queries prepared on this physical connection, and the prepared-set
@@ -148,6 +151,9 @@ func (c *conn) observe(err error) error {
 	}
 	if driverFoundViolation(err) {
 		return c.fail(protocolError(c.node.addr, err))
+	}
+	if c.connector.roleAware() && exception.NotPrimary(err) {
+		return c.connector.onNotPrimary(c, err)
 	}
 	c.connector.onConnError(c, err)
 	return err
@@ -279,6 +285,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err != nil {
 		return nil, c.observe(err)
 	}
+	c.inTx.Store(true)
 	return &txWrap{c: c, tx: tx, ctx: ctx}, nil
 }
 

@@ -30,10 +30,14 @@ import (
 // Create one with NewConnector and hand it to sql.OpenDB; DB.Close calls Close, which stops
 // every background loop. A Connector is safe for concurrent use.
 type Connector struct {
-	cfg    *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
-	table  *nodeTable
-	prober *detect.Prober
-	rebal  *detect.Rebalancer
+	cfg   *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
+	roles roleSettings
+	topo  *topologySignal // wakes Connects waiting for a node their target accepts
+	// lastRecheck is when roles were last checked again out of turn (unix nanoseconds).
+	lastRecheck atomic.Int64
+	table       *nodeTable
+	prober      *detect.Prober
+	rebal       *detect.Rebalancer
 
 	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
 
@@ -94,12 +98,20 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, errors.New("lbd: balance=statement with autocommit off in the DSN: every physical connection would hold its own open transaction, so a logical connection could never move; use balance=connection, or BEGIN ... COMMIT with autocommit on")
 	}
 
+	roles, err := run.parseRoleSettings()
+	if err != nil {
+		return nil, err // settle checked it; kept for the parsed form
+	}
 	c := &Connector{
 		cfg:   run,
+		roles: roles,
 		stop:  make(chan struct{}),
 		ready: make(chan struct{}),
+		topo:  newTopologySignal(),
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
+		Target:         roles.target,
+		RoleCheck:      roles.check.Query() != "",
 		RecoverCount:   run.RecoverCheckCount,
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
@@ -116,7 +128,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := c.startSource(src); err != nil {
 		return nil, err
 	}
-	if err := c.table.Start(nodes.StaticAddrs(c.staticNodes()...), c.newNode); err != nil {
+	if err := c.table.Start(c.roles.seedRoles(nodes.StaticAddrs(c.staticNodes()...)), c.newNode); err != nil {
 		return nil, err
 	}
 	if err := c.startLoops(); err != nil {
@@ -215,9 +227,21 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 	var triedBuf [4]*tableNode
 	tried := triedBuf[:0]
 	var failures []*NodeError
+	var failover time.Time // when waiting for a node of the target's roles ends; zero before the first wait
 	for {
+		changed := c.topo.wait() // before the pick: a change after it must still wake the wait
 		tn := next(tried)
 		if tn == nil {
+			// Nodes are up but none is of a role the target accepts (a switchover, or role
+			// checks not answered yet): wait for one rather than fail.
+			if len(tried) == 0 && c.table.UpNodes() > 0 && c.roleAware() && c.cfg.FailoverTimeout > 0 {
+				if failover.IsZero() {
+					failover = time.Now().Add(c.cfg.FailoverTimeout)
+				}
+				if c.awaitTarget(ctx, failover, changed) {
+					continue
+				}
+			}
 			break
 		}
 		tried = append(tried, tn)
@@ -253,8 +277,11 @@ func (c *Connector) connectError(tried []*NodeError) error {
 	}
 	for _, v := range c.table.Snapshot(nil) {
 		if !seen[v.Addr()] {
-			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Err: v.LastErr})
+			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Role: v.Role, Err: v.LastErr})
 		}
+	}
+	if len(seen) == 0 && c.table.UpNodes() > 0 && c.roleAware() {
+		return &ConnectError{NoTarget: true, Target: c.cfg.Target, Nodes: tried}
 	}
 	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}
 }

@@ -72,6 +72,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		FatalErrorWindow:     DefaultFatalErrorWindow,
 		StatsInterval:        DefaultStatsInterval,
 		ExceptionSorter:      DefaultExceptionSorter,
+		FailoverTimeout:      DefaultFailoverTimeout,
 	}
 	switch {
 	case emptyAddr && isSource:

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // ErrClosed is returned by Connect after Close.
@@ -11,17 +13,27 @@ var ErrClosed = errors.New("lbd: connector is closed")
 
 // NodeError is the failure of one node in a Connect.
 type NodeError struct {
-	Addr  string    // the node, "host:port"
-	State NodeState // the node's state when the error was reported
-	Err   error     // the cause (a dial error, a *mysql.MySQLError, a probe failure, ...)
+	Addr  string     // the node, "host:port"
+	State NodeState  // the node's state when the error was reported
+	Role  nodes.Role // the node's role then (RoleUnknown when none is known)
+	Err   error      // the cause (a dial error, a *mysql.MySQLError, a probe failure, ...); nil when the node was not tried
 }
 
-// Error returns "addr: cause", with the node's state when it was not up.
+// Error returns "addr: cause", with the node's state when it was not up and its role when it
+// is known.
 func (e *NodeError) Error() string {
+	var notes []string
 	if e.State != StateUp {
-		return e.Addr + " (" + e.State.String() + "): " + errString(e.Err)
+		notes = append(notes, e.State.String())
 	}
-	return e.Addr + ": " + errString(e.Err)
+	if e.Role != nodes.RoleUnknown {
+		notes = append(notes, e.Role.String())
+	}
+	head := e.Addr
+	if len(notes) > 0 {
+		head += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return head + ": " + errString(e.Err)
 }
 
 // Unwrap returns the cause, so errors.Is and errors.As see through a NodeError.
@@ -41,6 +53,10 @@ func errString(err error) string {
 type ConnectError struct {
 	// AllDown is true when no node was up, so none was tried.
 	AllDown bool
+	// NoTarget is true when nodes were up but none of a role the target accepts (Target), even
+	// after waiting FailoverTimeout for one; none was tried.
+	NoTarget bool
+	Target   Target
 	// Nodes holds one entry per known node: tried ones first, in the order tried.
 	Nodes []*NodeError
 }
@@ -48,9 +64,12 @@ type ConnectError struct {
 // Error names every node with its failure, the first 20 of them; Nodes and Unwrap hold all.
 func (e *ConnectError) Error() string {
 	var b strings.Builder
-	if e.AllDown {
+	switch {
+	case e.NoTarget:
+		fmt.Fprintf(&b, "lbd: no proxy that is up serves target=%s (set a role check with roleCheck, or wait for the switchover to finish): ", e.Target)
+	case e.AllDown:
 		b.WriteString("lbd: every proxy is down: ")
-	} else {
+	default:
 		b.WriteString("lbd: no proxy accepted a connection: ")
 	}
 	for i, n := range e.Nodes {

@@ -23,9 +23,10 @@ const probeQuery = "/* ping */ SELECT 1"
 // starts (a node removed and listed again), so an old probe goroutine that is still finishing
 // never shares the probe connection with the new one.
 type probeTarget struct {
-	n    *node
-	conn driver.Conn  // the dedicated probe connection; owned by the prober's goroutine
-	tc   *trackedConn // its socket
+	owner *Connector
+	n     *node
+	conn  driver.Conn  // the dedicated probe connection; owned by the prober's goroutine
+	tc    *trackedConn // its socket
 }
 
 // Probe implements detect.Target: it runs probeQuery on the node's dedicated probe connection,
@@ -68,6 +69,9 @@ func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
 	}
 	bound := p.tc.limitTo(ctx)
 	err = p.query(ctx)
+	if err == nil {
+		err = p.checkRole(ctx)
+	}
 	if late := bound.lift(); err != nil || late {
 		lost = !late && connectionLost(err)
 		switch {
@@ -127,10 +131,15 @@ func (p *probeTarget) Close() error {
 }
 
 // startProbing gives n a fresh probe target and hands it to the prober.
+// With a role check, the first probe runs at once: until it answers, no node has a role a
+// target other than any accepts.
 func (c *Connector) startProbing(n *node) {
-	t := &probeTarget{n: n}
+	t := &probeTarget{owner: c, n: n}
 	n.probe.Store(t)
 	c.prober.Add(t)
+	if c.roles.check.Query() != "" {
+		c.prober.Trigger(t)
+	}
 }
 
 // triggerProbe asks for an early probe of n (coalesced by the prober).
@@ -236,10 +245,17 @@ func (c *Connector) startLoops() error {
 func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	n := t.Node.Payload()
 	c.transitions.add(Transition{At: c.cfg.clock.Now(), Node: n.addr, From: NodeState(t.From), To: NodeState(t.To),
-		Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot})
+		Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot, RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
 	if t.Forgot {
 		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
+	}
+	if t.Cause == nodetable.CauseRole {
+		c.onRoleChange(n, t)
+		return
+	}
+	if t.To == nodetable.Up {
+		c.topo.changed()
 	}
 	level := slog.LevelInfo
 	if t.To != nodetable.Up {

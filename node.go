@@ -23,6 +23,10 @@ type node struct {
 
 	retired atomic.Uint64 // connections retired, for Stats
 
+	// roleErr is the latest failed role check's error, nil once one answered; kept for the
+	// error of a Connect that found no node of its target's roles.
+	roleErr atomic.Pointer[error]
+
 	// Live wrapped connections, for retiring them when the node goes down or is rebalanced.
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

@@ -34,7 +34,7 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	}
 	c.applyMu.Lock() // one list at a time, so a node is never added and forgotten at once
 	defer c.applyMu.Unlock()
-	added, err := c.table.SetNodes(set.Canonical().Nodes, c.newNode)
+	added, err := c.table.SetNodes(c.roles.seedRoles(set.Canonical().Nodes), c.newNode)
 	for _, tn := range added {
 		c.cfg.Logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
 		n := tn.Payload()

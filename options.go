@@ -7,6 +7,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/role"
 )
 
 // Clock tells the time and makes timers for lbd's loops; tests inject one to control time.
@@ -142,6 +143,41 @@ func WithFatalErrorThreshold(n int) Option {
 			return fmt.Errorf("lbd: WithFatalErrorThreshold: %d is not from 1 to %d", n, maxCount)
 		}
 		c.FatalErrorThreshold = n
+		return nil
+	}
+}
+
+// WithTarget sets which roles new connections may go to (target); see Target.
+func WithTarget(t Target) Option {
+	return func(c *Config) error {
+		if t > TargetPreferReplica {
+			return fmt.Errorf("lbd: WithTarget: %d is not a Target; use one of the Target constants", t)
+		}
+		c.Target = t
+		return nil
+	}
+}
+
+// WithRoleCheck sets how each node's role is found (roleCheck): "none", "mysql", "oceanbase",
+// "tidb" or one SELECT of your own; see Config.RoleCheck.
+func WithRoleCheck(check string) Option {
+	return func(c *Config) error {
+		if _, err := role.ParseCheck(check); err != nil {
+			return fmt.Errorf("lbd: WithRoleCheck: %w", err)
+		}
+		c.RoleCheck = check
+		return nil
+	}
+}
+
+// WithFailoverTimeout sets how long a Connect waits for a node its target accepts
+// (failoverTimeoutMillis); 0 fails at once, a negative d is an error.
+func WithFailoverTimeout(d time.Duration) Option {
+	return func(c *Config) error {
+		if d < 0 {
+			return fmt.Errorf("lbd: WithFailoverTimeout: %v is negative", d)
+		}
+		c.FailoverTimeout = d
 		return nil
 	}
 }

@@ -1,10 +1,13 @@
 package lbd
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbd-go/lbd/internal/role"
 )
 
 // param is one lbd DSN parameter: its name as lb-driver spells it, how to read it into a Config
@@ -83,6 +86,40 @@ var params = []param{
 		format: func(c *Config) (string, bool) {
 			return c.ExceptionSorter, c.ExceptionSorter != "" && c.ExceptionSorter != DefaultExceptionSorter
 		},
+	},
+	{
+		name: "roleCheck",
+		parse: func(c *Config, v string) error {
+			if _, err := role.ParseCheck(v); err != nil {
+				return errors.New(strings.TrimPrefix(err.Error(), "roleCheck="+strconv.Quote(v)+": "))
+			}
+			c.RoleCheck = v
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return c.RoleCheck, c.RoleCheck != "" && c.RoleCheck != "none" },
+	},
+	{
+		name: "target",
+		parse: func(c *Config, v string) error {
+			t, err := role.ParseTarget(v)
+			if err != nil {
+				return errors.New("must be any, primary, prefer-primary, replica or prefer-replica")
+			}
+			c.Target = Target(t)
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return c.Target.String(), c.Target != TargetAny },
+	},
+	{
+		name: "failoverTimeoutMillis",
+		parse: func(c *Config, v string) error {
+			if v == "0" {
+				c.FailoverTimeout = 0
+				return nil
+			}
+			return parseMillis(v, &c.FailoverTimeout)
+		},
+		format: func(c *Config) (string, bool) { return formatMillis(c.FailoverTimeout, DefaultFailoverTimeout) },
 	},
 	{
 		// lb-driver uses it to choose what unsupported JDBC methods do; database/sql has no such

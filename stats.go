@@ -2,6 +2,8 @@ package lbd
 
 import (
 	"time"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Stats is a snapshot of a Connector's nodes, taken by (*Connector).Stats.
@@ -43,9 +45,12 @@ func (s Stats) Node(addr string) (NodeStats, bool) {
 // NodeStats describes one node. Open, Idle, State, LastProbe and LastError are current values;
 // the counters are cumulative since the Connector was created. Nothing here contains a password.
 type NodeStats struct {
-	Addr    string    // "host:port"
-	State   NodeState // up, down or draining
-	Standby bool      // probed, but taking no new connection (a source's fallback; see nodes.Node)
+	Addr    string     // "host:port"
+	State   NodeState  // up, down or draining
+	Standby bool       // probed, but taking no new connection (a source's fallback; see nodes.Node)
+	Role    nodes.Role // what the node is for: from the source or the role check; RoleUnknown when neither says
+	// RoleError is the latest failed role check ("" when the last one answered, or none runs).
+	RoleError string
 
 	Open int // open physical connections, including dials in progress (probe connection excluded)
 	// Idle counts, of Open, the connections not in use: idle in database/sql's pool (connection
@@ -79,13 +84,16 @@ func (c *Connector) Stats() Stats {
 		n := v.Node.Payload()
 		s := &out[i]
 		*s = NodeStats{
-			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Open: v.Open, InUse: v.InUse,
+			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Open: v.Open, InUse: v.InUse,
 			Dials: v.Dials, DialFailures: v.DialFailures, Retired: n.retired.Load(),
 			FatalErrors: v.FatalErrors, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
 		}
 		if v.LastErr != nil {
 			s.LastError = v.LastErr.Error()
+		}
+		if e := n.roleErr.Load(); e != nil {
+			s.RoleError = (*e).Error()
 		}
 		s.Idle, _ = n.connCounts()
 		if c.cfg.Balance == BalanceConnection {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // TransitionCause is the signal that decided a node's state change.
@@ -20,12 +21,16 @@ const (
 	// CauseNodeList: the node list changed (a node removed and draining, drained away, or
 	// listed again).
 	CauseNodeList = TransitionCause(nodetable.CauseNodeList)
+	// CauseRole: the node's role changed (its role check, its source, or a write it refused);
+	// its state did not (From == To; RoleFrom and RoleTo differ).
+	CauseRole = TransitionCause(nodetable.CauseRole)
 )
 
 // NumTransitionCauses is how many causes there are: the length of NodeStats.TransitionsBy.
 const NumTransitionCauses = nodetable.NumCauses
 
-// String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list".
+// String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list",
+// "role".
 func (c TransitionCause) String() string { return nodetable.Cause(c).String() }
 
 // Transition is one state change of one node, as Stats.Recent lists it.
@@ -36,6 +41,8 @@ type Transition struct {
 	Cause    TransitionCause
 	Reason   string // why, in the words of the log line ("probe failed: ...", "3 consecutive good probes")
 	Removed  bool   // the node drained its last connection and left the node table
+	// RoleFrom and RoleTo are the node's role before and after; they differ for CauseRole only.
+	RoleFrom, RoleTo nodes.Role
 }
 
 // recentTransitions is how many transitions Stats.Recent keeps, over all nodes.

@@ -120,6 +120,7 @@ func (t *txWrap) end(do func() error) (err error) {
 		return err
 	}
 	defer t.c.contain(&err)
+	defer t.c.inTx.Store(false)
 	bound := t.c.tc.limitTo(t.ctx)
 	err = do()
 	if bound.lift() && err != nil {

@@ -34,3 +34,11 @@ func NotPrimary(err error) bool {
 	me := firstServerError(err)
 	return me != nil && notPrimaryNumbers[me.Number]
 }
+
+// StandbyTenant reports whether err is OceanBase's 4782 (OB_NOT_PRIMARY_TENANT): the node
+// serves a standby tenant, which takes no statement of this tenant now. It is one of the
+// refusals [NotPrimary] names; the others (1290, 1836) come from a read-only server, a replica.
+func StandbyTenant(err error) bool {
+	me := firstServerError(err)
+	return me != nil && me.Number == obNotPrimaryTenant
+}

@@ -43,3 +43,9 @@ func TestNotPrimaryNumberSet(t *testing.T) {
 		}
 	}
 }
+
+func TestStandbyTenant(t *testing.T) {
+	if !StandbyTenant(fmt.Errorf("x: %w", myErr(4782, "HY000", "x"))) || StandbyTenant(myErr(1290, "HY000", "x")) || StandbyTenant(nil) {
+		t.Fatal("StandbyTenant misjudges 4782, 1290 or nil")
+	}
+}

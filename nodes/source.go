@@ -23,6 +23,9 @@ type Node struct {
 	// Weight is the relative weight a source reported (DNS SRV records carry one); 0 when none.
 	// lbd balances by connection count and keeps it for information.
 	Weight int
+	// Role is what the node is for, as the source knows it; RoleUnknown when it does not. With
+	// a role check configured, the check's answer replaces it.
+	Role Role
 	// Standby nodes are probed and keep their state, but take no new connection. The
 	// config-server client marks its AZ's nodes standby while it has fallen back to the
 	// default set, so it sees the moment they recover.

@@ -1,6 +1,9 @@
 package nodetable
 
-import "github.com/lbd-go/lbd/internal/pick"
+import (
+	"github.com/lbd-go/lbd/internal/pick"
+	"github.com/lbd-go/lbd/nodes"
+)
 
 // A node has two counts, kept whatever its state:
 //
@@ -11,23 +14,44 @@ import "github.com/lbd-go/lbd/internal/pick"
 //     PickInUse and Claim raise it, Unclaim lowers it. Statement mode binds a statement to the
 //     up node with the lowest in-use count.
 //
-// Both picks are O(1) in the number of nodes and allocate nothing; skipping nodes already
-// tried costs one step per skipped node.
+// Each role (unknown, primary, replica) has its own pair of indexes, so a pick for a target
+// looks at the indexes of the roles it accepts and never steps over nodes of other roles. Both
+// picks are O(1) in the number of nodes and allocate nothing; skipping nodes already tried costs
+// one step per skipped node.
 
 // Pick charges one open connection to the up node with the fewest open connections that is not
-// in skip and returns it, or nil when there is none. Equal counts take turns.
-func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(&t.byOpen, skip, true) }
+// in skip and whose role Config.Target accepts, and returns it, or nil when there is none.
+// Equal counts take turns.
+func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(t.byOpen[:], skip, true) }
 
 // PickInUse claims one in-use connection on the up node with the fewest connections in use that
-// is not in skip and returns it, or nil when there is none. Equal counts take turns. The claim
-// is given back with Unclaim.
-func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] { return t.pickIn(&t.byInUse, skip, false) }
+// is not in skip and whose role Config.Target accepts, and returns it, or nil when there is
+// none. Equal counts take turns. The claim is given back with Unclaim.
+func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] { return t.pickIn(t.byInUse[:], skip, false) }
 
-func (t *Table[P]) pickIn(x *pick.Index[*Node[P]], skip []*Node[P], open bool) *Node[P] {
+// pickIn picks from the indexes of the target's first tier of roles, or of its second when the
+// first has no node: the least-loaded entry over at most three indexes, so O(1) in the number
+// of nodes.
+func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], skip []*Node[P], open bool) *Node[P] {
 	t.mu.Lock()
-	e := x.First()
-	for e != nil && contains(skip, e.Value) {
-		e = x.Next(e)
+	var e *pick.Entry[*Node[P]]
+	var x *pick.Index[*Node[P]]
+	for _, tier := range t.tiers {
+		for r := range byRole {
+			if !tier.Has(nodes.Role(r)) {
+				continue
+			}
+			c := byRole[r].First()
+			for c != nil && contains(skip, c.Value) {
+				c = byRole[r].Next(c)
+			}
+			if c != nil && (e == nil || c.Count() < e.Count()) {
+				e, x = c, &byRole[r]
+			}
+		}
+		if e != nil {
+			break
+		}
 	}
 	if e == nil {
 		t.mu.Unlock()
@@ -54,7 +78,7 @@ func contains[P any](list []*Node[P], n *Node[P]) bool {
 // mode chose n by its in-use count). Release gives it back.
 func (t *Table[P]) Charge(n *Node[P]) {
 	t.mu.Lock()
-	t.byOpen.Adjust(&n.byOpen, +1)
+	t.byOpen[n.role].Adjust(&n.byOpen, +1)
 	t.total.Add(1)
 	t.mu.Unlock()
 }
@@ -64,7 +88,7 @@ func (t *Table[P]) Charge(n *Node[P]) {
 func (t *Table[P]) Release(n *Node[P]) {
 	var tr []Transition[P]
 	t.mu.Lock()
-	t.byOpen.Adjust(&n.byOpen, -1)
+	t.byOpen[n.role].Adjust(&n.byOpen, -1)
 	t.total.Add(-1)
 	if n.state == Draining && n.byOpen.Count() == 0 {
 		tr = append(tr, t.forgetLocked(n))
@@ -82,7 +106,7 @@ func (t *Table[P]) Unclaim(n *Node[P]) { t.adjustInUse(n, -1) }
 
 func (t *Table[P]) adjustInUse(n *Node[P], delta int) {
 	t.mu.Lock()
-	t.byInUse.Adjust(&n.byInUse, delta)
+	t.byInUse[n.role].Adjust(&n.byInUse, delta)
 	t.mu.Unlock()
 }
 
@@ -90,28 +114,39 @@ func (t *Table[P]) adjustInUse(n *Node[P], delta int) {
 // taking the mutex.
 func (t *Table[P]) Total() int64 { return t.total.Load() }
 
+// UpNodes returns how many nodes are in state up, whatever their role or standby flag, without
+// taking the mutex: when it is above Ups, nodes answer but none of them takes connections for
+// the target now (a switchover).
+func (t *Table[P]) UpNodes() int { return int(t.upNodes.Load()) }
+
 // Ups returns how many nodes take new connections (up and not standby), without taking the
 // mutex.
 func (t *Table[P]) Ups() int { return int(t.ups.Load()) }
 
-// indexLocked puts n in both pick indexes.
+// indexLocked puts n in both pick indexes of its role; a standby role is in none. An indexed
+// entry is always in the index of its node's current role: setRoleLocked moves it.
 func (t *Table[P]) indexLocked(n *Node[P]) {
+	if n.role == nodes.RoleStandby {
+		return
+	}
 	if !n.byOpen.Indexed() {
-		t.byOpen.Insert(&n.byOpen)
+		t.byOpen[n.role].Insert(&n.byOpen)
+		t.active++
 	}
 	if !n.byInUse.Indexed() {
-		t.byInUse.Insert(&n.byInUse)
+		t.byInUse[n.role].Insert(&n.byInUse)
 	}
-	t.ups.Store(int32(t.byOpen.Len()))
+	t.ups.Store(int32(t.active))
 }
 
 // unindexLocked takes n out of both pick indexes; its counts keep changing outside them.
 func (t *Table[P]) unindexLocked(n *Node[P]) {
 	if n.byOpen.Indexed() {
-		t.byOpen.Remove(&n.byOpen)
+		t.byOpen[n.role].Remove(&n.byOpen)
+		t.active--
 	}
 	if n.byInUse.Indexed() {
-		t.byInUse.Remove(&n.byInUse)
+		t.byInUse[n.role].Remove(&n.byInUse)
 	}
-	t.ups.Store(int32(t.byOpen.Len()))
+	t.ups.Store(int32(t.active))
 }

@@ -131,6 +131,12 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) Transition[P] {
 	from := n.state
 	n.state = to
+	switch {
+	case from == Up && to != Up:
+		t.upNodes.Add(-1)
+	case from != Up && to == Up:
+		t.upNodes.Add(1)
+	}
 	if to == Down {
 		n.goodProbes = 0 // recovery counts only the probes after this
 	}
@@ -145,7 +151,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	}
 	n.transitions.Add(1)
 	n.transitionsBy[cause].Add(1)
-	return Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason}
+	return Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role}
 }
 
 // forgetLocked drops a drained node from the table.
@@ -157,5 +163,5 @@ func (t *Table[P]) forgetLocked(n *Node[P]) Transition[P] {
 			break
 		}
 	}
-	return Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true}
+	return Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true, RoleFrom: n.role, RoleTo: n.role}
 }

@@ -35,7 +35,7 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 }
 
 func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
-	n := &Node[P]{addr: want.Addr, standby: want.Standby}
+	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role}
 	n.byOpen.Value, n.byInUse.Value = n, n
 	p, err := build(n)
 	if err != nil {
@@ -48,6 +48,7 @@ func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], err
 // addUpLocked adds a trusted node, up; indexTrustedLocked puts it in the pick indexes.
 func (t *Table[P]) addUpLocked(n *Node[P]) {
 	n.state, n.everUp = Up, true
+	t.upNodes.Add(1)
 	t.nodes[n.addr] = n
 	t.order = append(t.order, n)
 }
@@ -94,6 +95,7 @@ func (t *Table[P]) indexTrustedLocked(batch []*Node[P]) {
 //     every connection in between). Standby nodes are never trusted.
 //   - A draining node listed again keeps its counts and goes down until one good probe.
 //   - A listed node's standby flag takes effect at once: a standby node leaves the pick indexes.
+//     So does its role, unless roles come from role checks (Config.RoleCheck).
 //   - Nodes no longer listed start draining (no new connection; they leave the table when their
 //     last connection closes, at once when they have none), unless that would leave no listed
 //     node up and active. Then the removals wait: SetNodes returns an error wrapping
@@ -106,7 +108,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 	var tr []Transition[P]
 	var trusted []*Node[P]
 	t.mu.Lock()
-	trustNew := t.byOpen.Len() == 0
+	trustNew := t.active == 0
 	desired := make([]string, 0, len(list))
 	for _, want := range list {
 		desired = append(desired, want.Addr)
@@ -135,6 +137,9 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			added = append(added, n)
 		}
 		t.setStandbyLocked(n, want.Standby)
+		if !t.cfg.RoleCheck {
+			tr = append(tr, t.setRoleLocked(n, want.Role, "node list: "+want.Role.String())...)
+		}
 	}
 	t.indexTrustedLocked(trusted)
 	t.desired = desired

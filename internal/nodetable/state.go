@@ -43,13 +43,16 @@ const (
 	CauseFatal
 	// CauseNodeList: the node list changed (a node removed, listed again, or drained away).
 	CauseNodeList
+	// CauseRole: the node's role changed (a role check, the source, or a refused write); the
+	// state is left alone.
+	CauseRole
 
 	// NumCauses is how many causes there are; counters indexed by Cause have this length.
 	NumCauses int = iota
 )
 
 // String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
-// "node_list".
+// "node_list", "role".
 func (c Cause) String() string {
 	switch c {
 	case CauseProbe:
@@ -60,6 +63,8 @@ func (c Cause) String() string {
 		return "fatal"
 	case CauseNodeList:
 		return "node_list"
+	case CauseRole:
+		return "role"
 	}
 	return "unknown"
 }

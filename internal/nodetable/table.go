@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/internal/pick"
+	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // DialFailuresToDown is how many consecutive failed dials take an up node down (lb-driver's rule).
@@ -56,6 +58,13 @@ type Config[P any] struct {
 	// first listed (gRPC's round_robin starts at a random index too). It is called with the
 	// table's mutex held and must not call the table. nil starts at the first listed node.
 	Rand func(n int) int
+	// Target says which roles Pick and PickInUse may choose (role.Any when zero). A node of a
+	// role outside it stays probed and keeps its state; it takes no new connection.
+	Target role.Target
+	// RoleCheck says roles come from role checks (RoleChecked); the roles node sources report
+	// then only seed a new node's role until its first check. Without it the sources' roles
+	// are the roles.
+	RoleCheck bool
 	// OnTransition, when set, is told every state change once, after the table's mutex is
 	// released, on the goroutine whose call caused it. It may call the table.
 	OnTransition func(Transition[P])
@@ -63,17 +72,23 @@ type Config[P any] struct {
 
 // Table is the node table. Create one with New; it is safe for concurrent use.
 type Table[P any] struct {
-	mu      sync.Mutex
-	nodes   map[string]*Node[P]
-	order   []*Node[P]           // every known node in the order it became known
-	byOpen  pick.Index[*Node[P]] // up, active nodes by open physical connections: where a new one goes
-	byInUse pick.Index[*Node[P]] // the same nodes by physical connections in use: where statement mode binds
+	mu    sync.Mutex
+	nodes map[string]*Node[P]
+	order []*Node[P] // every known node in the order it became known
+	// The pick indexes, one per role: up, active nodes by open physical connections (where a
+	// new one goes) and by physical connections in use (where statement mode binds). The
+	// standby role's are always empty.
+	byOpen  [nodes.NumRoles]pick.Index[*Node[P]]
+	byInUse [nodes.NumRoles]pick.Index[*Node[P]]
+	active  int         // nodes in the byOpen indexes
+	tiers   [2]role.Set // Config.Target's tiers
 	// desired is the node list last asked for while part of it could not be applied (a
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
 
-	total atomic.Int64 // open physical connections over every node, dials in flight included
-	ups   atomic.Int32 // nodes in the pick indexes
+	total   atomic.Int64 // open physical connections over every node, dials in flight included
+	ups     atomic.Int32 // nodes in the pick indexes
+	upNodes atomic.Int32 // nodes in state up, whatever their role or standby flag
 
 	cfg Config[P]
 }
@@ -91,7 +106,9 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 	case cfg.ProbeInterval <= 0:
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
 	}
-	return &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}, nil
+	t := &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}
+	t.tiers[0], t.tiers[1] = cfg.Target.Tiers()
+	return t, nil
 }
 
 // Node is one node of a table: its address, the caller's payload, and the state and counts the
@@ -107,6 +124,7 @@ type Node[P any] struct {
 	byOpen       pick.Entry[*Node[P]] // open physical connections, dials in flight included
 	byInUse      pick.Entry[*Node[P]] // physical connections in use (statement mode)
 	state        State
+	role         nodes.Role  // what the node is for; see Config.RoleCheck
 	dialFailures int         // consecutive failed dials
 	goodProbes   int         // consecutive good probes counted since the last failure or markdown
 	lastGood     time.Time   // when the latest counted good probe ended
@@ -121,7 +139,7 @@ type Node[P any] struct {
 	probes, probesFailed atomic.Uint64
 	fatalErrors          atomic.Uint64
 	transitions          atomic.Uint64
-	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause
+	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause; CauseRole counts role changes, which transitions does not
 	lastProbe            atomic.Int64             // nanoseconds
 }
 
@@ -137,7 +155,10 @@ type Transition[P any] struct {
 	From, To State
 	Cause    Cause  // the signal that decided it (CauseProbe: an early probe would tell nothing new)
 	Reason   string // why, in words fit for a log line
-	Forgot   bool   // the draining node closed its last connection and left the table
+	// RoleFrom and RoleTo are the node's role before and after; they differ only for a role
+	// change (Cause CauseRole), which leaves the state alone (From == To).
+	RoleFrom, RoleTo nodes.Role
+	Forgot           bool // the draining node closed its last connection and left the table
 }
 
 // ErrNoUpNodeLeft is returned (wrapped) by SetNodes when applying the new list would remove

@@ -39,9 +39,17 @@ func build(n *Node[*payload]) (*payload, error) { return &payload{node: n}, nil 
 
 func newHarness(t *testing.T, recover, threshold int, window time.Duration) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(c *Config[*payload]) {
+		c.RecoverCount, c.FatalThreshold, c.FatalWindow = recover, threshold, window
+	})
+}
+
+// newHarnessWith is a harness whose table has the defaults of started, changed by set.
+func newHarnessWith(t *testing.T, set func(*Config[*payload])) *harness {
+	t.Helper()
 	h := &harness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	tab, err := New(Config[*payload]{
-		RecoverCount: recover, FatalThreshold: threshold, FatalWindow: window, ProbeInterval: probeInterval,
+	cfg := Config[*payload]{
+		RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second, ProbeInterval: probeInterval,
 		OnTransition: func(x Transition[*payload]) {
 			// The mutex is released by now: calling the table must not deadlock.
 			_ = h.tab.State(x.Node)
@@ -49,7 +57,9 @@ func newHarness(t *testing.T, recover, threshold int, window time.Duration) *har
 			h.trans = append(h.trans, x)
 			h.mu.Unlock()
 		},
-	})
+	}
+	set(&cfg)
+	tab, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,15 +112,18 @@ func (h *harness) state(addr string) State {
 }
 
 // took returns the transitions reported since the last call, as "addr from>to" strings
-// ("addr forgot" for a node that left the table).
+// ("addr forgot" for a node that left the table, "addr role from>to" for a role change).
 func (h *harness) took() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
 	for _, x := range h.trans {
-		if x.Forgot {
+		switch {
+		case x.Forgot:
 			out = append(out, x.Node.Addr()+" forgot")
-		} else {
+		case x.Cause == CauseRole:
+			out = append(out, fmt.Sprintf("%s role %v>%v", x.Node.Addr(), x.RoleFrom, x.RoleTo))
+		default:
 			out = append(out, fmt.Sprintf("%s %v>%v", x.Node.Addr(), x.From, x.To))
 		}
 	}

@@ -11,7 +11,8 @@ import (
 type View[P any] struct {
 	Node       *Node[P]
 	State      State
-	Standby    bool  // probed, but out of the pick indexes
+	Standby    bool // probed, but out of the pick indexes
+	Role       nodes.Role
 	Open       int   // open physical connections, dials in flight included
 	InUse      int   // physical connections claimed (statement mode's count)
 	GoodProbes int   // consecutive good probes counted since the last failure or markdown
@@ -23,7 +24,7 @@ type View[P any] struct {
 	ProbeFailures uint64            // probes failed
 	FatalErrors   uint64            // errors judged fatal to a connection
 	Transitions   uint64            // state changes
-	TransitionsBy [NumCauses]uint64 // state changes by Cause
+	TransitionsBy [NumCauses]uint64 // state changes by Cause (CauseRole: role changes)
 	LastProbe     time.Duration     // how long the latest probe took; 0 before the first
 }
 
@@ -38,7 +39,7 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 	start := len(buf)
 	for _, n := range t.order {
 		buf = append(buf, View[P]{
-			Node: n, State: n.state, Standby: n.standby, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
+			Node: n, State: n.state, Standby: n.standby, Role: n.role, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
 			GoodProbes: n.goodProbes, LastErr: n.lastErr,
 		})
 	}

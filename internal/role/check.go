@@ -3,6 +3,8 @@ package role
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Check is one way of finding a node's role: the query the prober sends on the probe
@@ -94,7 +96,7 @@ func (c Check) Decode(value string) (Role, error) {
 		return Replica, nil
 	}
 	if c.name == "custom" {
-		if r, err := Parse(v); err == nil && r != Unknown {
+		if r, err := nodes.ParseRole(v); err == nil && r != Unknown {
 			return r, nil
 		}
 		return Unknown, fmt.Errorf("role check: answer %q: want primary, replica, standby, 0 or 1", clip(v))

@@ -5,23 +5,6 @@ import (
 	"testing"
 )
 
-func TestParse(t *testing.T) {
-	for in, want := range map[string]Role{"": Unknown, "primary": Primary, "REPLICA": Replica, "Standby": Standby} {
-		if got, err := Parse(in); err != nil || got != want {
-			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"master", "slave", "primary ", strings.Repeat("x", 500)} {
-		_, err := Parse(bad)
-		if err == nil || !strings.Contains(err.Error(), "want primary, replica or standby") || len(err.Error()) > 200 {
-			t.Errorf("Parse(%.20q) = %v, want a short error naming the roles", bad, err)
-		}
-	}
-	if Unknown.String() != "unknown" || Standby.String() != "standby" || Role(9).String() != "unknown" {
-		t.Error("String misnames a role")
-	}
-}
-
 func TestParseCheck(t *testing.T) {
 	for _, tc := range []struct {
 		in, name, query string

@@ -1,0 +1,75 @@
+package nodetable
+
+import (
+	"fmt"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// The rules that set a node's role (see nodes.Role):
+//
+//   - with Config.RoleCheck, a role check's answer is the role (RoleChecked); the role a source
+//     reports only seeds a node the table has not seen;
+//   - without it, the source's role is the role, on every node list (SetNodes);
+//   - a node that refused a write as not primary stops being a primary at once (RefusedWrite),
+//     taking the role the refusal names, so a pick for the primary no longer finds it while the
+//     next role check runs.
+//
+// A role change leaves the state alone and is reported as a Transition with Cause CauseRole
+// (From == To). A node whose role the target no longer accepts takes no new connection; the
+// caller retires its open ones, as for a drain.
+
+// RoleChecked records the answer of a role check of n: its role now, or err when the check
+// failed (the role is then left as it was, and nothing is held against the node's health).
+func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	var tr []Transition[P]
+	if t.nodes[n.addr] == n {
+		tr = t.setRoleLocked(n, r, "role check: "+r.String())
+	}
+	t.mu.Unlock()
+	t.emit(tr)
+}
+
+// RefusedWrite records that n refused a write because it is not the primary
+// (exception.NotPrimary); r is what the refusal says it is instead (a read-only server is a
+// replica, an OceanBase standby tenant a standby). A primary, or a node of unknown role, takes
+// r at once, before the next role check confirms it, so that a pick for the primary stops
+// finding it.
+func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
+	t.mu.Lock()
+	var tr []Transition[P]
+	if t.nodes[n.addr] == n && (n.role == nodes.RolePrimary || n.role == nodes.RoleUnknown) {
+		tr = t.setRoleLocked(n, r, "refused a write as "+r.String())
+	}
+	t.mu.Unlock()
+	t.emit(tr)
+}
+
+// Role returns n's current role.
+func (t *Table[P]) Role(n *Node[P]) nodes.Role {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return n.role
+}
+
+// setRoleLocked gives n role r, moving it between the pick indexes, and returns the role change
+// to report (none when r is n's role already).
+func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) []Transition[P] {
+	if n.role == r {
+		return nil
+	}
+	from := n.role
+	indexed := n.byOpen.Indexed()
+	t.unindexLocked(n)
+	n.role = r
+	if indexed || (n.state == Up && !n.standby) {
+		t.indexLocked(n)
+	}
+	n.transitionsBy[CauseRole].Add(1)
+	return []Transition[P]{{Node: n, From: n.state, To: n.state, Cause: CauseRole,
+		Reason: fmt.Sprintf("%s (was %s)", why, from), RoleFrom: from, RoleTo: r}}
+}

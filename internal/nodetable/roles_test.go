@@ -1,0 +1,207 @@
+package nodetable
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// withRoles starts a table over list (addr and role) for target, with roles from role checks or
+// from the source.
+func withRoles(t *testing.T, target role.Target, checked bool, list ...nodes.Node) *harness {
+	t.Helper()
+	h := newHarnessWith(t, func(c *Config[*payload]) { c.Target, c.RoleCheck = target, checked })
+	if err := h.tab.Start(list, build); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func node(addr string, r nodes.Role) nodes.Node { return nodes.Node{Addr: addr, Role: r} }
+
+// pickSet picks k times and releases each pick at once, returning how often each node came.
+func (h *harness) pickSet(k int) map[string]int {
+	got := map[string]int{}
+	for range k {
+		n := h.tab.Pick(nil)
+		if n == nil {
+			got["-"]++
+			continue
+		}
+		got[n.Addr()]++
+		h.tab.Release(n)
+	}
+	return got
+}
+
+func TestTargetsPickByRole(t *testing.T) {
+	list := []nodes.Node{
+		node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica), node("r:2", nodes.RoleReplica),
+		node("u:1", nodes.RoleUnknown), node("s:1", nodes.RoleStandby),
+	}
+	for _, tc := range []struct {
+		target role.Target
+		want   string // the nodes picks reach, sorted
+	}{
+		{role.Any, "p:1 r:1 r:2 u:1"},
+		{role.PrimaryOnly, "p:1"},
+		{role.PreferPrimary, "p:1"},
+		{role.ReplicaOnly, "r:1 r:2"},
+		{role.PreferReplica, "r:1 r:2"},
+	} {
+		h := withRoles(t, tc.target, false, list...)
+		// Held picks: the least-loaded rule spreads them over every node the target accepts.
+		got := map[string]bool{}
+		for _, a := range h.picks(8) {
+			got[a] = true
+		}
+		if s := sortedKeys(got); s != tc.want {
+			t.Errorf("%v picks %s, want %s", tc.target, s, tc.want)
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) string { return strings.Join(slices.Sorted(maps.Keys(m)), " ") }
+
+func TestPreferredTierFallsBackOnlyWhenEmpty(t *testing.T) {
+	h := withRoles(t, role.PreferReplica, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica))
+	// The replica takes every pick while it is up, however loaded it gets.
+	if got := h.picks(5); fmt.Sprint(got) != "[r:1 r:1 r:1 r:1 r:1]" {
+		t.Fatalf("prefer-replica picks %v, want the replica every time", got)
+	}
+	h.tab.Probed(h.node("r:1"), h.now, errRefused, 0)
+	if got := h.picks(2); fmt.Sprint(got) != "[p:1 p:1]" {
+		t.Fatalf("with the replica down, picks %v, want the primary", got)
+	}
+	h2 := withRoles(t, role.ReplicaOnly, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica))
+	h2.tab.Probed(h2.node("r:1"), h2.now, errRefused, 0)
+	if got := h2.picks(1); got[0] != "-" {
+		t.Fatalf("replica-only with the replica down picked %v, want nothing", got)
+	}
+}
+
+func TestRoleCheckMovesANodeBetweenTargets(t *testing.T) {
+	h := withRoles(t, role.PrimaryOnly, true, node("a:1", nodes.RoleUnknown), node("b:1", nodes.RoleUnknown))
+	if got := h.picks(1); got[0] != "-" {
+		t.Fatalf("primary-only before any role check picked %v, want nothing (roles unknown)", got)
+	}
+	a, b := h.node("a:1"), h.node("b:1")
+	h.tab.RoleChecked(a, nodes.RolePrimary, nil)
+	h.tab.RoleChecked(b, nodes.RoleReplica, nil)
+	h.tab.RoleChecked(b, nodes.RoleReplica, nil) // no change, no report
+	h.wantTransitions("a:1 role unknown>primary", "b:1 role unknown>replica")
+	if got := h.pickSet(4); got["a:1"] != 4 {
+		t.Fatalf("picks %v, want all on the primary", got)
+	}
+	// A failed check changes nothing.
+	h.tab.RoleChecked(a, nodes.RoleReplica, errRefused)
+	if h.tab.Role(a) != nodes.RolePrimary {
+		t.Fatal("a failed role check changed the role")
+	}
+	// Switchover: a is demoted, b promoted; open connections keep their counts across indexes.
+	held := h.tab.Pick(nil)
+	if held != a {
+		t.Fatalf("pick before the switchover = %v, want a:1", held)
+	}
+	h.tab.RoleChecked(a, nodes.RoleStandby, nil)
+	h.tab.RoleChecked(b, nodes.RolePrimary, nil)
+	h.wantTransitions("a:1 role primary>standby", "b:1 role replica>primary")
+	if got := h.pickSet(3); got["b:1"] != 3 {
+		t.Fatalf("picks after the switchover %v, want all on b:1", got)
+	}
+	h.tab.Release(held)
+	if v, _ := h.view("a:1"); v.Open != 0 || v.Role != nodes.RoleStandby || v.TransitionsBy[CauseRole] != 2 || v.Transitions != 0 {
+		t.Fatalf("a:1 open %d role %v, %v role changes, %d transitions; want 0, standby, 2, 0", v.Open, v.Role, v.TransitionsBy[CauseRole], v.Transitions)
+	}
+	// The state is its own: a standby that fails its probe goes down, and a recovered one is
+	// still a standby (no pick) until a check says otherwise.
+	h.tab.Probed(a, h.tick(), errRefused, 0)
+	h.tab.Probed(a, h.tick(), nil, 0)
+	h.tab.Probed(a, h.tick(), nil, 0)
+	if h.state("a:1") != Up || h.tab.Role(a) != nodes.RoleStandby {
+		t.Fatalf("a:1 %v %v, want up and still standby", h.state("a:1"), h.tab.Role(a))
+	}
+	if got := h.pickSet(2); got["a:1"] != 0 {
+		t.Fatalf("the standby took picks: %v", got)
+	}
+}
+
+func TestRefusedWriteDemotesAtOnce(t *testing.T) {
+	h := withRoles(t, role.PrimaryOnly, true, node("a:1", nodes.RolePrimary), node("b:1", nodes.RoleReplica), node("u:1", nodes.RoleUnknown))
+	a := h.node("a:1")
+	h.tab.RefusedWrite(a, nodes.RoleStandby)
+	h.tab.RefusedWrite(a, nodes.RoleReplica) // no longer a primary: the check decides from here
+	h.tab.RefusedWrite(h.node("u:1"), nodes.RoleReplica)
+	h.tab.RefusedWrite(h.node("b:1"), nodes.RoleStandby) // a replica refusing a write is no news
+	h.wantTransitions("a:1 role primary>standby", "u:1 role unknown>replica")
+	if got := h.picks(1); got[0] != "-" {
+		t.Fatalf("primary-only picked %v after the only primary refused a write, want nothing", got)
+	}
+	if h.state("a:1") != Up {
+		t.Fatal("a refused write changed the node's state")
+	}
+}
+
+func TestSourceRoles(t *testing.T) {
+	h := withRoles(t, role.PrimaryOnly, false, node("a:1", nodes.RolePrimary), node("b:1", nodes.RoleReplica))
+	if _, err := h.tab.SetNodes([]nodes.Node{node("a:1", nodes.RoleReplica), node("b:1", nodes.RolePrimary)}, build); err != nil {
+		t.Fatal(err)
+	}
+	h.wantTransitions("a:1 role primary>replica", "b:1 role replica>primary")
+	if got := h.pickSet(2); got["b:1"] != 2 {
+		t.Fatalf("picks %v, want the source's new primary", got)
+	}
+	// With role checks, a source's role seeds new nodes only.
+	c := withRoles(t, role.Any, true, node("a:1", nodes.RolePrimary))
+	if _, err := c.tab.SetNodes([]nodes.Node{node("a:1", nodes.RoleReplica), node("n:1", nodes.RoleReplica)}, build); err != nil {
+		t.Fatal(err)
+	}
+	c.wantTransitions()
+	if c.tab.Role(c.node("a:1")) != nodes.RolePrimary || c.tab.Role(c.node("n:1")) != nodes.RoleReplica {
+		t.Fatal("with role checks, the source overrode a known node's role or did not seed a new one")
+	}
+}
+
+func TestPickInUseByRole(t *testing.T) {
+	h := withRoles(t, role.ReplicaOnly, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica))
+	for range 3 {
+		if n := h.tab.PickInUse(nil); n == nil || n.Addr() != "r:1" {
+			t.Fatalf("PickInUse = %v, want r:1", n)
+		}
+	}
+	r := h.node("r:1")
+	h.tab.RoleChecked(r, nodes.RolePrimary, nil) // moved while it holds three claims
+	for range 3 {
+		h.tab.Unclaim(r)
+	}
+	if v, _ := h.view("r:1"); v.InUse != 0 {
+		t.Fatalf("in-use count %d after the claims were given back across a role change, want 0", v.InUse)
+	}
+}
+
+// UpNodes counts up nodes whatever their role: a standby answers, it only takes no connection.
+func TestUpNodesCountsEveryRole(t *testing.T) {
+	h := withRoles(t, role.PrimaryOnly, true, node("a:1", nodes.RolePrimary), node("b:1", nodes.RoleStandby))
+	if h.tab.UpNodes() != 2 || h.tab.Ups() != 1 {
+		t.Fatalf("UpNodes %d, Ups %d; want 2 and 1", h.tab.UpNodes(), h.tab.Ups())
+	}
+	a := h.node("a:1")
+	h.tab.RoleChecked(a, nodes.RoleStandby, nil)
+	if h.tab.UpNodes() != 2 || h.tab.Ups() != 0 {
+		t.Fatalf("after the demotion UpNodes %d, Ups %d; want 2 and 0", h.tab.UpNodes(), h.tab.Ups())
+	}
+	h.tab.Probed(a, h.now, errRefused, 0)
+	if h.tab.UpNodes() != 1 {
+		t.Fatalf("UpNodes %d after a:1 went down, want 1", h.tab.UpNodes())
+	}
+	h.tab.Probed(a, h.tick(), nil, 0)
+	h.tab.Probed(a, h.tick(), nil, 0)
+	if h.tab.UpNodes() != 2 {
+		t.Fatalf("UpNodes %d after a:1 recovered, want 2", h.tab.UpNodes())
+	}
+}

@@ -1,0 +1,270 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// Target says which nodes new connections may go to, by role (DSN parameter target, option
+// WithTarget), after libpq's target_session_attrs. A standby is never a target.
+type Target uint8
+
+const (
+	// TargetAny (the default): every node that is not a standby.
+	TargetAny = Target(role.Any)
+	// TargetPrimary: primaries only. With none up, Connect waits up to FailoverTimeout for one.
+	TargetPrimary = Target(role.PrimaryOnly)
+	// TargetPreferPrimary: primaries; with none up, replicas and nodes of unknown role.
+	TargetPreferPrimary = Target(role.PreferPrimary)
+	// TargetReplica: replicas only. With none up, Connect waits up to FailoverTimeout for one.
+	TargetReplica = Target(role.ReplicaOnly)
+	// TargetPreferReplica: replicas; with none up, primaries and nodes of unknown role.
+	TargetPreferReplica = Target(role.PreferReplica)
+)
+
+// String returns the target as the DSN writes it: "any", "primary", "prefer-primary",
+// "replica" or "prefer-replica".
+func (t Target) String() string { return role.Target(t).String() }
+
+// DefaultFailoverTimeout is how long a Connect, or a statement refused by a demoted primary,
+// waits for a node its target accepts (failoverTimeoutMillis). A planned OceanBase switchover or
+// a MySQL/MariaDB failover tool promotes a new primary within seconds; five leave room for that
+// and stay below the request deadlines applications commonly set. The caller's context cuts it
+// shorter.
+const DefaultFailoverTimeout = 5 * time.Second
+
+// ErrPrimaryChanged is returned (wrapped, with the server's error) when a statement inside a
+// transaction was refused because its node is no longer the primary (exception.NotPrimary):
+// the transaction is lost and must be started again, on the new primary; the connection is
+// retired. Outside a transaction lbd hides the change: the refused statement did not run, so
+// database/sql runs it again on a new connection, which waits up to FailoverTimeout for the new
+// primary.
+var ErrPrimaryChanged = errors.New("lbd: the primary changed during the transaction; start it again")
+
+// roleSettings are the parsed forms of Config.RoleCheck and Config.Target.
+type roleSettings struct {
+	check  role.Check
+	target role.Target
+}
+
+// parseRoleSettings checks RoleCheck and Target.
+func (c *Config) parseRoleSettings() (roleSettings, error) {
+	check, err := role.ParseCheck(c.RoleCheck)
+	if err != nil {
+		return roleSettings{}, fmt.Errorf("lbd: invalid DSN parameter %w", err)
+	}
+	if c.Target > TargetPreferReplica {
+		return roleSettings{}, fmt.Errorf("lbd: invalid Target %d: use one of the Target constants", c.Target)
+	}
+	return roleSettings{check: check, target: role.Target(c.Target)}, nil
+}
+
+// seedRoles gives every node of list the role a check fixes without asking (TiDB: all
+// primaries); other checks and none leave the sources' roles.
+func (s roleSettings) seedRoles(list []nodes.Node) []nodes.Node {
+	if s.check.Fixed() == nodes.RoleUnknown {
+		return list
+	}
+	out := make([]nodes.Node, len(list))
+	for i, n := range list {
+		n.Role = s.check.Fixed()
+		out[i] = n
+	}
+	return out
+}
+
+// topologySignal tells the Connects waiting for a node their target accepts that the table
+// changed (a node came up, or a role changed): each change closes the current channel and
+// makes a new one, so a waiter needs no lock while it waits.
+type topologySignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newTopologySignal() *topologySignal { return &topologySignal{ch: make(chan struct{})} }
+
+// wait returns a channel closed at the next change.
+func (s *topologySignal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+// changed wakes every waiter.
+func (s *topologySignal) changed() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// onRoleChange reacts to a node's role change: it is logged once; when the target no longer
+// accepts the node's role, its connections are retired as for a drain (idle ones close now,
+// in-use ones at their return, never mid-statement); waiting Connects look again.
+func (c *Connector) onRoleChange(n *node, t nodetable.Transition[*node]) {
+	c.cfg.Logger.Info("lbd: node role changed", "node", n.addr, "from", t.RoleFrom.String(), "to", t.RoleTo.String(), "reason", t.Reason)
+	if !c.roles.target.Accepts(t.RoleTo) {
+		n.retireAll()
+	}
+	c.topo.changed()
+}
+
+// awaitTarget waits until a node the target accepts may have come up (changed is closed: a node
+// came up or a role changed), the deadline passes, ctx ends or the Connector closes; it reports whether picking
+// again is worth it.
+func (c *Connector) awaitTarget(ctx context.Context, deadline time.Time, changed <-chan struct{}) bool {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return false
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	// While a Connect waits, roles are checked again every recheckSpacing (a switchover may
+	// leave a gap with no primary; the scheduled probes may be seconds apart).
+	tick := time.NewTicker(recheckSpacing)
+	defer tick.Stop()
+	for {
+		select {
+		case <-changed:
+			return true
+		case <-tick.C:
+			if c.roleAware() {
+				c.recheckRoles()
+			}
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-c.stop:
+			return false
+		}
+	}
+}
+
+// recheckSpacing is how often roles are checked again while a Connect waits for a node its
+// target accepts, and the least time between two such rounds of one Connector.
+const recheckSpacing = 250 * time.Millisecond
+
+// checkRole runs the Connector's role check on the probe connection, after a good health
+// query, and reports the role to the table. A server error (no privilege to read the role, a
+// custom query that fails) or an answer it cannot read leaves the role as it was, is kept for
+// the Connect errors that name the node, and does not fail the probe: the node answered its
+// health query. A broken connection or a protocol violation does fail it.
+func (p *probeTarget) checkRole(ctx context.Context) error {
+	check := p.owner.roles.check
+	if check.Query() == "" {
+		return nil
+	}
+	value, err := p.queryOneValue(ctx, check.Query())
+	if err != nil {
+		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
+			return err
+		}
+		err = fmt.Errorf("lbd: role check %s: %w", check.Name(), err)
+		p.n.roleErr.Store(&err)
+		return nil
+	}
+	r, derr := check.Decode(value)
+	if derr != nil {
+		err := fmt.Errorf("lbd: %w", derr)
+		p.n.roleErr.Store(&err)
+		return nil
+	}
+	p.n.roleErr.Store(nil)
+	p.owner.table.RoleChecked(p.n.tn, r, nil)
+	return nil
+}
+
+// queryOneValue runs query on the probe connection and returns its one value as text: the
+// answer must be exactly one row of one column, and must end.
+func (p *probeTarget) queryOneValue(ctx context.Context, query string) (string, error) {
+	q, ok := p.conn.(driver.QueryerContext)
+	if !ok {
+		return "", fmt.Errorf("lbd: probe connection %T cannot run queries", p.conn)
+	}
+	rows, err := q.QueryContext(ctx, query, nil)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	if cols := rows.Columns(); len(cols) != 1 {
+		return "", fmt.Errorf("answered %d columns, want 1", len(cols))
+	}
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return "", fmt.Errorf("answered no row: %w", err)
+	}
+	var value string
+	switch v := dest[0].(type) {
+	case []byte:
+		value = string(v)
+	case string:
+		value = v
+	case int64:
+		value = strconv.FormatInt(v, 10)
+	case nil:
+		return "", errors.New("answered NULL")
+	default:
+		return "", fmt.Errorf("answered a %T", v)
+	}
+	if err := rows.Next(dest); err != io.EOF {
+		if err == nil {
+			return "", errors.New("answered more than one row, want 1")
+		}
+		return "", fmt.Errorf("answer did not end: %w", err)
+	}
+	return value, rows.Close()
+}
+
+// roleAware reports whether the Connector routes by role: a role check or a target other than
+// any is configured. Without either, a write refused by a read-only server stays what it was
+// in lb-driver, a fatal error of the connection counted against the node.
+func (c *Connector) roleAware() bool {
+	return c.roles.check.Query() != "" || c.roles.target != role.Any
+}
+
+// onNotPrimary handles a statement that w's node refused as not primary (exception.NotPrimary),
+// which means the statement did not run: the node takes the role the refusal names at once,
+// every node's role is checked again now (the new primary may be any of them), and w is
+// retired. Outside a transaction the caller gets driver.ErrBadConn, so database/sql runs the
+// statement again on another connection, whose Connect waits up to FailoverTimeout for a
+// primary. Inside a transaction, whose earlier statements are lost with the session, the
+// caller gets ErrPrimaryChanged wrapping the server's error.
+func (c *Connector) onNotPrimary(w *conn, err error) error {
+	now := nodes.RoleReplica
+	if exception.StandbyTenant(err) {
+		now = nodes.RoleStandby
+	}
+	w.markRetired()
+	c.table.RefusedWrite(w.node.tn, now)
+	c.recheckRoles()
+	if w.inTx.Load() {
+		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, w.node.addr, err)
+	}
+	return driver.ErrBadConn
+}
+
+// recheckRoles asks for an early probe, role check included, of every node, at most once per
+// recheckSpacing however many statements or Connects ask (the prober also folds a trigger into
+// one already pending).
+func (c *Connector) recheckRoles() {
+	now := time.Now().UnixNano()
+	last := c.lastRecheck.Load()
+	if now-last < int64(recheckSpacing) || !c.lastRecheck.CompareAndSwap(last, now) {
+		return
+	}
+	for _, tn := range c.table.Nodes(nil) {
+		c.triggerProbe(tn.Payload())
+	}
+}
