@@ -45,7 +45,11 @@ type Plugin struct {
 	// Rows, Scan) whose SQL is a single SELECT, SHOW, DESC or DESCRIBE that leaves nothing in
 	// the session and reads nothing the session holds: no user variables, locks, INTO,
 	// FOUND_ROWS() or LAST_INSERT_ID(), SQL_CALC_FOUND_ROWS or NEXTVAL(), no second statement,
-	// no DESC ANALYZE and no leading executable comment. Exec and writes are never retried. The retry happens only outside transactions (the statement runs on the
+	// no DESC ANALYZE and no leading executable comment. Exec and writes are never retried,
+	// and neither is a read that failed with a *lbd.ConnectError: the Connector already tried
+	// every proxy, or waited failoverTimeoutMillis for one of its target's roles, and a
+	// statement a switchover refused was already run again by database/sql on a new
+	// connection. The retry happens only outside transactions (the statement runs on the
 	// *sql.DB pool itself, possibly through GORM's prepared-statement cache, not on a *sql.Tx,
 	// a gorm.TxCommitter or a *sql.Conn from db.Connection, whose connection is the failed
 	// one), only while the caller's context is not done, and only once: if the retry fails
@@ -239,7 +243,7 @@ func (h *hooks) afterQuery(db *gorm.DB) {
 		return
 	}
 	var rerun func(*gorm.DB)
-	if h.canRetry(db) {
+	if h.canRetry(db, db.Error) {
 		rerun = db.Callback().Query().Get("gorm:query") // nil if it was removed
 	}
 	if !h.report(db, db.Error, rerun != nil) || rerun == nil {
@@ -263,7 +267,7 @@ func (h *hooks) afterRow(db *gorm.DB) {
 		return
 	}
 	var rerun func(*gorm.DB)
-	if h.canRetry(db) {
+	if h.canRetry(db, err) {
 		rerun = db.Callback().Row().Get("gorm:row") // nil if it was removed
 	}
 	if !h.report(db, err, rerun != nil) || rerun == nil {
@@ -303,12 +307,22 @@ func resetError(db *gorm.DB) {
 }
 
 // canRetry applies RetryReads' conditions other than fatality.
-func (h *hooks) canRetry(db *gorm.DB) bool {
+func (h *hooks) canRetry(db *gorm.DB, err error) bool {
 	return h.retryReads &&
 		!db.DryRun &&
 		db.Statement.Context.Err() == nil &&
 		onPool(db.Statement.ConnPool) &&
+		!connectorGaveUp(err) &&
 		sqlclass.RetryableRead(db.Statement.SQL.String())
+}
+
+// connectorGaveUp reports an error the Connector returns when no connection could be made: it
+// tried every proxy, or waited failoverTimeoutMillis for one its target accepts (a
+// switchover), and database/sql already ran the statement again on a new connection for each
+// statement a switchover refused. A retry would only repeat that wait.
+func connectorGaveUp(err error) bool {
+	var ce *lbd.ConnectError
+	return errors.As(err, &ce)
 }
 
 // onPool reports whether statements on p each take a connection from database/sql's pool, so

@@ -3,12 +3,15 @@ package gormplugin
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/lbd-go/lbd"
 )
 
 // hooked counts AfterFind calls, to check that a retried query still runs GORM's after-query
@@ -291,29 +294,32 @@ func TestCanRetry(t *testing.T) {
 		pool gorm.ConnPool
 		ctx  context.Context
 		sql  string
+		err  error
 		want bool
 	}{
-		{"pool", e.sqlDB, context.Background(), "SELECT 1", true},
-		{"prepared statements over the pool", &gorm.PreparedStmtDB{ConnPool: e.sqlDB}, context.Background(), "SELECT 1", true},
-		{"transaction", tx, context.Background(), "SELECT 1", false},
-		{"prepared statements in a transaction", &gorm.PreparedStmtTX{Tx: tx}, context.Background(), "SELECT 1", false},
-		{"dedicated connection", conn, context.Background(), "SELECT 1", false},
-		{"context done", e.sqlDB, done, "SELECT 1", false},
-		{"not a read", e.sqlDB, context.Background(), "CALL p()", false},
-		{"a read and a write", e.sqlDB, context.Background(), "SELECT 1; DELETE FROM t", false},
-		{"a read of the session", e.sqlDB, context.Background(), "SELECT FOUND_ROWS()", false},
+		{"pool", e.sqlDB, context.Background(), "SELECT 1", nil, true},
+		{"prepared statements over the pool", &gorm.PreparedStmtDB{ConnPool: e.sqlDB}, context.Background(), "SELECT 1", nil, true},
+		{"transaction", tx, context.Background(), "SELECT 1", nil, false},
+		{"prepared statements in a transaction", &gorm.PreparedStmtTX{Tx: tx}, context.Background(), "SELECT 1", nil, false},
+		{"dedicated connection", conn, context.Background(), "SELECT 1", nil, false},
+		{"context done", e.sqlDB, done, "SELECT 1", nil, false},
+		{"not a read", e.sqlDB, context.Background(), "CALL p()", nil, false},
+		{"a read and a write", e.sqlDB, context.Background(), "SELECT 1; DELETE FROM t", nil, false},
+		{"a read of the session", e.sqlDB, context.Background(), "SELECT FOUND_ROWS()", nil, false},
+		{"the Connector gave up already", e.sqlDB, context.Background(), "SELECT 1",
+			fmt.Errorf("x: %w", &lbd.ConnectError{NoTarget: true, Target: lbd.TargetPrimary}), false},
 	}
 	for _, c := range cases {
 		db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: c.pool, Context: c.ctx}}
 		db.Statement.SQL.WriteString(c.sql)
-		if got := h.canRetry(db); got != c.want {
+		if got := h.canRetry(db, c.err); got != c.want {
 			t.Errorf("%s: canRetry = %v, want %v", c.name, got, c.want)
 		}
 	}
 	off := &hooks{}
 	db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: e.sqlDB, Context: context.Background()}}
 	db.Statement.SQL.WriteString("SELECT 1")
-	if off.canRetry(db) {
+	if off.canRetry(db, nil) {
 		t.Error("canRetry without RetryReads")
 	}
 	var _ *sql.Tx = tx
