@@ -37,7 +37,10 @@ func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector
 		}
 		return true
 	})
-	exec := func(ctx context.Context, q string, args ...any) error { _, err := db.ExecContext(ctx, q, args...); return err }
+	exec := func(ctx context.Context, q string, args ...any) error {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	}
 	count := func(ctx context.Context, q string, args ...any) (int, error) {
 		var n int
 		err := db.QueryRowContext(ctx, q, args...).Scan(&n)
