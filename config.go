@@ -99,6 +99,15 @@ type Config struct {
 	// for instance during a switchover (failoverTimeoutMillis, default DefaultFailoverTimeout;
 	// 0 fails at once; option WithFailoverTimeout). The caller's context cuts it shorter.
 	FailoverTimeout time.Duration
+	// ReadWriteSplit sends, in statement mode, the reads a replica may run to replicas and the
+	// primary alike and everything else to the primary (readWriteSplit, default false; option
+	// WithReadWriteSplit). It needs balance=statement and roles (roleCheck, or roles from the
+	// node source). See ReadAfterWrite.
+	ReadWriteSplit bool
+	// ReadAfterWrite is how long after a write a scope's reads go to the primary with
+	// ReadWriteSplit (readAfterWriteMillis, default DefaultReadAfterWrite; 0 turns
+	// read-your-writes off). See ReadYourWrites for scopes.
+	ReadAfterWrite time.Duration
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
 	UnsupportedMethodBehavior string
@@ -178,6 +187,12 @@ func (c *Config) settle() error {
 	}
 	if _, err := c.parseRoleSettings(); err != nil {
 		return err
+	}
+	if c.ReadWriteSplit && c.Balance != BalanceStatement {
+		return errors.New("lbd: readWriteSplit=true needs balance=statement: in connection mode a pooled connection stays on one proxy for many statements, reads and writes alike")
+	}
+	if c.ReadAfterWrite < 0 {
+		return fmt.Errorf("lbd: readAfterWrite is %v; it must not be negative (DSN parameter readAfterWriteMillis, option WithReadAfterWrite)", c.ReadAfterWrite)
 	}
 	if c.Sorter == nil {
 		s, ok := exception.Lookup(c.ExceptionSorter)

@@ -32,6 +32,7 @@ import (
 type Connector struct {
 	cfg   *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
 	roles roleSettings
+	split splitState      // statement mode's read/write split
 	topo  *topologySignal // wakes Connects waiting for a node their target accepts
 	// lastRecheck is when roles were last checked again out of turn (unix nanoseconds).
 	lastRecheck atomic.Int64
@@ -105,6 +106,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	c := &Connector{
 		cfg:   run,
 		roles: roles,
+		split: splitState{on: run.ReadWriteSplit, window: int64(run.ReadAfterWrite)},
 		stop:  make(chan struct{}),
 		ready: make(chan struct{}),
 		topo:  newTopologySignal(),

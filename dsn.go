@@ -73,6 +73,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		StatsInterval:        DefaultStatsInterval,
 		ExceptionSorter:      DefaultExceptionSorter,
 		FailoverTimeout:      DefaultFailoverTimeout,
+		ReadAfterWrite:       DefaultReadAfterWrite,
 	}
 	switch {
 	case emptyAddr && isSource:

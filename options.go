@@ -181,3 +181,21 @@ func WithFailoverTimeout(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithReadWriteSplit turns statement mode's read/write split on or off (readWriteSplit); see
+// Config.ReadWriteSplit.
+func WithReadWriteSplit(on bool) Option {
+	return func(c *Config) error { c.ReadWriteSplit = on; return nil }
+}
+
+// WithReadAfterWrite sets how long a scope's reads go to the primary after its write
+// (readAfterWriteMillis); 0 turns read-your-writes off, a negative d is an error.
+func WithReadAfterWrite(d time.Duration) Option {
+	return func(c *Config) error {
+		if d < 0 {
+			return fmt.Errorf("lbd: WithReadAfterWrite: %v is negative", d)
+		}
+		c.ReadAfterWrite = d
+		return nil
+	}
+}

@@ -122,6 +122,22 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatMillis(c.FailoverTimeout, DefaultFailoverTimeout) },
 	},
 	{
+		name:   "readWriteSplit",
+		parse:  func(c *Config, v string) error { return parseBool(v, &c.ReadWriteSplit) },
+		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.ReadWriteSplit), c.ReadWriteSplit },
+	},
+	{
+		name: "readAfterWriteMillis",
+		parse: func(c *Config, v string) error {
+			if v == "0" {
+				c.ReadAfterWrite = 0
+				return nil
+			}
+			return parseMillis(v, &c.ReadAfterWrite)
+		},
+		format: func(c *Config) (string, bool) { return formatMillis(c.ReadAfterWrite, DefaultReadAfterWrite) },
+	},
+	{
 		// lb-driver uses it to choose what unsupported JDBC methods do; database/sql has no such
 		// methods, so lbd accepts the known values and ignores them.
 		name: "unsupportedMethodBehavior",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
@@ -35,6 +36,7 @@ type logicalConn struct {
 	apiTx    bool  // a transaction begun by BeginTx is open
 	produced bool  // the last statement's result may be read by the next one
 	closed   bool
+	want     role.Target    // the target of the statement being bound (see route)
 	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
@@ -51,10 +53,18 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 	if l.closed {
 		return nil, driver.ErrBadConn
 	}
+	if l.pinned() {
+		l.want = writeTarget // with the split, a pinned logical connection stays on the primary
+	}
 	if l.phys != nil {
-		if l.claimed {
+		if l.claimed && (l.pinned() || l.fits(l.phys)) {
 			l.c.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
+		}
+		if l.claimed { // unpinned, on a node of another role than this statement needs
+			p := l.phys
+			l.phys, l.claimed, l.produced = nil, false, false
+			l.c.giveBack(p)
 		}
 		if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
@@ -69,7 +79,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 			l.c.parkFree(p)
 		}
 	}
-	p, err := l.c.borrow(ctx)
+	p, err := l.c.borrow(ctx, l.want)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +214,7 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 // BeginTx implements driver.ConnBeginTx; the transaction pins the physical connection until it
 // ends.
 func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	l.want = l.c.txTarget(ctx, opts)
 	p, err := l.bind(ctx, 0) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
@@ -214,12 +225,14 @@ func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	}
 	l.apiTx = true
 	l.produced = false
-	return &logicalTx{l: l, tx: tx}, nil
+	return &logicalTx{l: l, tx: tx, ctx: ctx, write: !opts.ReadOnly}, nil
 }
 
 // ExecContext implements driver.ExecerContext.
 func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	eff := sqlclass.Classify(query)
+	var write bool
+	l.want, write = l.c.route(ctx, query)
 	p, err := l.bind(ctx, eff)
 	if err != nil {
 		return nil, err
@@ -227,6 +240,9 @@ func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driv
 	res, err := p.ExecContext(ctx, query, args)
 	if err != driver.ErrSkip { // database/sql prepares the statement and runs it as such
 		l.after(eff, err)
+		if write {
+			l.c.noteWrite(ctx)
+		}
 	}
 	return res, err
 }
@@ -234,6 +250,8 @@ func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driv
 // QueryContext implements driver.QueryerContext.
 func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	eff := sqlclass.Classify(query)
+	var write bool
+	l.want, write = l.c.route(ctx, query)
 	p, err := l.bind(ctx, eff)
 	if err != nil {
 		return nil, err
@@ -241,6 +259,9 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 	rows, err := p.QueryContext(ctx, query, args)
 	if err != driver.ErrSkip {
 		l.after(eff, err)
+		if write {
+			l.c.noteWrite(ctx)
+		}
 	}
 	return rows, err
 }
@@ -253,6 +274,7 @@ const keepsResult = sqlclass.ReadsResult
 
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
+	l.want, _ = l.c.route(ctx, "SELECT 1")
 	p, err := l.bind(ctx, keepsResult)
 	if err != nil {
 		return err
@@ -273,6 +295,7 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
+	l.want, _ = l.c.route(context.Background(), "") // what the caller does with it is unknown: the primary
 	p, err := l.bind(context.Background(), 0)
 	if err != nil {
 		return nil
@@ -283,11 +306,19 @@ func (l *logicalConn) Raw() driver.Conn {
 
 // logicalTx ends the BeginTx pin when the transaction ends.
 type logicalTx struct {
-	l  *logicalConn
-	tx driver.Tx
+	l     *logicalConn
+	tx    driver.Tx
+	ctx   context.Context // BeginTx's: its read-your-writes scope
+	write bool            // not read-only: its commit starts the scope's read-your-writes window
 }
 
-func (t *logicalTx) Commit() error { return t.end(t.tx.Commit()) }
+func (t *logicalTx) Commit() error {
+	err := t.tx.Commit()
+	if err == nil && t.write {
+		t.l.c.noteWrite(t.ctx)
+	}
+	return t.end(err)
+}
 
 func (t *logicalTx) Rollback() error { return t.end(t.tx.Rollback()) }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/role"
 )
 
 // statementMode is what statement mode adds to a Connector: the count of logical connections
@@ -51,11 +52,11 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 // borrow claims a physical connection for a logical one: an idle one on the up node with the
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; giveBack or park returns it.
-func (c *Connector) borrow(ctx context.Context) (*conn, error) {
+func (c *Connector) borrow(ctx context.Context, target role.Target) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	first := c.table.PickInUse(nil)
+	first := c.table.PickInUseFor(target, nil)
 	if first != nil {
 		if p := c.takeFree(ctx, first.Payload()); p != nil {
 			return p, nil
@@ -66,7 +67,7 @@ func (c *Connector) borrow(ctx context.Context) (*conn, error) {
 			first = nil
 			return n
 		}
-		return c.table.PickInUse(tried)
+		return c.table.PickInUseFor(target, tried)
 	}
 	p, err := c.tryNodes(ctx, next, func(n *node) (*conn, error) {
 		if p := c.takeFree(ctx, n); p != nil {

@@ -110,6 +110,8 @@ type logicalStmt struct {
 	numInput int
 	proto    fullStmt // the first physical copy, for go-sql-driver's connection-free conversions
 	closed   bool
+	query    string
+	write    bool // the current execution counts as a write (see route)
 }
 
 var _ fullStmt = (*logicalStmt)(nil)
@@ -118,6 +120,7 @@ var _ fullStmt = (*logicalStmt)(nil)
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
 func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	eff := sqlclass.Classify(query)
+	l.want, _ = l.c.route(ctx, query)
 	p, err := l.bind(ctx, eff|keepsResult)
 	if err != nil {
 		return nil, err
@@ -128,7 +131,7 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 		l.c.stmt.prepared.unref(q)
 		return nil, err
 	}
-	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st}
+	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st, query: query}
 	l.stmts = append(l.stmts, ls)
 	return ls, nil
 }
@@ -138,6 +141,7 @@ func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
+	s.l.want, s.write = s.l.c.route(ctx, s.query)
 	p, err := s.l.bind(ctx, s.eff)
 	if err != nil {
 		return nil, err
@@ -152,6 +156,9 @@ func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	}
 	res, err := st.ExecContext(ctx, args)
 	s.l.after(s.eff, err)
+	if s.write {
+		s.l.c.noteWrite(ctx)
+	}
 	return res, err
 }
 
@@ -162,6 +169,9 @@ func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	}
 	rows, err := st.QueryContext(ctx, args)
 	s.l.after(s.eff, err)
+	if s.write {
+		s.l.c.noteWrite(ctx)
+	}
 	return rows, err
 }
 

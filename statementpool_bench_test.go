@@ -28,7 +28,7 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 		}
 	})
 	b.Run("liveness-check", func(b *testing.B) { // go-sql-driver's, part of bind+release
-		p, err := c.borrow(ctx)
+		p, err := c.borrow(ctx, c.roles.target)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 	b.Run("bind+release", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			p, err := c.borrow(ctx)
+			p, err := c.borrow(ctx, c.roles.target)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -231,7 +231,7 @@ func (p *probeTarget) queryOneValue(ctx context.Context, query string) (string, 
 // any is configured. Without either, a write refused by a read-only server stays what it was
 // in lb-driver, a fatal error of the connection counted against the node.
 func (c *Connector) roleAware() bool {
-	return c.roles.check.Query() != "" || c.roles.target != role.Any
+	return c.roles.check.Query() != "" || c.roles.target != role.Any || c.split.on
 }
 
 // onNotPrimary handles a statement that w's node refused as not primary (exception.NotPrimary),

@@ -2,6 +2,7 @@ package nodetable
 
 import (
 	"github.com/lbd-go/lbd/internal/pick"
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -22,21 +23,32 @@ import (
 // Pick charges one open connection to the up node with the fewest open connections that is not
 // in skip and whose role Config.Target accepts, and returns it, or nil when there is none.
 // Equal counts take turns.
-func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(t.byOpen[:], skip, true) }
+func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(t.byOpen[:], t.tiers, skip, true) }
 
 // PickInUse claims one in-use connection on the up node with the fewest connections in use that
 // is not in skip and whose role Config.Target accepts, and returns it, or nil when there is
 // none. Equal counts take turns. The claim is given back with Unclaim.
-func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] { return t.pickIn(t.byInUse[:], skip, false) }
+func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] {
+	return t.pickIn(t.byInUse[:], t.tiers, skip, false)
+}
+
+// PickInUseFor is PickInUse for target instead of Config.Target: statement mode's read/write
+// split picks reads and writes for different roles.
+func (t *Table[P]) PickInUseFor(target role.Target, skip []*Node[P]) *Node[P] {
+	var tiers [2]role.Set
+	tiers[0], tiers[1] = target.Tiers()
+	return t.pickIn(t.byInUse[:], tiers, skip, false)
+}
 
 // pickIn picks from the indexes of the target's first tier of roles, or of its second when the
 // first has no node: the least-loaded entry over at most three indexes, so O(1) in the number
 // of nodes.
-func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], skip []*Node[P], open bool) *Node[P] {
+func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip []*Node[P], open bool) *Node[P] {
 	t.mu.Lock()
 	var e *pick.Entry[*Node[P]]
 	var x *pick.Index[*Node[P]]
-	for _, tier := range t.tiers {
+	xr := 0 // the role of x
+	for _, tier := range tiers {
 		for r := range byRole {
 			if !tier.Has(nodes.Role(r)) {
 				continue
@@ -45,8 +57,15 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], skip []*Node[P], open b
 			for c != nil && contains(skip, c.Value) {
 				c = byRole[r].Next(c)
 			}
-			if c != nil && (e == nil || c.Count() < e.Count()) {
-				e, x = c, &byRole[r]
+			if c == nil {
+				continue
+			}
+			// Between roles at the same count, the role with the fewest picks per node so far
+			// goes next, so that ties are shared by node, not by role: one primary next to
+			// three replicas gets a quarter of them, as within one index.
+			if e == nil || c.Count() < e.Count() ||
+				c.Count() == e.Count() && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
+				e, x, xr = c, &byRole[r], r
 			}
 		}
 		if e != nil {
@@ -57,6 +76,7 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], skip []*Node[P], open b
 		t.mu.Unlock()
 		return nil
 	}
+	t.turns[xr]++
 	x.Adjust(e, +1)
 	if open {
 		t.total.Add(1)

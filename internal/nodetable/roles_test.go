@@ -205,3 +205,40 @@ func TestUpNodesCountsEveryRole(t *testing.T) {
 		t.Fatalf("UpNodes %d after a:1 recovered, want 2", h.tab.UpNodes())
 	}
 }
+
+// Statement mode's split picks reads and writes for different targets from one table.
+func TestPickInUseForTarget(t *testing.T) {
+	h := withRoles(t, role.Any, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica), node("r:2", nodes.RoleReplica))
+	for range 3 {
+		if n := h.tab.PickInUseFor(role.PrimaryOnly, nil); n == nil || n.Addr() != "p:1" {
+			t.Fatalf("write pick = %v, want p:1", n)
+		}
+	}
+	got := map[string]int{}
+	for range 6 {
+		n := h.tab.PickInUseFor(role.Any, nil)
+		got[n.Addr()]++
+	}
+	// p:1 holds three claims, so the six reads fill the replicas to three each first.
+	if got["r:1"] != 3 || got["r:2"] != 3 || got["p:1"] != 0 {
+		t.Fatalf("read picks %v, want three on each replica while the primary holds three writes", got)
+	}
+}
+
+// Ties between nodes of different roles are shared by node: with every count equal, one
+// primary and three replicas take a quarter of the picks each.
+func TestTiesAcrossRolesAreSharedByNode(t *testing.T) {
+	h := withRoles(t, role.Any, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica),
+		node("r:2", nodes.RoleReplica), node("r:3", nodes.RoleReplica))
+	got := map[string]int{}
+	for range 400 {
+		n := h.tab.PickInUseFor(role.Any, nil)
+		got[n.Addr()]++
+		h.tab.Unclaim(n)
+	}
+	for _, a := range []string{"p:1", "r:1", "r:2", "r:3"} {
+		if got[a] < 99 || got[a] > 101 {
+			t.Fatalf("tied picks %v, want 100 each", got)
+		}
+	}
+}

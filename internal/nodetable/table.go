@@ -80,8 +80,9 @@ type Table[P any] struct {
 	// standby role's are always empty.
 	byOpen  [nodes.NumRoles]pick.Index[*Node[P]]
 	byInUse [nodes.NumRoles]pick.Index[*Node[P]]
-	active  int         // nodes in the byOpen indexes
-	tiers   [2]role.Set // Config.Target's tiers
+	active  int                    // nodes in the byOpen indexes
+	turns   [nodes.NumRoles]uint64 // picks per role, for sharing ties between roles (pickIn)
+	tiers   [2]role.Set            // Config.Target's tiers
 	// desired is the node list last asked for while part of it could not be applied (a
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string

@@ -1,0 +1,109 @@
+package clustertest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// delayReplica makes the pair's replica apply every transaction delay after the primary
+// committed it (MASTER_DELAY), until the test ends.
+func delayReplica(t *testing.T, rAdmin *sql.DB, delay time.Duration) {
+	t.Helper()
+	set := func(d time.Duration) error {
+		for _, q := range []string{"STOP SLAVE", fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY = %d", int(d.Seconds())), "START SLAVE"} {
+			if _, err := rAdmin.Exec(q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
+	if err := set(delay); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := set(0); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// splitOverPair opens a Connector with the read/write split over the pair's primary and
+// replica.
+func splitOverPair(t *testing.T, params string) *sql.DB {
+	t.Helper()
+	pCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"))
+	rCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&%s",
+		pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, params)
+	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	waitFor(t, 5*time.Second, "the role checks", func() bool {
+		p, _ := c.Stats().Node(pCfg.Addr)
+		r, _ := c.Stats().Node(rCfg.Addr)
+		return p.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
+	})
+	return db
+}
+
+// staleReads writes a row and reads it back at once, tries times, and counts the reads that
+// did not see their write.
+func staleReads(t *testing.T, db *sql.DB, table string, tries int) int {
+	t.Helper()
+	ctx := context.Background()
+	stale := 0
+	for i := range tries {
+		id := time.Now().UnixNano() + int64(i)
+		if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?)", id); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE id = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			stale++
+		}
+	}
+	return stale
+}
+
+// On the real pair with the replica 1 s behind: without read-your-writes a read right after its
+// write sometimes misses it (it ran on the replica); with readAfterWriteMillis above the delay
+// it never does.
+func TestReadYourWritesOnADelayedReplica(t *testing.T) {
+	primary, replica := mariaDBPair(t)
+	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	table := fmt.Sprintf("lbd_delay_%d", os.Getpid())
+	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
+	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+		_, err := replica.Exec("SELECT 1 FROM " + table)
+		return err == nil
+	})
+	delayReplica(t, rAdmin, time.Second)
+
+	off := staleReads(t, splitOverPair(t, "readAfterWriteMillis=0"), table, 20)
+	on := staleReads(t, splitOverPair(t, "readAfterWriteMillis=2000"), table, 20)
+	t.Logf("stale reads out of 20 with the replica 1 s behind: %d without read-your-writes, %d with a 2 s window", off, on)
+	if off == 0 {
+		t.Error("no read missed its write without read-your-writes: the test cannot tell the window works")
+	}
+	if on != 0 {
+		t.Errorf("%d reads missed their write inside the read-your-writes window", on)
+	}
+}

@@ -1,0 +1,184 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// splitCluster is an lbdtest cluster of one primary and three read-only replicas behind a
+// Connector in statement mode with the read/write split, roles checked the MySQL way.
+func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector, func(context.Context, string, ...any) error, func(context.Context, string, ...any) (int, error)) {
+	t.Helper()
+	cl := lbdtest.NewCluster(t, 4)
+	for _, p := range cl.Proxies()[1:] {
+		p.SetRole(lbdtest.Replica)
+	}
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&"+params,
+		fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	waitFor(t, 5*time.Second, "the role checks", func() bool {
+		for i, p := range cl.Proxies() {
+			ns, _ := c.Stats().Node(p.Addr())
+			if want := map[bool]nodes.Role{true: nodes.RolePrimary, false: nodes.RoleReplica}[i == 0]; ns.Role != want {
+				return false
+			}
+		}
+		return true
+	})
+	exec := func(ctx context.Context, q string, args ...any) error {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	}
+	count := func(ctx context.Context, q string, args ...any) (int, error) {
+		var n int
+		err := db.QueryRowContext(ctx, q, args...).Scan(&n)
+		return n, err
+	}
+	return cl, c, exec, count
+}
+
+// countQueries counts, per proxy of cl, the recorded statements that start with prefix.
+func countQueries(cl *lbdtest.Cluster, prefix string) []int {
+	out := make([]int, len(cl.Proxies()))
+	for i, p := range cl.Proxies() {
+		for _, q := range p.Queries() {
+			if strings.HasPrefix(q, prefix) {
+				out[i]++
+			}
+		}
+	}
+	return out
+}
+
+// cv is the coefficient of variation of xs.
+func cv(xs []int) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += float64(x)
+	}
+	mean := sum / float64(len(xs))
+	var sq float64
+	for _, x := range xs {
+		sq += (float64(x) - mean) * (float64(x) - mean)
+	}
+	return math.Sqrt(sq/float64(len(xs))) / mean
+}
+
+// A 16-worker workload of 80 % reads: the reads spread evenly over the replicas (and the
+// primary), and not one write reaches a replica.
+func TestReadWriteSplitSpreadsReadsAndKeepsWritesOnThePrimary(t *testing.T) {
+	cl, c, exec, count := splitCluster(t, "readAfterWriteMillis=0")
+	table := fmt.Sprintf("lbd_split_%d", os.Getpid())
+	ctx := context.Background()
+	if err := exec(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec(ctx, "DROP TABLE IF EXISTS "+table) })
+	const workers, perWorker = 16, 500 // 8 000 statements: every proxy's query log keeps them all
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				var err error
+				if i%5 == 4 {
+					err = exec(ctx, "INSERT INTO "+table+" VALUES (?)", w*perWorker+i)
+				} else {
+					_, err = count(ctx, "SELECT COUNT(*) FROM "+table+" WHERE id < ?", i)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a statement failed: %v", err)
+	}
+	reads := countQueries(cl, "SELECT COUNT(*) FROM "+table)
+	writes := countQueries(cl, "INSERT INTO "+table)
+	for i, p := range cl.Proxies()[1:] {
+		if writes[i+1] != 0 || p.Refused() != 0 {
+			t.Errorf("replica %s saw %d writes (%d refused)", p.Addr(), writes[i+1], p.Refused())
+		}
+	}
+	if writes[0] != workers*perWorker/5 {
+		t.Errorf("the primary saw %d writes, want %d", writes[0], workers*perWorker/5)
+	}
+	total := 0
+	for _, r := range reads {
+		total += r
+	}
+	if total != workers*perWorker*4/5 {
+		t.Errorf("%d reads counted at the proxies, want %d", total, workers*perWorker*4/5)
+	}
+	replicaCV := cv(reads[1:])
+	t.Logf("reads per proxy (primary first) %v, CV over the replicas %.1f %%; writes %v", reads, 100*replicaCV, writes)
+	if replicaCV > 0.05 {
+		t.Errorf("reads over the replicas %v: CV %.1f %%, want at most 5 %%", reads[1:], 100*replicaCV)
+	}
+	if st := c.Stats(); st.Balance != lbd.BalanceStatement {
+		t.Errorf("balance %v", st.Balance)
+	}
+}
+
+// A read right after a write in the same scope goes to the primary; in another scope, or once
+// the window has passed, it may go to a replica.
+func TestReadYourWritesByTime(t *testing.T) {
+	cl, _, exec, count := splitCluster(t, "readAfterWriteMillis=60000")
+	table := fmt.Sprintf("lbd_ryw_%d", os.Getpid())
+	ctx := context.Background()
+	if err := exec(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec(ctx, "DROP TABLE IF EXISTS "+table) })
+	scoped := lbd.ReadYourWrites(ctx)
+	other := lbd.ReadYourWrites(ctx)
+	if err := exec(scoped, "INSERT INTO "+table+" VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := count(scoped, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE id > %d /* mine */", table, i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := count(other, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE id > %d /* theirs */", table, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, theirs := countQueries(cl, "SELECT COUNT(*) FROM "+table), []int{0, 0, 0, 0}
+	for i, p := range cl.Proxies() {
+		mine[i], theirs[i] = 0, 0
+		for _, q := range p.Queries() {
+			switch {
+			case strings.HasSuffix(q, "/* mine */"):
+				mine[i]++
+			case strings.HasSuffix(q, "/* theirs */"):
+				theirs[i]++
+			}
+		}
+	}
+	t.Logf("reads after the scope's write, per proxy (primary first): %v; another scope's: %v", mine, theirs)
+	if mine[0] != 40 {
+		t.Errorf("%d of the scope's 40 reads went to the primary, want all", mine[0])
+	}
+	if theirs[1]+theirs[2]+theirs[3] == 0 {
+		t.Error("another scope's reads all went to the primary: its scope has written nothing")
+	}
+}

@@ -1,0 +1,107 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/internal/sqlclass"
+)
+
+// Read/write splitting (readWriteSplit=true, statement mode): each statement binds a physical
+// connection on a node of the role it needs. Reads that a replica may run (sqlclass.ReplicaRead:
+// one SELECT without locks, session effects or a second statement) go to the least busy node
+// that is not a standby, replicas and primary alike, as Taobao's UMP balanced reads over both;
+// everything else goes to a primary: writes, locking reads, anything the classifier cannot prove
+// read-only, everything inside a transaction and everything on a pinned logical connection.
+//
+// Read-your-writes by time: after a statement went to the primary in a scope, that scope's
+// reads go to the primary too for ReadAfterWrite (readAfterWriteMillis, default 300 ms, UMP's
+// figure), so a caller never misses what it just wrote while the replicas catch up. The scope
+// is the whole Connector by default, or the context ReadYourWrites returns, so that one HTTP
+// request or job gets its own guarantee without sending every caller's reads to the primary.
+
+// DefaultReadAfterWrite is how long a scope's reads go to the primary after its write
+// (readAfterWriteMillis): 300 ms, the window Taobao's UMP proxy used, well above the
+// replication delay of a healthy semi-synchronous MySQL or MariaDB replica.
+const DefaultReadAfterWrite = 300 * time.Millisecond
+
+// splitState is a Connector's read/write split.
+type splitState struct {
+	on        bool
+	window    int64         // ReadAfterWrite, nanoseconds; 0: no read-your-writes
+	lastWrite atomic.Int64  // the Connector-wide scope's latest write, unix nanoseconds
+	rywReads  atomic.Uint64 // reads sent to the primary by read-your-writes
+}
+
+// writeTarget is where writes go; readTarget where replica reads go.
+const (
+	writeTarget = role.PrimaryOnly
+	readTarget  = role.Any
+)
+
+// rywScope is one read-your-writes scope.
+type rywScope struct{ lastWrite atomic.Int64 }
+
+type rywKey struct{}
+
+// ReadYourWrites returns a context whose statements form a read-your-writes scope of their own
+// (with readWriteSplit): after a write made with it, or with a context derived from it, reads
+// made with it go to the primary for readAfterWriteMillis; other callers' reads are not
+// affected. Without such a scope the whole Connector is one. A scope costs one small
+// allocation; it is meant per request, job or user, not per statement.
+func ReadYourWrites(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rywKey{}, &rywScope{})
+}
+
+// lastWriteOf returns where the scope of ctx keeps its latest write.
+func (c *Connector) lastWriteOf(ctx context.Context) *atomic.Int64 {
+	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
+		return &s.lastWrite
+	}
+	return &c.split.lastWrite
+}
+
+// route returns the target a statement with text query binds for, and whether it counts as a
+// write (it starts its scope's read-your-writes window once it ran). Without the split every
+// statement has the Connector's target and nothing counts.
+func (c *Connector) route(ctx context.Context, query string) (target role.Target, write bool) {
+	if !c.split.on {
+		return c.roles.target, false
+	}
+	if !sqlclass.ReplicaRead(query) {
+		return writeTarget, true
+	}
+	if w := c.split.window; w > 0 && c.cfg.clock.Now().UnixNano()-c.lastWriteOf(ctx).Load() < w {
+		c.split.rywReads.Add(1)
+		return writeTarget, false
+	}
+	return readTarget, false
+}
+
+// noteWrite starts the read-your-writes window of ctx's scope.
+func (c *Connector) noteWrite(ctx context.Context) {
+	if c.split.on && c.split.window > 0 {
+		c.lastWriteOf(ctx).Store(c.cfg.clock.Now().UnixNano())
+	}
+}
+
+// fits reports whether the bound physical connection p serves the logical connection's current
+// target: always without the split.
+func (l *logicalConn) fits(p *conn) bool {
+	return !l.c.split.on || l.want.Accepts(l.c.table.Role(p.node.tn))
+}
+
+// txTarget is where a transaction goes: a read-only one (BeginTx with ReadOnly) may run on a
+// replica, as the application asked; any other on the primary.
+func (c *Connector) txTarget(ctx context.Context, opts driver.TxOptions) role.Target {
+	if !c.split.on {
+		return c.roles.target
+	}
+	if opts.ReadOnly {
+		return readTarget
+	}
+	return writeTarget
+}
