@@ -43,13 +43,15 @@ const (
 	CauseFatal
 	// CauseNodeList: the node list changed (a node removed, listed again, or drained away).
 	CauseNodeList
+	// CausePanic: a panic-mode dial succeeded while no node was up (see PanicDialed).
+	CausePanic
 
 	// NumCauses is how many causes there are; counters indexed by Cause have this length.
 	NumCauses int = iota
 )
 
 // String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
-// "node_list".
+// "node_list", "panic".
 func (c Cause) String() string {
 	switch c {
 	case CauseProbe:
@@ -60,6 +62,8 @@ func (c Cause) String() string {
 		return "fatal"
 	case CauseNodeList:
 		return "node_list"
+	case CausePanic:
+		return "panic"
 	}
 	return "unknown"
 }

@@ -25,8 +25,12 @@ type harness struct {
 	now   time.Time
 }
 
-// probeInterval is the probe interval the harness's tables are configured with.
-const probeInterval = 5 * time.Second
+// probeInterval is the probe interval the harness's tables are configured with, and
+// panicSpacing their spacing of panic-mode dials.
+const (
+	probeInterval = 5 * time.Second
+	panicSpacing  = 100 * time.Millisecond
+)
 
 // tick moves the harness's clock one probe interval on and returns it: the time of the next
 // scheduled probe.
@@ -42,6 +46,7 @@ func newHarness(t *testing.T, recover, threshold int, window time.Duration) *har
 	h := &harness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tab, err := New(Config[*payload]{
 		RecoverCount: recover, FatalThreshold: threshold, FatalWindow: window, ProbeInterval: probeInterval,
+		PanicSpacing: panicSpacing,
 		OnTransition: func(x Transition[*payload]) {
 			// The mutex is released by now: calling the table must not deadlock.
 			_ = h.tab.State(x.Node)
