@@ -45,6 +45,8 @@ type Connector struct {
 	stmt        statementMode // statement mode's logical connections and prepared statements
 	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
 
+	trq transitionQueue // state changes on their way to transitionLoop
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -98,6 +100,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		cfg:   run,
 		stop:  make(chan struct{}),
 		ready: make(chan struct{}),
+		trq:   transitionQueue{wake: make(chan struct{}, 1)},
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
 		RecoverCount:   run.RecoverCheckCount,
@@ -105,7 +108,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalWindow:    run.FatalErrorWindow,
 		ProbeInterval:  run.CheckHealthInterval,
 		Rand:           run.randN,
-		OnTransition:   c.onTransition,
+		PanicSpacing:   panicSpacing(run.CheckHealthInterval),
+		OnTransition:   c.queueTransition,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)
@@ -200,36 +204,52 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
-// moving on to the next best when a dial fails.
+// moving on to the next best when a dial fails, and in panic mode when none is up.
 func (c *Connector) connectPhysical(ctx context.Context) (*conn, error) {
-	return c.tryNodes(ctx, c.table.Pick, func(n *node) (*conn, error) { return c.connectNode(ctx, n) })
+	return c.tryNodes(ctx, c.table.Pick, c.table.PanicPick, func(n *node, panicDial bool) (*conn, error) {
+		return c.connectNode(ctx, n, panicDial)
+	})
 }
 
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.
-// It applies Connect's error rules.
-func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode, use func(*node) (*conn, error)) (*conn, error) {
+// When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
+// (panic mode: none is up). It applies Connect's error rules.
+func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode,
+	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *node, panicDial bool) (*conn, error)) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
 	var triedBuf [4]*tableNode
 	tried := triedBuf[:0]
 	var failures []*NodeError
+	upTried, panics := 0, 0
 	for {
-		tn := next(tried)
+		tn, panicDial := next(tried), false
+		if tn == nil && panics < panicDialsPerConnect {
+			tn, panicDial = panicNext(tried, c.cfg.clock.Now()), true
+			panics++
+		}
 		if tn == nil {
 			break
 		}
 		tried = append(tried, tn)
 		n := tn.Payload()
-		cn, err := use(n)
+		cn, err := use(n, panicDial)
+		state := StateUp
+		if panicDial {
+			c.table.PanicDialed(tn, err)
+			state = StateDown
+		} else {
+			upTried++
+		}
 		if err == nil {
 			return cn, nil
 		}
 		if exception.SameOnEveryNode(err) {
 			return nil, err
 		}
-		failures = append(failures, &NodeError{Addr: n.addr, State: StateUp, Err: err})
+		failures = append(failures, &NodeError{Addr: n.addr, State: state, Err: err})
 		if callerGaveUp(ctx) {
 			cause := ctx.Err()
 			if cause == nil {
@@ -241,12 +261,12 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 			return nil, ErrClosed
 		}
 	}
-	return nil, c.connectError(failures)
+	return nil, c.connectError(failures, upTried == 0)
 }
 
 // connectError builds the all-failed error: the nodes tried, then every other node with its
-// last failure.
-func (c *Connector) connectError(tried []*NodeError) error {
+// last failure. allDown says that no node was up to try.
+func (c *Connector) connectError(tried []*NodeError, allDown bool) error {
 	seen := make(map[string]bool, len(tried))
 	for _, t := range tried {
 		seen[t.Addr] = true
@@ -256,13 +276,14 @@ func (c *Connector) connectError(tried []*NodeError) error {
 			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Err: v.LastErr})
 		}
 	}
-	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}
+	return &ConnectError{AllDown: allDown, Nodes: tried}
 }
 
 // connectNode makes one physical connection to n, whose count the pick already raised. The
 // dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
-// cut short when the Connector closes.
-func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
+// cut short when the Connector closes. A panic-mode dial (panicDial) that succeeds brings its
+// node up before the connection is adopted, so the connection is not retired at once.
+func (c *Connector) connectNode(ctx context.Context, n *node, panicDial bool) (*conn, error) {
 	t := &dialTicket{node: n, table: c.table}
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
@@ -274,6 +295,9 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	dc, err := safeConnect(dctx, n.connector, t)
 	if err == nil {
 		if mc, ok := dc.(fullConn); ok {
+			if panicDial {
+				c.table.PanicDialed(n.tn, nil)
+			}
 			return c.adopt(n, mc, t.conn), nil
 		}
 		dc.Close()
@@ -346,7 +370,7 @@ func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
 	c.table.Dialed(n.tn, nil)
-	if c.table.State(n.tn) != nodetable.Up {
+	if !c.table.IsUp(n.tn) {
 		w.markRetired()
 	}
 	return w

@@ -123,11 +123,6 @@ type Node[P any] struct {
 	byOpen       pick.Entry[*Node[P]] // open physical connections, dials in flight included
 	byInUse      pick.Entry[*Node[P]] // physical connections in use (statement mode)
 	state        State
-	stateNow     atomic.Int32 // state, for IsUp without the mutex; written with it held
-	downAt       int          // index in Table.downs while down
-	failSeq      uint64       // Table.failSeq of the latest failure held against the node; 0 before any
-	panicBusy    bool         // a panic-mode dial of the node is in flight
-	panicAt      time.Time    // when the latest panic-mode dial of the node started
 	dialFailures int         // consecutive failed dials
 	goodProbes   int         // consecutive good probes counted since the last failure or markdown
 	lastGood     time.Time   // when the latest counted good probe ended
@@ -136,6 +131,13 @@ type Node[P any] struct {
 	lastErr      error       // the latest failure held against the node
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int
+
+	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow (written with it held).
+	stateNow  atomic.Int32 // state, for IsUp without the mutex
+	downAt    int          // index in Table.downs while down
+	failSeq   uint64       // Table.failSeq of the latest failure held against the node; 0 before any
+	panicBusy bool         // a panic-mode dial of the node is in flight
+	panicAt   time.Time    // when the latest panic-mode dial of the node started
 
 	// Cumulative counters, read without the mutex.
 	dials, dialsFailed   atomic.Uint64

@@ -1,0 +1,88 @@
+package lbd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+)
+
+// gatedLog is a slog handler that holds every "lbd: node state changed" record until open is
+// called: a slow log handler, as an application's may be.
+type gatedLog struct {
+	gate chan struct{}
+	once sync.Once
+	held chan struct{} // closed when the first record is held
+	hold sync.Once
+}
+
+func newGatedLog() *gatedLog {
+	return &gatedLog{gate: make(chan struct{}), held: make(chan struct{})}
+}
+
+func (g *gatedLog) open() { g.once.Do(func() { close(g.gate) }) }
+
+func (g *gatedLog) Enabled(context.Context, slog.Level) bool { return true }
+func (g *gatedLog) WithAttrs([]slog.Attr) slog.Handler       { return g }
+func (g *gatedLog) WithGroup(string) slog.Handler            { return g }
+func (g *gatedLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "lbd: node state changed" {
+		g.hold.Do(func() { close(g.held) })
+		<-g.gate
+	}
+	return nil
+}
+
+// TestNoConnectionOfADownNodeIsHandedOut reproduces the window between a node shown down and
+// its connections retired: the node's idle pooled connections are dead (the proxy closed
+// them), the table marks the node down, and the transition's handler is stuck in a slow log
+// handler. Without go-sql-driver's liveness check, a checkout of one of those connections
+// would fail the statement with "invalid connection"; it must get a connection of the other
+// node instead.
+func TestNoConnectionOfADownNodeIsHandedOut(t *testing.T) {
+	srvs := startFakes(t, 2, mysqlfake.Config{})
+	logs := newGatedLog()
+	db, c := openFakeDB(t, srvs, "checkConnLiveness=false", append(quiet(), WithLogger(slog.New(logs)))...)
+	t.Cleanup(logs.open) // before db.Close, which waits for the handler
+	db.SetMaxIdleConns(4)
+	held := holdConns(t, db, 4) // a, b, a, b (firstListed)
+	// Return b's connections first, a's last: database/sql hands out the most recent first.
+	for _, i := range []int{1, 3, 0, 2} {
+		held[i].Close()
+	}
+	a, b := srvs[0], srvs[1]
+	if got := c.Stats().Open(); got != 4 {
+		t.Fatalf("%d open connections, want 4 idle ones", got)
+	}
+	a.Close() // a's pooled connections are dead now
+
+	tn := c.table.Nodes(nil)[0]
+	if tn.Addr() != a.Addr() {
+		t.Fatalf("first node %s, want %s", tn.Addr(), a.Addr())
+	}
+	// As the prober reports it; on its own goroutine, since a handler run on the reporting
+	// goroutine would be stuck in the log.
+	go c.table.Probed(tn, c.cfg.clock.Now(), errors.New("connection refused"), 0)
+	waitFor(t, 5*time.Second, "the node to show down in Stats", func() bool {
+		s, _ := nodeState(c, a.Addr())
+		return s == StateDown
+	})
+	select {
+	case <-logs.held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transition was never logged")
+	}
+	before := b.Commands()
+	for i := range 4 {
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			t.Fatalf("statement %d after the node showed down: %v (a connection of the down node was handed out)", i, err)
+		}
+	}
+	if got := b.Commands() - before; got < 4 {
+		t.Fatalf("the other node ran %d commands, want at least the 4 statements", got)
+	}
+}
