@@ -86,3 +86,55 @@ func TestNoConnectionOfADownNodeIsHandedOut(t *testing.T) {
 		t.Fatalf("the other node ran %d commands, want at least the 4 statements", got)
 	}
 }
+
+// TestTransitionHandlingDoesNotHoldTheStatement: a statement's fatal error takes its node down;
+// the transition's handling (log line, retiring) is stuck in a slow log handler, and the
+// statement still returns to its caller, since that handling runs on the Connector's own
+// goroutine. Once the handler is free, the log line and the retiring follow.
+func TestTransitionHandlingDoesNotHoldTheStatement(t *testing.T) {
+	srvs := startFakes(t, 2, mysqlfake.Config{})
+	logs := newGatedLog()
+	db, c := openFakeDB(t, srvs, "fatalErrorThreshold=1", append(quiet(), WithLogger(slog.New(logs)))...)
+	t.Cleanup(logs.open)
+	db.SetMaxIdleConns(4)
+	held := holdConns(t, db, 4)           // a, b, a, b (firstListed)
+	for _, i := range []int{1, 3, 0, 2} { // a's returned last: handed out first
+		held[i].Close()
+	}
+	a := srvs[0]
+	a.AddFault(mysqlfake.Fault{Phase: mysqlfake.PhaseCommand, Match: mysqlfake.QueryContains("SELECT 2"),
+		Bytes: mysqlfake.Raw(nil), After: mysqlfake.Reset, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		cn, err := db.Conn(context.Background())
+		if err != nil {
+			done <- err
+			return
+		}
+		defer cn.Close()
+		_, err = cn.ExecContext(context.Background(), "SELECT 2")
+		done <- err
+	}()
+	var err error
+	waitFor(t, 5*time.Second, "the failed statement to return while the log handler is stuck", func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err == nil {
+		t.Fatal("the statement hit by the reset succeeded")
+	}
+	if s, _ := nodeState(c, a.Addr()); s != StateDown {
+		t.Fatalf("%s is %v after a fatal error with fatalErrorThreshold=1, want down (statement error: %v)", a.Addr(), s, err)
+	}
+	select {
+	case <-logs.held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transition never reached the log")
+	}
+	logs.open()
+	waitFor(t, 5*time.Second, "the down node's idle connection to be closed", func() bool { return a.Open() <= 1 })
+}
