@@ -178,15 +178,24 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 }
 
 // Connect implements driver.Connector. With a node source, it first waits for the source's
-// first node list as Ready does, and returns Ready's error when there is none. In connection mode it dials the up node with the fewest
-// open connections; when that fails it tries the next best, each node with the DSN's timeout
-// (DefaultDialTimeout without one), until one answers or every up node has failed. In
-// statement mode it returns a logical connection, dialing a physical one the same way only when
-// there are fewer physical connections than logical ones. Errors:
+// first node list as Ready does, and returns Ready's error when there is none. In connection
+// mode it dials the up node with the fewest open connections; when that fails it tries the next
+// best, each node with the DSN's timeout (DefaultDialTimeout without one), until one answers or
+// every up node has failed. In statement mode it returns a logical connection, dialing a
+// physical one the same way only when there are fewer physical connections than logical ones.
+//
+// When no node is up (panic mode), Connect does not fail closed: it dials the down node that
+// failed least recently, and one more when that fails, with at most one such dial of a node in
+// flight per Connector and one per spacing (a twentieth of CheckHealthInterval, within
+// 10 ms–1 s), so that callers of a dead fleet do not each dial it. A dial that succeeds while no
+// node is up brings its node up at once (CausePanic). Draining and standby nodes are never
+// dialled so. This follows Envoy's panic threshold and gRPC's pick-first fallback; a Connect
+// that finds no node to try fails as before, with AllDown. Errors:
 //   - the error of the first node for access denied (1044, 1045, 1698), unknown database (1049)
 //     and unknown system variable (1193, usually a mistyped DSN parameter go-sql-driver sent as
 //     SET): every proxy would answer the same, so no other node is tried and none is blocked;
-//   - *ConnectError naming every node when none gave a connection (AllDown when none was up);
+//   - *ConnectError naming every node when none gave a connection (AllDown when none was up,
+//     whether or not panic-mode dials were tried);
 //   - the caller's context error when ctx ends first;
 //   - ErrClosed after Close.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {

@@ -39,7 +39,8 @@ func errString(err error) string {
 // failure. errors.Is and errors.As look through every node's error (standard errors.Join-style
 // Unwrap).
 type ConnectError struct {
-	// AllDown is true when no node was up, so none was tried.
+	// AllDown is true when no node was up: none was tried but in panic mode (see
+	// Connector.Connect), whose dials are listed first in Nodes with state down.
 	AllDown bool
 	// Nodes holds one entry per known node: tried ones first, in the order tried.
 	Nodes []*NodeError
