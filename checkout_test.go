@@ -26,6 +26,16 @@ func newGatedLog() *gatedLog {
 
 func (g *gatedLog) open() { g.once.Do(func() { close(g.gate) }) }
 
+// waitHeld waits until the handler holds a transition's record.
+func (g *gatedLog) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no transition reached the log handler within 5s")
+	}
+}
+
 func (g *gatedLog) Enabled(context.Context, slog.Level) bool { return true }
 func (g *gatedLog) WithAttrs([]slog.Attr) slog.Handler       { return g }
 func (g *gatedLog) WithGroup(string) slog.Handler            { return g }
@@ -71,11 +81,7 @@ func TestNoConnectionOfADownNodeIsHandedOut(t *testing.T) {
 		s, _ := nodeState(c, a.Addr())
 		return s == StateDown
 	})
-	select {
-	case <-logs.held:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the transition was never logged")
-	}
+	logs.waitHeld(t)
 	before := b.Commands()
 	for i := range 4 {
 		if _, err := db.Exec("SELECT 1"); err != nil {
@@ -132,11 +138,36 @@ func TestTransitionHandlingDoesNotHoldTheStatement(t *testing.T) {
 	if s, _ := nodeState(c, a.Addr()); s != StateDown {
 		t.Fatalf("%s is %v after a fatal error with fatalErrorThreshold=1, want down (statement error: %v)", a.Addr(), s, err)
 	}
-	select {
-	case <-logs.held:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the transition never reached the log")
-	}
+	logs.waitHeld(t)
 	logs.open()
 	waitFor(t, 5*time.Second, "the down node's idle connection to be closed", func() bool { return a.Open() <= 1 })
+}
+
+// TestStatementModeKeepsNoConnectionOfADownNode: statement mode's kept-aside physical
+// connection (the one a LAST_INSERT_ID() after an INSERT runs on) is on a node that shows down
+// while its transition's handling is stuck; the next statement must not be sent on it.
+func TestStatementModeKeepsNoConnectionOfADownNode(t *testing.T) {
+	srvs := startFakes(t, 2, mysqlfake.Config{})
+	logs := newGatedLog()
+	db, c := openFakeDB(t, srvs, "balance=statement&checkConnLiveness=false", append(quiet(), WithLogger(slog.New(logs)))...)
+	t.Cleanup(logs.open)
+	db.SetMaxOpenConns(1) // one logical connection, handed out again and again
+	if _, err := db.Exec("INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	a := srvs[0]
+	tn := c.table.Nodes(nil)[0]
+	if ns, _ := c.Stats().Node(a.Addr()); ns.Open != 1 || tn.Addr() != a.Addr() {
+		t.Fatalf("%s holds %d connections, want the INSERT's", a.Addr(), ns.Open)
+	}
+	a.Close()
+	go c.table.Probed(tn, c.cfg.clock.Now(), errors.New("connection refused"), 0)
+	waitFor(t, 5*time.Second, "the node to show down in Stats", func() bool {
+		s, _ := nodeState(c, a.Addr())
+		return s == StateDown
+	})
+	logs.waitHeld(t)
+	if _, err := db.Exec("SELECT LAST_INSERT_ID()"); err != nil {
+		t.Fatalf("statement after the node showed down: %v (its kept-aside connection was used)", err)
+	}
 }
