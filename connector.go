@@ -373,8 +373,9 @@ func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn 
 }
 
 // adopt wraps a new physical connection and registers it with its node. A node that went down
-// or started draining while the dial was in flight gets the connection retired at once, so it
-// is used for this checkout only.
+// or started draining while the dial was in flight gets the connection retired at once: its
+// first operation answers driver.ErrBadConn with nothing sent (conn.enter), and database/sql
+// dials again.
 func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
