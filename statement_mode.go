@@ -74,6 +74,10 @@ func (c *Connector) borrow(ctx context.Context) (*conn, error) {
 		}
 		c.table.Charge(n.tn)
 		p, err := c.connectNode(ctx, n, panicDial)
+		if err == nil && !c.table.IsUp(n.tn) {
+			p.Close() // not handed out, as a checkout would not hand it out (conn.enter)
+			err = errClosedWhileDialing
+		}
 		if err == nil && !p.state.CompareAndSwap(connFresh, connInUse) {
 			err = errClosedWhileDialing // its node went down or was drained meanwhile
 		}
