@@ -147,7 +147,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	}
 	n.transitions.Add(1)
 	n.transitionsBy[cause].Add(1)
-	t.pending = append(t.pending, Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason})
+	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason})
 }
 
 // forgetLocked drops a drained node from the table and queues its Forgot transition.
@@ -159,5 +159,5 @@ func (t *Table[P]) forgetLocked(n *Node[P]) {
 			break
 		}
 	}
-	t.pending = append(t.pending, Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true})
+	t.queueLocked(Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true})
 }

@@ -86,6 +86,7 @@ type Table[P any] struct {
 	// pending holds the transitions made and not yet delivered, oldest first. deliverMu is
 	// held by the one goroutine delivering them.
 	pending   []Transition[P]
+	queued    atomic.Int32 // len(pending), read without the mutex
 	deliverMu sync.Mutex
 
 	total atomic.Int64 // open physical connections over every node, dials in flight included
@@ -170,36 +171,38 @@ var ErrNoUpNodeLeft = errors.New("lbd: removal refused: it would leave no node u
 // errAwaitingProbe is the last error of a node added at run time until its first good probe.
 var errAwaitingProbe = errors.New("added to the node list; waiting for its first good probe")
 
+// queueLocked adds x to the transitions to deliver.
+func (t *Table[P]) queueLocked(x Transition[P]) {
+	t.pending = append(t.pending, x)
+	t.queued.Add(1)
+}
+
 // deliver hands the pending transitions to OnTransition, oldest first, with the mutex
 // released. One goroutine delivers at a time; a call that finds another delivering leaves its
-// transitions to it, and the deliverer looks again after letting go, so none is stranded.
+// transitions to it, and the deliverer looks again after letting go, so none is stranded. With
+// nothing queued (the common case: Release, a good dial) it is one atomic load.
 func (t *Table[P]) deliver() {
-	for {
+	for t.queued.Load() > 0 {
 		if !t.deliverMu.TryLock() {
-			return // the goroutine delivering sees what this call queued, or looks again below
+			return // the goroutine delivering sees what this call queued when it looks again
 		}
 		for {
 			t.mu.Lock()
 			if len(t.pending) == 0 {
-				t.pending = t.pending[:0:0] // do not keep a burst's backing array for good
+				t.pending = nil // do not keep a burst's backing array for good
 				t.mu.Unlock()
 				break
 			}
 			x := t.pending[0]
 			t.pending[0] = Transition[P]{}
 			t.pending = t.pending[1:]
+			t.queued.Add(-1)
 			t.mu.Unlock()
 			if t.cfg.OnTransition != nil {
 				t.cfg.OnTransition(x)
 			}
 		}
 		t.deliverMu.Unlock()
-		t.mu.Lock()
-		more := len(t.pending) > 0
-		t.mu.Unlock()
-		if !more {
-			return
-		}
 	}
 }
 
