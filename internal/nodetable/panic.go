@@ -73,9 +73,14 @@ func (t *Table[P]) panicPick(skip []*Node[P], now time.Time, open bool) *Node[P]
 // PanicDialed reports the end of a panic-mode dial of n that PanicPick or PanicPickInUse
 // started; err is nil when it gave a connection. A success while no node takes connections
 // brings a down n up (CausePanic). A failure is not recorded here: report it with Dialed as
-// any other dial (or leave it unreported when it was not the node's fault).
+// any other dial (or leave it unreported when it was not the node's fault). Only the first
+// report of a dial counts; later ones change nothing.
 func (t *Table[P]) PanicDialed(n *Node[P], err error) {
 	t.mu.Lock()
+	if !n.panicBusy {
+		t.mu.Unlock()
+		return
+	}
 	n.panicBusy = false
 	if err == nil && n.state == Down && t.byOpen.Len() == 0 && t.nodes[n.addr] == n {
 		t.setStateLocked(n, Up, CausePanic, "panic-mode dial succeeded while no node was up")

@@ -99,11 +99,17 @@ func TestPanicTransitionNamesItsCause(t *testing.T) {
 		t.Fatal("no panic pick of the only node")
 	}
 	h.tab.PanicDialed(a, nil)
+	// A second report of the same dial, after the node went down again, is not a second success.
+	h.downByProbe("a:1")
+	h.tab.PanicDialed(a, nil)
+	if h.state("a:1") != Down {
+		t.Fatal("a second report of one panic-mode dial brought the node up again")
+	}
 	h.mu.Lock()
 	got := append([]Transition[*payload](nil), h.trans...)
 	h.mu.Unlock()
-	if len(got) != 1 || got[0].Cause != CausePanic || got[0].Reason != "panic-mode dial succeeded while no node was up" {
-		t.Fatalf("transitions %+v, want one with cause panic and its reason", got)
+	if len(got) != 2 || got[0].Cause != CausePanic || got[0].Reason != "panic-mode dial succeeded while no node was up" {
+		t.Fatalf("transitions %+v, want one with cause panic and its reason, then the probe's markdown", got)
 	}
 	if CausePanic.String() != "panic" {
 		t.Fatalf("CausePanic.String() = %q, want panic", CausePanic.String())
