@@ -72,15 +72,24 @@ var (
 
 // enter marks the connection in use before any byte is sent. database/sql does not always call
 // ResetSession before use (a connection opened in the background and parked idle is handed out
-// without it), so every operation claims the connection itself. It fails only when lbd already
-// closed the idle or fresh connection, in which case nothing was sent and driver.ErrBadConn
-// tells database/sql to retry on another connection.
+// without it), so every operation claims the connection itself. It fails, with nothing sent and
+// driver.ErrBadConn telling database/sql to retry on another connection, when lbd already closed
+// the idle or fresh connection, or when this is a checkout (not an operation of a connection
+// already in use) and the node is not up: from the moment the node table shows the node down
+// or draining, none of its connections is handed out, whether or not the transition has been
+// handled yet. That check is one atomic load.
 func (c *conn) enter() error {
 	if c.broken.Load() != nil {
 		return driver.ErrBadConn
 	}
-	if c.state.Load() == connInUse || c.state.CompareAndSwap(connIdle, connInUse) ||
-		c.state.CompareAndSwap(connFresh, connInUse) {
+	if c.state.Load() == connInUse {
+		return nil
+	}
+	if !c.connector.table.IsUp(c.node.tn) {
+		c.markRetired()
+		return driver.ErrBadConn
+	}
+	if c.state.CompareAndSwap(connIdle, connInUse) || c.state.CompareAndSwap(connFresh, connInUse) {
 		return nil
 	}
 	return driver.ErrBadConn
@@ -218,9 +227,14 @@ func (c *conn) Close() error {
 }
 
 // IsValid implements driver.Validator: database/sql calls it when the connection returns to the
-// pool. A retired connection answers false, so database/sql closes it.
+// pool. A retired connection, or one whose node is not up, answers false, so database/sql
+// closes it.
 func (c *conn) IsValid() bool {
 	if c.retired.Load() {
+		return false
+	}
+	if !c.connector.table.IsUp(c.node.tn) {
+		c.markRetired()
 		return false
 	}
 	if !c.state.CompareAndSwap(connInUse, connIdle) && !c.state.CompareAndSwap(connFresh, connIdle) &&
@@ -235,8 +249,8 @@ func (c *conn) IsValid() bool {
 }
 
 // ResetSession implements driver.SessionResetter: database/sql calls it when it hands a pooled
-// connection out. A retired connection answers driver.ErrBadConn before anything is sent, and
-// database/sql moves on to another connection.
+// connection out. A retired connection, or one whose node is not up (see enter), answers
+// driver.ErrBadConn before anything is sent, and database/sql moves on to another connection.
 func (c *conn) ResetSession(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err

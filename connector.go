@@ -50,6 +50,8 @@ type Connector struct {
 	stmt        statementMode // statement mode's logical connections and prepared statements
 	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
 
+	trq transitionQueue // state changes on their way to transitionLoop
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -110,6 +112,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		stop:  make(chan struct{}),
 		ready: make(chan struct{}),
 		topo:  newTopologySignal(),
+		trq:   transitionQueue{wake: make(chan struct{}, 1)},
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
 		Target:         roles.target,
@@ -119,7 +122,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalWindow:    run.FatalErrorWindow,
 		ProbeInterval:  run.CheckHealthInterval,
 		Rand:           run.randN,
-		OnTransition:   c.onTransition,
+		PanicSpacing:   panicSpacing(run.CheckHealthInterval),
+		OnTransition:   c.queueTransition,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)
@@ -188,15 +192,24 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 }
 
 // Connect implements driver.Connector. With a node source, it first waits for the source's
-// first node list as Ready does, and returns Ready's error when there is none. In connection mode it dials the up node with the fewest
-// open connections; when that fails it tries the next best, each node with the DSN's timeout
-// (DefaultDialTimeout without one), until one answers or every up node has failed. In
-// statement mode it returns a logical connection, dialing a physical one the same way only when
-// there are fewer physical connections than logical ones. Errors:
+// first node list as Ready does, and returns Ready's error when there is none. In connection
+// mode it dials the up node with the fewest open connections; when that fails it tries the next
+// best, each node with the DSN's timeout (DefaultDialTimeout without one), until one answers or
+// every up node has failed. In statement mode it returns a logical connection, dialing a
+// physical one the same way only when there are fewer physical connections than logical ones.
+//
+// When no node is up (panic mode), Connect does not fail closed: it dials the down node that
+// failed least recently, and one more when that fails, with at most one such dial of a node in
+// flight per Connector and one per spacing (a twentieth of CheckHealthInterval, within
+// 10 ms–1 s), so that callers of a dead fleet do not each dial it. A dial that succeeds while no
+// node is up brings its node up at once (CausePanic). Draining and standby nodes are never
+// dialled so. This follows Envoy's panic threshold and gRPC's pick-first fallback; a Connect
+// that finds no node to try fails as before, with AllDown. Errors:
 //   - the error of the first node for access denied (1044, 1045, 1698), unknown database (1049)
 //     and unknown system variable (1193, usually a mistyped DSN parameter go-sql-driver sent as
 //     SET): every proxy would answer the same, so no other node is tried and none is blocked;
-//   - *ConnectError naming every node when none gave a connection (AllDown when none was up);
+//   - *ConnectError naming every node when none gave a connection (AllDown when none was up,
+//     whether or not panic-mode dials were tried);
 //   - the caller's context error when ctx ends first;
 //   - ErrClosed after Close.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -214,15 +227,19 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
-// moving on to the next best when a dial fails.
+// moving on to the next best when a dial fails, and in panic mode when none is up.
 func (c *Connector) connectPhysical(ctx context.Context) (*conn, error) {
-	return c.tryNodes(ctx, c.table.Pick, func(n *node) (*conn, error) { return c.connectNode(ctx, n) })
+	return c.tryNodes(ctx, c.table.Pick, c.table.PanicPick, func(n *node, panicDial bool) (*conn, error) {
+		return c.connectNode(ctx, n, panicDial)
+	})
 }
 
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.
-// It applies Connect's error rules.
-func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode, use func(*node) (*conn, error)) (*conn, error) {
+// When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
+// (panic mode: none is up). It applies Connect's error rules.
+func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode,
+	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *node, panicDial bool) (*conn, error)) (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -230,9 +247,14 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 	tried := triedBuf[:0]
 	var failures []*NodeError
 	var failover time.Time // when waiting for a node of the target's roles ends; zero before the first wait
+	upTried, panics := 0, 0
 	for {
 		changed := c.topo.wait() // before the pick: a change after it must still wake the wait
-		tn := next(tried)
+		tn, panicDial := next(tried), false
+		if tn == nil && panics < panicDialsPerConnect {
+			tn, panicDial = panicNext(tried, c.cfg.clock.Now()), true
+			panics++
+		}
 		if tn == nil {
 			// Nodes are up but none is of a role the target accepts (a switchover, or role
 			// checks not answered yet): wait for one rather than fail.
@@ -248,14 +270,21 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 		}
 		tried = append(tried, tn)
 		n := tn.Payload()
-		cn, err := use(n)
+		cn, err := use(n, panicDial)
+		state := StateUp
+		if panicDial {
+			c.table.PanicDialed(tn, err)
+			state = StateDown
+		} else {
+			upTried++
+		}
 		if err == nil {
 			return cn, nil
 		}
 		if exception.SameOnEveryNode(err) {
 			return nil, err
 		}
-		failures = append(failures, &NodeError{Addr: n.addr, State: StateUp, Err: err})
+		failures = append(failures, &NodeError{Addr: n.addr, State: state, Err: err})
 		if callerGaveUp(ctx) {
 			cause := ctx.Err()
 			if cause == nil {
@@ -267,12 +296,12 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 			return nil, ErrClosed
 		}
 	}
-	return nil, c.connectError(failures)
+	return nil, c.connectError(failures, upTried == 0)
 }
 
 // connectError builds the all-failed error: the nodes tried, then every other node with its
-// last failure.
-func (c *Connector) connectError(tried []*NodeError) error {
+// last failure. allDown says that no node was up to try.
+func (c *Connector) connectError(tried []*NodeError, allDown bool) error {
 	seen := make(map[string]bool, len(tried))
 	for _, t := range tried {
 		seen[t.Addr] = true
@@ -282,16 +311,17 @@ func (c *Connector) connectError(tried []*NodeError) error {
 			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Role: v.Role, Err: v.LastErr})
 		}
 	}
-	if len(seen) == 0 && c.table.UpNodes() > 0 && c.roleAware() {
+	if allDown && c.table.UpNodes() > 0 && c.roleAware() {
 		return &ConnectError{NoTarget: true, Target: c.cfg.Target, Nodes: tried}
 	}
-	return &ConnectError{AllDown: len(seen) == 0, Nodes: tried}
+	return &ConnectError{AllDown: allDown, Nodes: tried}
 }
 
 // connectNode makes one physical connection to n, whose count the pick already raised. The
 // dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
-// cut short when the Connector closes.
-func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
+// cut short when the Connector closes. A panic-mode dial (panicDial) that succeeds brings its
+// node up before the connection is adopted, so the connection is not retired at once.
+func (c *Connector) connectNode(ctx context.Context, n *node, panicDial bool) (*conn, error) {
 	t := &dialTicket{node: n, table: c.table}
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
@@ -303,6 +333,9 @@ func (c *Connector) connectNode(ctx context.Context, n *node) (*conn, error) {
 	dc, err := safeConnect(dctx, n.connector, t)
 	if err == nil {
 		if mc, ok := dc.(fullConn); ok {
+			if panicDial {
+				c.table.PanicDialed(n.tn, nil)
+			}
 			return c.adopt(n, mc, t.conn), nil
 		}
 		dc.Close()
@@ -369,13 +402,14 @@ func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn 
 }
 
 // adopt wraps a new physical connection and registers it with its node. A node that went down
-// or started draining while the dial was in flight gets the connection retired at once, so it
-// is used for this checkout only.
+// or started draining while the dial was in flight gets the connection retired at once: its
+// first operation answers driver.ErrBadConn with nothing sent (conn.enter), and database/sql
+// dials again.
 func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
 	c.table.Dialed(n.tn, nil)
-	if c.table.State(n.tn) != nodetable.Up {
+	if !c.table.IsUp(n.tn) {
 		w.markRetired()
 	}
 	return w

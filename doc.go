@@ -11,7 +11,9 @@
 // proxy is probed with real SQL (`/* ping */ SELECT 1`), so a proxy that accepts TCP but hangs is
 // taken out; connections that hit fatal errors (OceanBase 8000–8999, SQLSTATE class 08, resets)
 // are retired; pooled connections are evened out when proxies come, go or recover. database/sql
-// keeps pooling; lbd decides where each physical connection goes.
+// keeps pooling; lbd decides where each physical connection goes. When no proxy is up, lbd does
+// not fail closed: it still dials the one that failed least recently, at a bounded cost (panic
+// mode; see Connector.Connect).
 //
 // With balance=statement (or WithBalance(BalanceStatement)) lbd balances every checkout instead:
 // database/sql pools logical connections, and each is bound, at its first statement after a

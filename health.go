@@ -232,6 +232,8 @@ func (c *Connector) startLoops() error {
 		c.startProbing(tn.Payload())
 	}
 	c.rebal.Start()
+	c.loops.Add(1)
+	go c.transitionLoop()
 	if c.cfg.LogStats {
 		c.loops.Add(1)
 		go c.logStatsLoop()
@@ -239,13 +241,13 @@ func (c *Connector) startLoops() error {
 	return nil
 }
 
-// onTransition reacts to a node state change: it is logged once, a down node's idle connections
-// close at once (so no stale connection is handed out after it recovers) and its in-use ones at
-// their next return; a draining node stops being probed.
+// onTransition reacts to a node state change, on transitionLoop's goroutine, in the order the
+// table made the changes: it is logged once, a down node's idle connections close at once (so
+// no stale connection is handed out after it recovers) and its in-use ones at their next
+// return; a draining node stops being probed. Checkouts do not wait for it: from the moment
+// the table shows a node not up, a checkout of its connections answers driver.ErrBadConn.
 func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 	n := t.Node.Payload()
-	c.transitions.add(Transition{At: c.cfg.clock.Now(), Node: n.addr, From: NodeState(t.From), To: NodeState(t.To),
-		Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot, RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
 	if t.Forgot {
 		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return

@@ -96,7 +96,7 @@ func (l *logicalConn) reclaim(ctx context.Context) bool {
 		return false
 	}
 	l.c.table.Claim(p.node.tn)
-	if p.retired.Load() || p.dc.ResetSession(ctx) != nil {
+	if p.retired.Load() || !l.c.table.IsUp(p.node.tn) || p.dc.ResetSession(ctx) != nil {
 		l.c.table.Unclaim(p.node.tn)
 		p.Close()
 		l.phys = nil

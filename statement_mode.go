@@ -69,12 +69,16 @@ func (c *Connector) borrow(ctx context.Context, target role.Target) (*conn, erro
 		}
 		return c.table.PickInUseFor(target, tried)
 	}
-	p, err := c.tryNodes(ctx, next, func(n *node) (*conn, error) {
+	p, err := c.tryNodes(ctx, next, c.table.PanicPickInUse, func(n *node, panicDial bool) (*conn, error) {
 		if p := c.takeFree(ctx, n); p != nil {
 			return p, nil
 		}
 		c.table.Charge(n.tn)
-		p, err := c.connectNode(ctx, n)
+		p, err := c.connectNode(ctx, n, panicDial)
+		if err == nil && !c.table.IsUp(n.tn) {
+			p.Close() // not handed out, as a checkout would not hand it out (conn.enter)
+			err = errClosedWhileDialing
+		}
 		if err == nil && !p.state.CompareAndSwap(connFresh, connInUse) {
 			err = errClosedWhileDialing // its node went down or was drained meanwhile
 		}
@@ -96,14 +100,15 @@ var errClosedWhileDialing = errors.New("lbd: the new connection was closed befor
 
 // takeFree claims an idle physical connection of n that passes go-sql-driver's liveness check
 // (the one database/sql runs at checkout in connection mode). One that died while idle is
-// closed quietly: it says nothing about the node now.
+// closed quietly: it says nothing about the node now. While n is not up, none is handed out
+// (as enter rules in connection mode): each one taken is closed.
 func (c *Connector) takeFree(ctx context.Context, n *node) *conn {
 	for {
 		p := n.popFree()
 		if p == nil {
 			return nil
 		}
-		if p.retired.Load() || p.dc.ResetSession(ctx) != nil {
+		if p.retired.Load() || !c.table.IsUp(n.tn) || p.dc.ResetSession(ctx) != nil {
 			p.Close()
 			continue
 		}

@@ -24,13 +24,18 @@ const (
 	// CauseRole: the node's role changed (its role check, its source, or a write it refused);
 	// its state did not (From == To; RoleFrom and RoleTo differ).
 	CauseRole = TransitionCause(nodetable.CauseRole)
+	// CausePanic: a panic-mode dial succeeded while no node was up. The node comes up at once,
+	// without the recoverCheckCount good probes a probe-led recovery needs: that rule keeps
+	// load off a doubtful node while others can carry it, and with none up the alternative is
+	// failing every Connect. The node stays probed; a failed probe takes it down again.
+	CausePanic = TransitionCause(nodetable.CausePanic)
 )
 
 // NumTransitionCauses is how many causes there are: the length of NodeStats.TransitionsBy.
 const NumTransitionCauses = nodetable.NumCauses
 
 // String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list",
-// "role".
+// "role", "panic".
 func (c TransitionCause) String() string { return nodetable.Cause(c).String() }
 
 // Transition is one state change of one node, as Stats.Recent lists it.

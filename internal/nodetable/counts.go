@@ -106,15 +106,14 @@ func (t *Table[P]) Charge(n *Node[P]) {
 // Release gives back one open connection charged to n by Pick or Charge. A draining node whose
 // last connection this was leaves the table (a Forgot transition).
 func (t *Table[P]) Release(n *Node[P]) {
-	var tr []Transition[P]
 	t.mu.Lock()
 	t.byOpen[n.role].Adjust(&n.byOpen, -1)
 	t.total.Add(-1)
 	if n.state == Draining && n.byOpen.Count() == 0 {
-		tr = append(tr, t.forgetLocked(n))
+		t.forgetLocked(n)
 	}
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 }
 
 // Claim counts one more connection in use on n: a parked physical connection taken up again by

@@ -26,12 +26,11 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 		return
 	}
 	t.mu.Lock()
-	var tr []Transition[P]
 	if t.nodes[n.addr] == n {
-		tr = t.setRoleLocked(n, r, "role check: "+r.String())
+		t.setRoleLocked(n, r, "role check: "+r.String())
 	}
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 }
 
 // RefusedWrite records that n refused a write because it is not the primary
@@ -41,12 +40,11 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 // finding it.
 func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
 	t.mu.Lock()
-	var tr []Transition[P]
 	if t.nodes[n.addr] == n && (n.role == nodes.RolePrimary || n.role == nodes.RoleUnknown) {
-		tr = t.setRoleLocked(n, r, "refused a write as "+r.String())
+		t.setRoleLocked(n, r, "refused a write as "+r.String())
 	}
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 }
 
 // Role returns n's current role.
@@ -56,11 +54,11 @@ func (t *Table[P]) Role(n *Node[P]) nodes.Role {
 	return n.role
 }
 
-// setRoleLocked gives n role r, moving it between the pick indexes, and returns the role change
-// to report (none when r is n's role already).
-func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) []Transition[P] {
+// setRoleLocked gives n role r, moving it between the pick indexes, and queues the role change
+// (none when r is n's role already).
+func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) {
 	if n.role == r {
-		return nil
+		return
 	}
 	from := n.role
 	indexed := n.byOpen.Indexed()
@@ -70,6 +68,6 @@ func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) []Transit
 		t.indexLocked(n)
 	}
 	n.transitionsBy[CauseRole].Add(1)
-	return []Transition[P]{{Node: n, From: n.state, To: n.state, Cause: CauseRole,
-		Reason: fmt.Sprintf("%s (was %s)", why, from), RoleFrom: from, RoleTo: r}}
+	t.queueLocked(Transition[P]{Node: n, From: n.state, To: n.state, Cause: CauseRole,
+		Reason: fmt.Sprintf("%s (was %s)", why, from), RoleFrom: from, RoleTo: r})
 }

@@ -16,6 +16,8 @@ import (
 //     and only those at least ProbeInterval/2 after the previous one counted: the early probes
 //     a markdown asks for run back to back and must not pass for a recovery.
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
+//   - panic mode: while no node takes connections, a dial of the least recently failed down
+//     node that succeeds brings it up at once (PanicPick, PanicDialed).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
 //     start up until a dial or probe says otherwise (Start, SetNodes).
 //   - node-set changes: see SetNodes.
@@ -28,20 +30,20 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 	} else {
 		n.dialsFailed.Add(1)
 	}
-	var tr []Transition[P]
 	t.mu.Lock()
 	if err == nil {
 		n.dialFailures = 0
 	} else {
 		n.lastErr = err
+		t.failedLocked(n)
 		n.dialFailures++
 		if n.dialFailures >= DialFailuresToDown && n.state == Up {
-			tr = append(tr, t.setStateLocked(n, Down, CauseDial,
-				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err)))
+			t.setStateLocked(n, Down, CauseDial,
+				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err))
 		}
 	}
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 }
 
 // DialRefused counts a failed dial on n whose error every node would have given (access
@@ -58,7 +60,6 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	if err != nil {
 		n.probesFailed.Add(1)
 	}
-	var tr []Transition[P]
 	t.mu.Lock()
 	if t.nodes[n.addr] != n {
 		t.mu.Unlock()
@@ -67,8 +68,9 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	if err != nil {
 		n.goodProbes = 0
 		n.lastErr = err
+		t.failedLocked(n)
 		if n.state == Up {
-			tr = append(tr, t.setStateLocked(n, Down, CauseProbe, "probe failed: "+err.Error()))
+			t.setStateLocked(n, Down, CauseProbe, "probe failed: "+err.Error())
 		}
 	} else if n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2 {
 		n.goodProbes++
@@ -78,12 +80,12 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 			need = 1
 		}
 		if n.state == Down && n.goodProbes >= need {
-			tr = append(tr, t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes)))
-			tr = append(tr, t.applyDesiredLocked()...)
+			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
+			t.applyDesiredLocked()
 		}
 	}
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 }
 
 func goodProbesReason(n int) string {
@@ -98,14 +100,14 @@ func goodProbesReason(n int) string {
 // starts afresh, so one burst takes the node down once.
 func (t *Table[P]) Fatal(n *Node[P], now time.Time, err error) {
 	n.fatalErrors.Add(1)
-	var tr []Transition[P]
 	t.mu.Lock()
+	t.failedLocked(n)
 	if t.fatalBurstLocked(n, now) && n.state == Up && t.nodes[n.addr] == n {
-		tr = append(tr, t.setStateLocked(n, Down, CauseFatal,
-			fmt.Sprintf("%d fatal errors within %v, last: %v", t.cfg.FatalThreshold, t.cfg.FatalWindow, err)))
+		t.setStateLocked(n, Down, CauseFatal,
+			fmt.Sprintf("%d fatal errors within %v, last: %v", t.cfg.FatalThreshold, t.cfg.FatalWindow, err))
 	}
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 }
 
 // fatalBurstLocked notes a fatal error at now in n's ring and reports whether FatalThreshold of
@@ -126,17 +128,11 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 	return true
 }
 
-// setStateLocked moves n to state to for cause, keeping the pick indexes in step, and returns
-// the transition to report once the mutex is released.
-func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) Transition[P] {
+// setStateLocked moves n to state to for cause, keeping the pick indexes in step, and queues
+// the transition, to be delivered in order once the mutex is released (deliver).
+func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) {
 	from := n.state
-	n.state = to
-	switch {
-	case from == Up && to != Up:
-		t.upNodes.Add(-1)
-	case from != Up && to == Up:
-		t.upNodes.Add(1)
-	}
+	t.putStateLocked(n, to)
 	if to == Down {
 		n.goodProbes = 0 // recovery counts only the probes after this
 	}
@@ -151,11 +147,11 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	}
 	n.transitions.Add(1)
 	n.transitionsBy[cause].Add(1)
-	return Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role}
+	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role})
 }
 
-// forgetLocked drops a drained node from the table.
-func (t *Table[P]) forgetLocked(n *Node[P]) Transition[P] {
+// forgetLocked drops a drained node from the table and queues its Forgot transition.
+func (t *Table[P]) forgetLocked(n *Node[P]) {
 	delete(t.nodes, n.addr)
 	for i, x := range t.order {
 		if x == n {
@@ -163,5 +159,5 @@ func (t *Table[P]) forgetLocked(n *Node[P]) Transition[P] {
 			break
 		}
 	}
-	return Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true, RoleFrom: n.role, RoleTo: n.role}
+	t.queueLocked(Transition[P]{Node: n, From: Draining, To: Draining, Cause: CauseNodeList, Reason: "drained", Forgot: true, RoleFrom: n.role, RoleTo: n.role})
 }

@@ -47,8 +47,8 @@ func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], err
 
 // addUpLocked adds a trusted node, up; indexTrustedLocked puts it in the pick indexes.
 func (t *Table[P]) addUpLocked(n *Node[P]) {
-	n.state, n.everUp = Up, true
-	t.upNodes.Add(1)
+	t.putStateLocked(n, Up)
+	n.everUp = true
 	t.nodes[n.addr] = n
 	t.order = append(t.order, n)
 }
@@ -105,7 +105,6 @@ func (t *Table[P]) indexTrustedLocked(batch []*Node[P]) {
 // It returns the nodes added or listed again, which the caller must start probing. An error
 // of build stops the change there and is returned with the nodes added so far.
 func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P], err error) {
-	var tr []Transition[P]
 	var trusted []*Node[P]
 	t.mu.Lock()
 	trustNew := t.active == 0
@@ -118,14 +117,15 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			if n, err = t.newNodeLocked(want, build); err != nil {
 				t.indexTrustedLocked(trusted)
 				t.mu.Unlock()
-				t.emit(tr)
+				t.deliver()
 				return added, err
 			}
 			if trustNew && !want.Standby {
 				t.addUpLocked(n)
 				trusted = append(trusted, n)
 			} else {
-				n.state, n.everUp, n.lastErr = Down, false, errAwaitingProbe
+				t.putStateLocked(n, Down)
+				n.everUp, n.lastErr = false, errAwaitingProbe
 				t.nodes[n.addr] = n
 				t.order = append(t.order, n)
 			}
@@ -133,20 +133,19 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			continue
 		case n.state == Draining:
 			n.everUp, n.goodProbes, n.lastErr = false, 0, errAwaitingProbe
-			tr = append(tr, t.setStateLocked(n, Down, CauseNodeList, "listed again; waiting for a good probe"))
+			t.setStateLocked(n, Down, CauseNodeList, "listed again; waiting for a good probe")
 			added = append(added, n)
 		}
 		t.setStandbyLocked(n, want.Standby)
 		if !t.cfg.RoleCheck {
-			tr = append(tr, t.setRoleLocked(n, want.Role, "node list: "+want.Role.String())...)
+			t.setRoleLocked(n, want.Role, "node list: "+want.Role.String())
 		}
 	}
 	t.indexTrustedLocked(trusted)
 	t.desired = desired
-	more, err := t.applyRemovalsLocked()
-	tr = append(tr, more...)
+	err = t.applyRemovalsLocked()
 	t.mu.Unlock()
-	t.emit(tr)
+	t.deliver()
 	return added, err
 }
 
@@ -164,17 +163,15 @@ func (t *Table[P]) setStandbyLocked(n *Node[P], standby bool) {
 }
 
 // applyDesiredLocked retries a removal that was held back, once a node has come up.
-func (t *Table[P]) applyDesiredLocked() []Transition[P] {
-	if t.desired == nil {
-		return nil
+func (t *Table[P]) applyDesiredLocked() {
+	if t.desired != nil {
+		_ = t.applyRemovalsLocked() // still refused: kept for the next node that comes up
 	}
-	tr, _ := t.applyRemovalsLocked()
-	return tr
 }
 
 // applyRemovalsLocked drains every node not in t.desired, unless none of the desired nodes is
 // up and active; then it keeps t.desired for a later try and returns ErrNoUpNodeLeft.
-func (t *Table[P]) applyRemovalsLocked() ([]Transition[P], error) {
+func (t *Table[P]) applyRemovalsLocked() error {
 	want := make(map[string]bool, len(t.desired))
 	for _, a := range t.desired {
 		want[a] = true
@@ -193,22 +190,21 @@ func (t *Table[P]) applyRemovalsLocked() ([]Transition[P], error) {
 	}
 	if len(remove) == 0 {
 		t.desired = nil
-		return nil, nil
+		return nil
 	}
 	if upLeft == 0 {
 		names := make([]string, len(remove))
 		for i, n := range remove {
 			names[i] = n.addr
 		}
-		return nil, fmt.Errorf("%w (kept for now: %s)", ErrNoUpNodeLeft, strings.Join(names, ", "))
+		return fmt.Errorf("%w (kept for now: %s)", ErrNoUpNodeLeft, strings.Join(names, ", "))
 	}
-	var tr []Transition[P]
 	for _, n := range remove {
-		tr = append(tr, t.setStateLocked(n, Draining, CauseNodeList, "removed from the node list"))
+		t.setStateLocked(n, Draining, CauseNodeList, "removed from the node list")
 		if n.byOpen.Count() == 0 {
-			tr = append(tr, t.forgetLocked(n))
+			t.forgetLocked(n)
 		}
 	}
 	t.desired = nil
-	return tr, nil
+	return nil
 }

@@ -46,13 +46,15 @@ const (
 	// CauseRole: the node's role changed (a role check, the source, or a refused write); the
 	// state is left alone.
 	CauseRole
+	// CausePanic: a panic-mode dial succeeded while no node was up (see PanicDialed).
+	CausePanic
 
 	// NumCauses is how many causes there are; counters indexed by Cause have this length.
 	NumCauses int = iota
 )
 
 // String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
-// "node_list", "role".
+// "node_list", "role", "panic".
 func (c Cause) String() string {
 	switch c {
 	case CauseProbe:
@@ -65,6 +67,8 @@ func (c Cause) String() string {
 		return "node_list"
 	case CauseRole:
 		return "role"
+	case CausePanic:
+		return "panic"
 	}
 	return "unknown"
 }

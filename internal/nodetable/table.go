@@ -5,7 +5,8 @@
 // The table does no I/O, starts no goroutine and reads no clock. The caller reports what it saw
 // (a dial's or a probe's outcome, a fatal error and when it happened, a new node list) and the
 // table applies its rules. State changes are handed to Config.OnTransition after the table's
-// mutex is released; the caller logs them and retires connections.
+// mutex is released, one at a time and in the order the table made them; the caller logs them
+// and retires connections.
 //
 // Each node carries a payload of type P: what the caller hangs off a node (in lbd: the node's
 // go-sql-driver connector, its live connections, statement mode's idle list, the probe target).
@@ -65,8 +66,14 @@ type Config[P any] struct {
 	// then only seed a new node's role until its first check. Without it the sources' roles
 	// are the roles.
 	RoleCheck bool
+	// PanicSpacing is the least time between two panic-mode dials of one node (see
+	// PanicPick). Zero lets a node be tried again as soon as its last panic dial ended.
+	PanicSpacing time.Duration
 	// OnTransition, when set, is told every state change once, after the table's mutex is
-	// released, on the goroutine whose call caused it. It may call the table.
+	// released, in the order the table made them: calls never overlap, and each runs on the
+	// goroutine of some table call that made or followed the change (not always the one whose
+	// call caused it). It may call the table; it should hand slow work to a goroutine of its
+	// own, since the table call that runs it waits for it.
 	OnTransition func(Transition[P])
 }
 
@@ -86,6 +93,16 @@ type Table[P any] struct {
 	// desired is the node list last asked for while part of it could not be applied (a
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
+	// downs holds the nodes in state down, for panic mode (Node.downAt is each one's index).
+	downs []*Node[P]
+	// failSeq numbers the failures held against nodes, so that "least recently failed" needs
+	// no clock: a node's failSeq is that of its latest failure, 0 before any.
+	failSeq uint64
+	// pending holds the transitions made and not yet delivered, oldest first. deliverMu is
+	// held by the one goroutine delivering them.
+	pending   []Transition[P]
+	queued    atomic.Int32 // len(pending), read without the mutex
+	deliverMu sync.Mutex
 
 	total   atomic.Int64 // open physical connections over every node, dials in flight included
 	ups     atomic.Int32 // nodes in the pick indexes
@@ -135,6 +152,13 @@ type Node[P any] struct {
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int
 
+	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow (written with it held).
+	stateNow  atomic.Int32 // state, for IsUp without the mutex
+	downAt    int          // index in Table.downs while down
+	failSeq   uint64       // Table.failSeq of the latest failure held against the node; 0 before any
+	panicBusy bool         // a panic-mode dial of the node is in flight
+	panicAt   time.Time    // when the latest panic-mode dial of the node started
+
 	// Cumulative counters, read without the mutex.
 	dials, dialsFailed   atomic.Uint64
 	probes, probesFailed atomic.Uint64
@@ -169,11 +193,70 @@ var ErrNoUpNodeLeft = errors.New("lbd: removal refused: it would leave no node u
 // errAwaitingProbe is the last error of a node added at run time until its first good probe.
 var errAwaitingProbe = errors.New("added to the node list; waiting for its first good probe")
 
-func (t *Table[P]) emit(tr []Transition[P]) {
-	if t.cfg.OnTransition == nil {
-		return
-	}
-	for _, x := range tr {
-		t.cfg.OnTransition(x)
+// queueLocked adds x to the transitions to deliver.
+func (t *Table[P]) queueLocked(x Transition[P]) {
+	t.pending = append(t.pending, x)
+	t.queued.Add(1)
+}
+
+// deliver hands the pending transitions to OnTransition, oldest first, with the mutex
+// released. One goroutine delivers at a time; a call that finds another delivering leaves its
+// transitions to it, and the deliverer looks again after letting go, so none is stranded. With
+// nothing queued (the common case: Release, a good dial) it is one atomic load.
+func (t *Table[P]) deliver() {
+	for t.queued.Load() > 0 {
+		if !t.deliverMu.TryLock() {
+			return // the goroutine delivering sees what this call queued when it looks again
+		}
+		for {
+			t.mu.Lock()
+			if len(t.pending) == 0 {
+				t.pending = nil // do not keep a burst's backing array for good
+				t.mu.Unlock()
+				break
+			}
+			x := t.pending[0]
+			t.pending[0] = Transition[P]{}
+			t.pending = t.pending[1:]
+			t.queued.Add(-1)
+			t.mu.Unlock()
+			if t.cfg.OnTransition != nil {
+				t.cfg.OnTransition(x)
+			}
+		}
+		t.deliverMu.Unlock()
 	}
 }
+
+// putStateLocked sets n's state, its lock-free copy and its place in the list of down nodes.
+func (t *Table[P]) putStateLocked(n *Node[P], to State) {
+	if n.state == Down && to != Down {
+		last := t.downs[len(t.downs)-1]
+		t.downs[n.downAt], last.downAt = last, n.downAt
+		t.downs[len(t.downs)-1] = nil
+		t.downs = t.downs[:len(t.downs)-1]
+	}
+	if to == Down && n.state != Down {
+		n.downAt = len(t.downs)
+		t.downs = append(t.downs, n)
+	}
+	switch {
+	case n.state == Up && to != Up:
+		t.upNodes.Add(-1)
+	case n.state != Up && to == Up:
+		t.upNodes.Add(1)
+	}
+	n.state = to
+	n.stateNow.Store(int32(to))
+}
+
+// failedLocked marks n as the node that failed most recently.
+func (t *Table[P]) failedLocked(n *Node[P]) {
+	t.failSeq++
+	n.failSeq = t.failSeq
+}
+
+// IsUp reports whether n is in state up (standby or not), with one atomic load and no mutex:
+// the check a checkout of a pooled connection makes. It reads the state a Snapshot taken
+// before it returned would show, or a later one.
+func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }

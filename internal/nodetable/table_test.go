@@ -25,8 +25,12 @@ type harness struct {
 	now   time.Time
 }
 
-// probeInterval is the probe interval the harness's tables are configured with.
-const probeInterval = 5 * time.Second
+// probeInterval is the probe interval the harness's tables are configured with, and
+// panicSpacing their spacing of panic-mode dials.
+const (
+	probeInterval = 5 * time.Second
+	panicSpacing  = 100 * time.Millisecond
+)
 
 // tick moves the harness's clock one probe interval on and returns it: the time of the next
 // scheduled probe.
@@ -50,6 +54,7 @@ func newHarnessWith(t *testing.T, set func(*Config[*payload])) *harness {
 	h := &harness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg := Config[*payload]{
 		RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second, ProbeInterval: probeInterval,
+		PanicSpacing: panicSpacing,
 		OnTransition: func(x Transition[*payload]) {
 			// The mutex is released by now: calling the table must not deadlock.
 			_ = h.tab.State(x.Node)
