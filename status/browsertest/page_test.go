@@ -158,4 +158,3 @@ func evaluate[T any](ctx context.Context, t *testing.T, script string) T {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
