@@ -2,6 +2,8 @@ package bench
 
 import (
 	"database/sql"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +93,36 @@ func BenchmarkSelect1Collector(b *testing.B) {
 			b.ReportMetric(float64(tBare.Nanoseconds())/float64(i), "ns/stmt-bare")
 			b.ReportMetric(float64(tCollected.Nanoseconds())/float64(i), "ns/stmt-collected")
 			b.ReportMetric(float64(tCollected)/float64(tBare), "collected/bare")
+		})
+	}
+}
+
+// BenchmarkCollectorGather measures one scrape of an lbdprom.Collector (a Stats snapshot and
+// every series) at 3 and 300 nodes. The nodes are loopback addresses nothing dials: probes are
+// an hour apart and no connection is asked for.
+func BenchmarkCollectorGather(b *testing.B) {
+	for _, n := range []int{3, 300} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			addrs := make([]string, n)
+			for i := range addrs {
+				addrs[i] = fmt.Sprintf("127.0.0.1:%d", 20000+i)
+			}
+			c, err := lbd.NewConnector("u:p@lb("+strings.Join(addrs, ",")+")/db?checkHealthIntervalSeconds=3600",
+				lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			col := lbdprom.NewCollector(c, lbdprom.Options{})
+			defer col.Close()
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(col)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := reg.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
