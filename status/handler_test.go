@@ -171,3 +171,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	h.Close()
 	h.Close() // idempotent
 }
+
+// TestHistoryKeepsTheLatest fills the ring past its size: the oldest samples go, the rest stay
+// in order.
+func TestHistoryKeepsTheLatest(t *testing.T) {
+	h := newHistory(3)
+	t0 := time.Unix(1000, 0)
+	for i := range 5 {
+		h.add(lbd.Stats{Nodes: []lbd.NodeStats{{Addr: "a:1", Open: i}}}, t0.Add(time.Duration(i)*time.Second))
+	}
+	got := h.list()
+	if len(got) != 3 {
+		t.Fatalf("%d samples kept, want 3", len(got))
+	}
+	for i, s := range got {
+		if want := i + 2; s.Open["a:1"] != want || !s.At.Equal(t0.Add(time.Duration(want)*time.Second)) {
+			t.Errorf("sample %d = %+v, want the one with %d open", i, s, want)
+		}
+	}
+}
