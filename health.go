@@ -213,7 +213,9 @@ func (c *Connector) startLoops() error {
 		Clock:    c.cfg.clock,
 		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
-			c.table.Probed(t.(*probeTarget).n.tn, c.cfg.clock.Now(), err, took)
+			n := t.(*probeTarget).n
+			c.table.Probed(n.tn, c.cfg.clock.Now(), err, took)
+			c.observeProbe(n.addr, took, err)
 		},
 	})
 	if err != nil {
@@ -267,12 +269,12 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
-		n.retireAll()
+		n.retireAll(RetireNodeDown)
 		if t.Cause != nodetable.CauseProbe {
 			c.triggerProbe(n)
 		}
 	case nodetable.Draining:
-		n.retireAll()
+		n.retireAll(RetireNodeDraining)
 		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
 			c.prober.Remove(t)
 		}

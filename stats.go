@@ -63,9 +63,13 @@ type NodeStats struct {
 
 	Dials        uint64 // successful dials
 	DialFailures uint64 // failed dials (refused, timed out, handshake failed)
-	Retired      uint64 // connections retired (node down or draining, fatal error, rebalancing)
-	FatalErrors  uint64 // errors the exception sorter judged fatal
-	Transitions  uint64 // state changes
+	Retired      uint64 // connections retired (node down or draining, fatal error, rebalancing): the sum of RetiredBy
+	// RetiredBy counts the retired connections by why lbd retired them, indexed by RetireReason.
+	// Connections database/sql closes itself (SetConnMaxLifetime, SetConnMaxIdleTime, idle
+	// surplus) are database/sql's count (sql.DBStats), not these.
+	RetiredBy   [NumRetireReasons]uint64
+	FatalErrors uint64 // errors the exception sorter judged fatal
+	Transitions uint64 // state changes
 	// TransitionsBy counts the state changes by what decided them, indexed by TransitionCause.
 	TransitionsBy [NumTransitionCauses]uint64
 	Probes        uint64 // probes run
@@ -85,9 +89,13 @@ func (c *Connector) Stats() Stats {
 		s := &out[i]
 		*s = NodeStats{
 			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Open: v.Open, InUse: v.InUse,
-			Dials: v.Dials, DialFailures: v.DialFailures, Retired: n.retired.Load(),
+			Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
+		}
+		for r := range s.RetiredBy {
+			s.RetiredBy[r] = n.retiredBy[r].Load()
+			s.Retired += s.RetiredBy[r]
 		}
 		if v.LastErr != nil {
 			s.LastError = v.LastErr.Error()

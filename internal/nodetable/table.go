@@ -260,3 +260,6 @@ func (t *Table[P]) failedLocked(n *Node[P]) {
 // the check a checkout of a pooled connection makes. It reads the state a Snapshot taken
 // before it returned would show, or a later one.
 func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }
+
+// StateNow returns n's state with one atomic load, as IsUp reads it.
+func (t *Table[P]) StateNow(n *Node[P]) State { return State(n.stateNow.Load()) }
