@@ -11,24 +11,25 @@ import "github.com/lbd-go/lbd/internal/pick"
 //     PickInUse and Claim raise it, Unclaim lowers it. Statement mode binds a statement to the
 //     up node with the lowest in-use count.
 //
-// Both picks are O(1) in the number of nodes and allocate nothing; skipping nodes already
-// tried costs one step per skipped node.
+// Both picks are weighted least-connections: the node whose count, charged once more, is the
+// smallest share of its effective weight (see weights.go). They allocate nothing and are O(1) in
+// the number of nodes while every node has the same effective weight, O(log n) otherwise;
+// skipping nodes already tried costs one step per skipped node.
 
-// Pick charges one open connection to the up node with the fewest open connections that is not
-// in skip and returns it, or nil when there is none. Equal counts take turns.
+// Pick charges one open connection to the up node with the fewest open connections for its
+// effective weight that is not in skip and returns it, or nil when there is none. Equal loads
+// take turns.
 func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(&t.byOpen, skip, true) }
 
-// PickInUse claims one in-use connection on the up node with the fewest connections in use that
-// is not in skip and returns it, or nil when there is none. Equal counts take turns. The claim
+// PickInUse claims one in-use connection on the up node with the fewest connections in use for
+// its effective weight that is not in skip and returns it, or nil when there is none. Equal
+// loads take turns. The claim
 // is given back with Unclaim.
 func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] { return t.pickIn(&t.byInUse, skip, false) }
 
 func (t *Table[P]) pickIn(x *pick.Index[*Node[P]], skip []*Node[P], open bool) *Node[P] {
 	t.mu.Lock()
-	e := x.First()
-	for e != nil && contains(skip, e.Value) {
-		e = x.Next(e)
-	}
+	e := x.FirstNotIn(skip)
 	if e == nil {
 		t.mu.Unlock()
 		return nil
@@ -39,15 +40,6 @@ func (t *Table[P]) pickIn(x *pick.Index[*Node[P]], skip []*Node[P], open bool) *
 	}
 	t.mu.Unlock()
 	return e.Value
-}
-
-func contains[P any](list []*Node[P], n *Node[P]) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // Charge counts one more open connection on n, which the caller is about to dial (statement

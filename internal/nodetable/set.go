@@ -35,8 +35,9 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 }
 
 func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
-	n := &Node[P]{addr: want.Addr, standby: want.Standby}
+	n := &Node[P]{addr: want.Addr, standby: want.Standby, warmth: 1, warmIdx: -1}
 	n.byOpen.Value, n.byInUse.Value = n, n
+	t.setWeightLocked(n, want.Weight)
 	p, err := build(n)
 	if err != nil {
 		return nil, err
@@ -135,6 +136,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			added = append(added, n)
 		}
 		t.setStandbyLocked(n, want.Standby)
+		t.setWeightLocked(n, want.Weight)
 	}
 	t.indexTrustedLocked(trusted)
 	t.desired = desired
