@@ -19,7 +19,6 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -104,6 +103,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
 		ProbeInterval:  run.CheckHealthInterval,
+		Warmup:         run.Warmup,
 		Rand:           run.randN,
 		OnTransition:   c.onTransition,
 	})
@@ -116,7 +116,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := c.startSource(src); err != nil {
 		return nil, err
 	}
-	if err := c.table.Start(nodes.StaticAddrs(c.staticNodes()...), c.newNode); err != nil {
+	if err := c.table.Start(c.staticNodes(), c.newNode); err != nil {
 		return nil, err
 	}
 	if err := c.startLoops(); err != nil {

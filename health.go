@@ -223,6 +223,10 @@ func (c *Connector) startLoops() error {
 		c.startProbing(tn.Payload())
 	}
 	c.rebal.Start()
+	if c.table.WarmupStep() > 0 {
+		c.loops.Add(1)
+		go c.warmupLoop()
+	}
 	if c.cfg.LogStats {
 		c.loops.Add(1)
 		go c.logStatsLoop()
