@@ -279,7 +279,7 @@ func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	start := len(buf)
 	for _, v := range p.views {
 		if v.State == nodetable.Up {
-			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open})
+			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
 		}
 	}
 	clear(p.views) // drop node handles until the next round
