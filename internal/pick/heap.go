@@ -1,18 +1,35 @@
 package pick
 
-// Heap mode: a binary min-heap by (count+1)/weight, ties to the lowest seq. See the package doc
-// for why a heap.
+// Heap mode: a 4-ary min-heap by (count+1)/weight, ties to the lowest seq. See the package doc
+// for why a heap. Each slot carries a copy of its entry's load, so that sifting compares
+// contiguous memory instead of chasing a pointer per comparison (at 50 000 nodes the entries
+// do not fit in the caches the slots fit in), and four children per node halve the depth for
+// one more cache line of children per level.
 
-// less reports whether a goes before b: a smaller share of its weight once charged, or the same
-// share and charged longer ago. Weights are at most MaxWeight, so the products fit in int64.
-func less[T comparable](a, b *Entry[T]) bool {
-	la := int64(a.count+1) * b.Weight()
-	lb := int64(b.count+1) * a.Weight()
+// slot is one place in the heap: the entry and the copy of its load the order is kept by.
+type slot[T comparable] struct {
+	next   int64 // count + 1
+	weight int64
+	seq    uint64
+	e      *Entry[T]
+}
+
+// load copies e's load into s.
+func (s *slot[T]) load(e *Entry[T]) {
+	s.next, s.weight, s.seq, s.e = int64(e.count)+1, e.Weight(), e.seq, e
+}
+
+// before reports whether a goes before b: a smaller share of its weight once charged, or the
+// same share and charged longer ago. Weights are at most MaxWeight, so the products fit in int64.
+func before[T comparable](a, b *slot[T]) bool {
+	la, lb := a.next*b.weight, b.next*a.weight
 	if la != lb {
 		return la < lb
 	}
 	return a.seq < b.seq
 }
+
+const arity = 4
 
 // push adds e to the heap, behind the entries of equal load.
 func (x *Index[T]) push(e *Entry[T]) {
@@ -25,7 +42,8 @@ func (x *Index[T]) push(e *Entry[T]) {
 func (x *Index[T]) putBack(e *Entry[T]) {
 	e.indexed = true
 	e.pos = len(x.heap)
-	x.heap = append(x.heap, e)
+	x.heap = append(x.heap, slot[T]{})
+	x.heap[e.pos].load(e)
 	x.up(e.pos)
 }
 
@@ -33,9 +51,10 @@ func (x *Index[T]) putBack(e *Entry[T]) {
 func (x *Index[T]) heapRemove(e *Entry[T]) {
 	i, last := e.pos, len(x.heap)-1
 	if i != last {
-		x.swap(i, last)
+		x.heap[i] = x.heap[last]
+		x.heap[i].e.pos = i
 	}
-	x.heap[last] = nil
+	x.heap[last] = slot[T]{}
 	x.heap = x.heap[:last]
 	if i != last {
 		x.fix(i)
@@ -43,7 +62,7 @@ func (x *Index[T]) heapRemove(e *Entry[T]) {
 	e.indexed, e.pos = false, 0
 }
 
-// fix restores the heap order after the entry at i changed its load.
+// fix restores the heap order after the slot at i changed its load.
 func (x *Index[T]) fix(i int) {
 	if !x.down(i) {
 		x.up(i)
@@ -51,41 +70,48 @@ func (x *Index[T]) fix(i int) {
 }
 
 func (x *Index[T]) up(i int) {
+	h := x.heap
+	s := h[i]
 	for i > 0 {
-		p := (i - 1) / 2
-		if !less(x.heap[i], x.heap[p]) {
-			return
+		p := (i - 1) / arity
+		if !before(&s, &h[p]) {
+			break
 		}
-		x.swap(i, p)
+		h[i] = h[p]
+		h[i].e.pos = i
 		i = p
 	}
+	h[i] = s
+	s.e.pos = i
 }
 
-// down sinks the entry at i and reports whether it moved.
+// down sinks the slot at i and reports whether it moved.
 func (x *Index[T]) down(i int) bool {
-	start, n := i, len(x.heap)
+	h := x.heap
+	n := len(h)
+	start := i
+	s := h[i]
 	for {
-		l := 2*i + 1
-		if l >= n {
+		c := arity*i + 1
+		if c >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && less(x.heap[r], x.heap[l]) {
-			m = r
+		m := c
+		for k := c + 1; k < min(c+arity, n); k++ {
+			if before(&h[k], &h[m]) {
+				m = k
+			}
 		}
-		if !less(x.heap[m], x.heap[i]) {
+		if !before(&h[m], &s) {
 			break
 		}
-		x.swap(i, m)
+		h[i] = h[m]
+		h[i].e.pos = i
 		i = m
 	}
+	h[i] = s
+	s.e.pos = i
 	return i > start
-}
-
-func (x *Index[T]) swap(i, j int) {
-	h := x.heap
-	h[i], h[j] = h[j], h[i]
-	h[i].pos, h[j].pos = i, j
 }
 
 // toHeap moves every entry from the buckets to the heap, in bucket order, so that the order
@@ -108,7 +134,7 @@ func (x *Index[T]) toHeap() {
 // toBuckets moves every entry from the heap to the buckets, in heap order.
 func (x *Index[T]) toBuckets() {
 	for len(x.heap) > 0 {
-		e := x.heap[0]
+		e := x.heap[0].e
 		x.heapRemove(e)
 		x.link(e)
 	}

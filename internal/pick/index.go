@@ -74,7 +74,7 @@ type Index[T comparable] struct {
 	size    int
 
 	weighted int         // indexed entries whose weight is not Unit: heap mode while > 0
-	heap     []*Entry[T] // heap mode: every indexed entry, a binary min-heap by (count+1)/weight
+	heap     []slot[T]   // heap mode: every indexed entry, a 4-ary min-heap by (count+1)/weight
 	seq      uint64      // source of Entry.seq
 	parked   []*Entry[T] // FirstNotIn's scratch in heap mode, reused
 }
@@ -130,7 +130,7 @@ func (x *Index[T]) First() *Entry[T] {
 	case x.size == 0:
 		return nil
 	case x.weighted > 0:
-		return x.heap[0]
+		return x.heap[0].e
 	}
 	return x.buckets[x.min].head
 }
@@ -156,7 +156,7 @@ func (x *Index[T]) FirstNotIn(skip []T) *Entry[T] {
 		parked = append(parked, e)
 		e = nil
 		if len(x.heap) > 0 {
-			e = x.heap[0]
+			e = x.heap[0].e
 		}
 	}
 	for _, p := range parked {
@@ -199,6 +199,7 @@ func (x *Index[T]) Adjust(e *Entry[T], delta int) {
 		e.count += delta
 		x.seq++
 		e.seq = x.seq
+		x.heap[e.pos].load(e)
 		x.fix(e.pos)
 	default:
 		x.unlink(e)
@@ -230,6 +231,7 @@ func (x *Index[T]) SetWeight(e *Entry[T], w int64) {
 		return
 	}
 	e.weight = w // both weighted: heap mode
+	x.heap[e.pos].load(e)
 	x.fix(e.pos)
 }
 
