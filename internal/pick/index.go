@@ -12,9 +12,10 @@
 // would hold the smallest share of its weight (Envoy's and HAProxy's weighted least-request
 // rule, in connections). That order is not a small integer, and a warming node's weight moves
 // in fine steps, so buckets by count no longer work; buckets by weight class would need a
-// scan over the classes per pick, and classes multiply with warm-up steps. A binary min-heap
-// keyed by (count+1)/weight, compared by cross-multiplication in integers (no float rounding
-// between equal shares), is O(log n) for every operation and bounded by nothing but n. So
+// scan over the classes per pick, and classes multiply with warm-up steps. A min-heap keyed
+// by (count+1)/weight, compared by cross-multiplication in integers (no float rounding between
+// equal shares), is O(log n) for every operation and bounded by nothing but n; it is 4-ary and
+// its slots hold a copy of each entry's load, so sifting reads contiguous memory (heap.go). So
 // the index switches to the heap while at least one indexed entry has another weight, and
 // back to the buckets when none has: a switch is O(n log n) once, on a weight change, never
 // on a pick. Ties in the heap go to the entry charged or released longest ago, so equal
