@@ -19,7 +19,6 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -122,6 +121,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
 		ProbeInterval:  run.CheckHealthInterval,
+		Warmup:         run.Warmup,
 		Rand:           run.randN,
 		PanicSpacing:   panicSpacing(run.CheckHealthInterval),
 		OnTransition:   c.queueTransition,
@@ -135,7 +135,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := c.startSource(src); err != nil {
 		return nil, err
 	}
-	if err := c.table.Start(c.roles.seedRoles(nodes.StaticAddrs(c.staticNodes()...)), c.newNode); err != nil {
+	if err := c.table.Start(c.roles.seedRoles(c.staticNodes()), c.newNode); err != nil {
 		return nil, err
 	}
 	if err := c.startLoops(); err != nil {

@@ -236,6 +236,10 @@ func (c *Connector) startLoops() error {
 	c.rebal.Start()
 	c.loops.Add(1)
 	go c.transitionLoop()
+	if c.table.WarmupStep() > 0 {
+		c.loops.Add(1)
+		go c.warmupLoop()
+	}
 	if c.cfg.LogStats {
 		c.loops.Add(1)
 		go c.logStatsLoop()
@@ -295,7 +299,7 @@ func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	start := len(buf)
 	for _, v := range p.views {
 		if v.State == nodetable.Up {
-			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open})
+			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
 		}
 	}
 	clear(p.views) // drop node handles until the next round

@@ -75,6 +75,14 @@ type NodeStats struct {
 	Probes        uint64 // probes run
 	ProbeFailures uint64 // probes failed
 
+	// Weight is the node's weight from its source or the DSN (nodes.DefaultWeight when none
+	// was given); Warmup is its slow-start progress, from 0 as it comes up to 1 once warm (1
+	// for nodes listed at start and with slow start off); EffectiveWeight is what new
+	// connections go by: Weight × max(Warmup, 0.1).
+	Weight          int
+	Warmup          float64
+	EffectiveWeight float64
+
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
 }
@@ -92,6 +100,7 @@ func (c *Connector) Stats() Stats {
 			Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
+			Weight: v.Weight, Warmup: v.Warmth, EffectiveWeight: v.Effective,
 		}
 		for r := range s.RetiredBy {
 			s.RetiredBy[r] = n.retiredBy[r].Load()
@@ -131,7 +140,8 @@ func (c *Connector) logStatsLoop() {
 			c.cfg.Logger.Info("lbd stats",
 				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle, "in_use", n.InUse,
 				"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
-				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures)
+				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures,
+				"weight", n.Weight, "warmup", n.Warmup)
 		}
 		t.Reset(c.cfg.StatsInterval)
 	}
