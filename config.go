@@ -38,6 +38,11 @@ type Config struct {
 	// Connector gets a source through WithSource.
 	Nodes []string
 
+	// Weights holds the weight of each entry of Nodes written "host:port*weight" (from 1 to
+	// nodes.MaxWeight), keyed by its canonical address; a node not in it has the default weight,
+	// nodes.DefaultWeight. New connections go by weighted least-connections: a node of weight 2
+	// holds twice the connections of a node of weight 1.
+	Weights map[string]int
 	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
 	// a DNS name), trimmed, in DSN order; the source validates them.
 	SourceAddrs []string
@@ -69,6 +74,12 @@ type Config struct {
 	// its own connection.
 	FatalErrorThreshold int
 	FatalErrorWindow    time.Duration
+	// Warmup is the slow-start window (warmupSeconds, default DefaultWarmup; option
+	// WithWarmup): a node added at run time, or recovered, receives its share of new
+	// connections gradually, its weight rising from 10% to all of it over Warmup, and the
+	// rebalancer moves connections into it at that pace. Nodes listed at start do not warm up.
+	// 0 turns slow start off (also the meaning of the zero value in a Config built in code).
+	Warmup time.Duration
 	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
 	// false).
 	LogStats bool
@@ -139,6 +150,7 @@ func cloneConfig(cfg *Config) *Config {
 	cp := *cfg
 	cp.MySQL = cfg.MySQL.Clone()
 	cp.Nodes = slices.Clone(cfg.Nodes)
+	cp.Weights = maps.Clone(cfg.Weights)
 	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
 	cp.SourceParams = maps.Clone(cfg.SourceParams)
 	return &cp
@@ -179,6 +191,17 @@ func (c *Config) settle() error {
 	} {
 		if n.value < 1 || n.value > maxCount {
 			return fmt.Errorf("lbd: %s is %d; it must be from 1 to %d (%s)", n.name, n.value, maxCount, n.where)
+		}
+	}
+	if c.Warmup < 0 || c.Warmup > maxSeconds*time.Second {
+		return fmt.Errorf("lbd: warmup is %v; it must be from 0 (off) to %d s (DSN parameter warmupSeconds, option WithWarmup)", c.Warmup, maxSeconds)
+	}
+	for addr, w := range c.Weights {
+		if !slices.Contains(c.Nodes, addr) {
+			return fmt.Errorf("lbd: Weights names %q, which is not in Nodes; weigh only listed proxies", addr)
+		}
+		if w < 1 || w > nodes.MaxWeight {
+			return fmt.Errorf("lbd: Weights[%q] is %d; it must be from 1 to %d (write the proxy as host:port*weight)", addr, w, nodes.MaxWeight)
 		}
 	}
 	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)

@@ -42,7 +42,7 @@ func TestConfigReportsOptions(t *testing.T) {
 	c := quietConnector(t, "u:p@lb(127.0.0.1:1)/db?recoverCheckCount=3",
 		WithCheckHealthInterval(time.Hour), WithRecoverCheckCount(7), WithFatalErrorThreshold(9),
 		WithFatalErrorWindow(time.Minute), WithStatsInterval(time.Second), WithBalance(BalanceStatement),
-		WithExceptionSorter(fixedSorter{}), WithLogger(logger))
+		WithExceptionSorter(fixedSorter{}), WithLogger(logger), WithWarmup(0))
 	got := c.Config()
 	for _, tc := range []struct {
 		name      string
@@ -56,6 +56,7 @@ func TestConfigReportsOptions(t *testing.T) {
 		{"FatalErrorWindow", got.FatalErrorWindow, time.Minute},
 		{"StatsInterval", got.StatsInterval, time.Second},
 		{"Balance", got.Balance, BalanceStatement},
+		{"Warmup", got.Warmup, time.Duration(0)},
 		{"Sorter", got.Sorter, exception.Sorter(fixedSorter{})},
 		{"Logger", got.Logger, logger},
 	} {
@@ -84,6 +85,9 @@ func TestConfigReportsDefaults(t *testing.T) {
 	}
 	if want, _ := exception.Lookup(DefaultExceptionSorter); got.Sorter != want {
 		t.Errorf("Config().Sorter = %T, want the one registered as %q", got.Sorter, DefaultExceptionSorter)
+	}
+	if got.Warmup != DefaultWarmup {
+		t.Errorf("Config().Warmup = %v, want %v", got.Warmup, DefaultWarmup)
 	}
 	if got.StatsInterval != DefaultStatsInterval || got.CheckHealthInterval != time.Hour {
 		t.Errorf("Config() = stats %v, health %v; want %v, 1h", got.StatsInterval, got.CheckHealthInterval, DefaultStatsInterval)
@@ -176,6 +180,9 @@ func TestConfigSettingsOutOfRange(t *testing.T) {
 		{"threshold", func(c *Config) { c.FatalErrorThreshold = -1 }, "fatalErrorThreshold is -1"},
 		{"balance", func(c *Config) { c.Balance = 7 }, "invalid Balance BalanceMode(7)"},
 		{"sorter name", func(c *Config) { c.ExceptionSorter = "nosuch" }, `exceptionSorter="nosuch": no sorter registered`},
+		{"warmup", func(c *Config) { c.Warmup = -time.Second }, "warmup is -1s; it must be from 0 (off)"},
+		{"weight range", func(c *Config) { c.Weights = map[string]int{"127.0.0.1:1": 0} }, `Weights["127.0.0.1:1"] is 0; it must be from 1 to 65535`},
+		{"weight unlisted", func(c *Config) { c.Weights = map[string]int{"127.0.0.2:1": 2} }, `Weights names "127.0.0.2:1", which is not in Nodes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
@@ -237,3 +244,19 @@ func (*secretSource) Start(context.Context, func(nodes.Set)) (nodes.Set, error) 
 	return nodes.Set{}, errors.New("secretSource does not start")
 }
 func (*secretSource) Close() error { return nil }
+
+func TestWithWarmup(t *testing.T) {
+	cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WithWarmup(-time.Second)(cfg); err == nil || !strings.Contains(err.Error(), "WithWarmup: -1s is negative; 0 turns slow start off") {
+		t.Fatalf("WithWarmup(-1s) = %v, want an error saying 0 turns it off", err)
+	}
+	if err := WithWarmup(2 * time.Minute)(cfg); err != nil || cfg.Warmup != 2*time.Minute {
+		t.Fatalf("WithWarmup(2m) = %v, Warmup %v", err, cfg.Warmup)
+	}
+	if !strings.Contains(cfg.FormatDSN(), "warmupSeconds=120") {
+		t.Fatalf("FormatDSN() = %q, want warmupSeconds=120", cfg.FormatDSN())
+	}
+}

@@ -86,7 +86,7 @@ func (c *conn) enter() error {
 		return nil
 	}
 	if !c.connector.table.IsUp(c.node.tn) {
-		c.markRetired()
+		c.markRetired(retireReasonFor(NodeState(c.connector.table.StateNow(c.node.tn))))
 		return driver.ErrBadConn
 	}
 	if c.state.CompareAndSwap(connIdle, connInUse) || c.state.CompareAndSwap(connFresh, connInUse) {
@@ -97,28 +97,29 @@ func (c *conn) enter() error {
 
 // retire marks the connection so the pool drops it; an idle one is closed at once. It reports
 // whether the connection was closed at once.
-func (c *conn) retire() bool {
-	c.markRetired()
-	return c.retireIfIdle()
+func (c *conn) retire(why RetireReason) bool {
+	c.markRetired(why)
+	return c.retireIfIdle(why)
 }
 
 // retireIfIdle closes the connection at once if it is idle in the pool or fresh (never used:
 // it may sit in the pool without database/sql ever having called IsValid), and reports whether
 // it did. database/sql still holds the (now closed) connection; its next operation or checkout
 // answers driver.ErrBadConn before any byte is sent, and database/sql moves on.
-func (c *conn) retireIfIdle() bool {
+func (c *conn) retireIfIdle(why RetireReason) bool {
 	if !c.state.CompareAndSwap(connIdle, connClosed) && !c.state.CompareAndSwap(connFresh, connClosed) {
 		return false
 	}
-	c.markRetired()
+	c.markRetired(why)
 	c.closePhysical()
 	return true
 }
 
-// markRetired marks the connection retired and reports whether this call did it.
-func (c *conn) markRetired() bool {
+// markRetired marks the connection retired and reports whether this call did it; only that
+// call counts the connection, under its reason.
+func (c *conn) markRetired(why RetireReason) bool {
 	if c.retired.CompareAndSwap(false, true) {
-		c.node.retired.Add(1)
+		c.node.retiredBy[why].Add(1)
 		return true
 	}
 	return false
@@ -191,7 +192,7 @@ func (c *conn) fail(err error) error {
 	if !c.broken.CompareAndSwap(nil, &err) {
 		return *c.broken.Load()
 	}
-	c.markRetired()
+	c.markRetired(RetireFatal)
 	c.tc.Close()
 	closeQuietly(c.dc)
 	c.connector.onConnError(c, err)
@@ -234,7 +235,7 @@ func (c *conn) IsValid() bool {
 		return false
 	}
 	if !c.connector.table.IsUp(c.node.tn) {
-		c.markRetired()
+		c.markRetired(retireReasonFor(NodeState(c.connector.table.StateNow(c.node.tn))))
 		return false
 	}
 	if !c.state.CompareAndSwap(connInUse, connIdle) && !c.state.CompareAndSwap(connFresh, connIdle) &&
@@ -242,7 +243,7 @@ func (c *conn) IsValid() bool {
 		return false
 	}
 	if c.retired.Load() { // retired between the check and the swap, while still in use
-		c.retireIfIdle()
+		c.retireIfIdle(RetireFatal) // counted already, under the reason that retired it
 		return false
 	}
 	return c.dc.IsValid()

@@ -67,7 +67,7 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 	}
 	var w *conn
 	cn.Raw(func(dc any) error { w = dc.(*conn); return nil })
-	if w.retire() {
+	if w.retire(RetireRebalance) {
 		t.Fatal("retire closed an in-use connection")
 	}
 	if _, err := tx.Exec("SELECT 1"); err != nil {
@@ -96,7 +96,7 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 			}
 		}
 	}
-	if len(idle) != 1 || !idle[0].retireIfIdle() {
+	if len(idle) != 1 || !idle[0].retireIfIdle(RetireRebalance) {
 		t.Fatalf("want exactly one idle connection to retire, found %d", len(idle))
 	}
 	if got := c.Stats().Open(); got != 0 {
@@ -126,7 +126,7 @@ func TestFreshConnectionIsRetiredAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := dc.(*conn)
-	if !w.retire() {
+	if !w.retire(RetireRebalance) {
 		t.Fatal("a fresh connection was not closed at once")
 	}
 	if got := c.Stats().Nodes[0].Open; got != 0 {

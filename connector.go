@@ -19,7 +19,6 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -46,6 +45,7 @@ type Connector struct {
 	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
 	recent      recentFatal   // latest fatal errors, for NodeOfError
+	observers   observers     // AddObserver's list
 	transitions transitionLog // latest state changes, for Stats.Recent
 	stmt        statementMode // statement mode's logical connections and prepared statements
 	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
@@ -121,6 +121,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalThreshold: run.FatalErrorThreshold,
 		FatalWindow:    run.FatalErrorWindow,
 		ProbeInterval:  run.CheckHealthInterval,
+		Warmup:         run.Warmup,
 		Rand:           run.randN,
 		PanicSpacing:   panicSpacing(run.CheckHealthInterval),
 		OnTransition:   c.queueTransition,
@@ -134,7 +135,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := c.startSource(src); err != nil {
 		return nil, err
 	}
-	if err := c.table.Start(c.roles.seedRoles(nodes.StaticAddrs(c.staticNodes()...)), c.newNode); err != nil {
+	if err := c.table.Start(c.roles.seedRoles(c.staticNodes()), c.newNode); err != nil {
 		return nil, err
 	}
 	if err := c.startLoops(); err != nil {
@@ -330,7 +331,15 @@ func (c *Connector) connectNode(ctx context.Context, n *node, panicDial bool) (*
 	dctx, cancel := context.WithTimeout(context.WithValue(ctx, ticketKey{}, t), timeout)
 	defer cancel()
 	defer context.AfterFunc(c.stopCtx, cancel)()
+	var began time.Time
+	obs := c.observers.load()
+	if obs != nil {
+		began = time.Now()
+	}
 	dc, err := safeConnect(dctx, n.connector, t)
+	if obs != nil {
+		c.observeDial(obs, n.addr, time.Since(began), err)
+	}
 	if err == nil {
 		if mc, ok := dc.(fullConn); ok {
 			if panicDial {
@@ -409,8 +418,8 @@ func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
 	w := &conn{dc: mc, tc: tc, node: n, connector: c}
 	n.track(w)
 	c.table.Dialed(n.tn, nil)
-	if !c.table.IsUp(n.tn) {
-		w.markRetired()
+	if s := c.table.State(n.tn); s != nodetable.Up {
+		w.markRetired(retireReasonFor(NodeState(s)))
 	}
 	return w
 }

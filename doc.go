@@ -7,7 +7,9 @@
 //
 //	user:password@lb(10.0.0.1:2883,10.0.0.2:2883,[fd00::3]:2883)/db?parseTime=true
 //
-// Each new physical connection goes to the up proxy with the fewest open connections. Every
+// Each new physical connection goes to the up proxy with the fewest open connections for its
+// weight (weighted least-connections; a proxy may carry a weight, lb(10.0.0.1:2883*2,...)), and
+// a proxy added or recovered at run time warms up over warmupSeconds (slow start). Every
 // proxy is probed with real SQL (`/* ping */ SELECT 1`), so a proxy that accepts TCP but hangs is
 // taken out; connections that hit fatal errors (OceanBase 8000–8999, SQLSTATE class 08, resets)
 // are retired; pooled connections are evened out when proxies come, go or recover. database/sql

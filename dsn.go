@@ -29,6 +29,14 @@ const (
 	DefaultExceptionSorter      = "mysql"          // exceptionSorter
 )
 
+// DefaultWarmup is the slow-start window of a node added at run time or recovered
+// (warmupSeconds): its share of new connections rises from 10% of its weight to all of it over
+// 30 s. lb-driver has no slow start; the value is lbd's own. It spans three rounds of the
+// rebalancer at its default interval (10 s), so the connections moved into the node come in
+// at least three waves instead of one, and it keeps the time a recovered proxy carries less
+// than its share to half a minute. bench/results (scale-out phase) has the measurement.
+const DefaultWarmup = 30 * time.Second
+
 // ParseDSN parses a DSN of the form
 //
 //	user:password@lb(host1:port1,host2:port2,[v6addr]:port3)/dbname?param=value&...
@@ -74,6 +82,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		ExceptionSorter:      DefaultExceptionSorter,
 		FailoverTimeout:      DefaultFailoverTimeout,
 		ReadAfterWrite:       DefaultReadAfterWrite,
+		Warmup:               DefaultWarmup,
 	}
 	switch {
 	case emptyAddr && isSource:
@@ -86,7 +95,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		my.Addr = strings.Join(cfg.SourceAddrs, ",")
 	default:
-		if cfg.Nodes, err = parseNodes(my.Addr); err != nil {
+		if cfg.Nodes, cfg.Weights, err = parseNodes(my.Addr); err != nil {
 			return nil, err
 		}
 		my.Addr = strings.Join(cfg.Nodes, ",")
@@ -155,23 +164,41 @@ func withPlaceholderAddr(dsn string) string {
 }
 
 // parseNodes splits the address list of an lb(...) DSN into validated, canonical host:port
-// entries (see nodes.Canonical).
-func parseNodes(addrs string) ([]string, error) {
-	var list []string
+// entries (see nodes.Canonical) and the weights of the entries written host:port*weight (nil
+// when none is).
+func parseNodes(addrs string) (list []string, weights map[string]int, err error) {
 	seen := make(map[string]bool)
 	for raw := range strings.SplitSeq(addrs, ",") {
-		addr := strings.TrimSpace(raw)
-		if err := checkNodeAddr(addr); err != nil {
-			return nil, err
+		entry := strings.TrimSpace(raw)
+		if entry == "" {
+			return nil, nil, checkNodeAddr(entry)
 		}
-		addr, _ = nodes.Canonical(addr)
-		if seen[addr] {
-			return nil, fmt.Errorf("lbd: proxy %q is listed twice", addr)
+		n, err := nodes.ParseEntry(entry)
+		if err != nil {
+			return nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
 		}
-		seen[addr] = true
-		list = append(list, addr)
+		if seen[n.Addr] {
+			return nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
+		}
+		seen[n.Addr] = true
+		list = append(list, n.Addr)
+		if n.Weight != 0 {
+			if weights == nil {
+				weights = make(map[string]int)
+			}
+			weights[n.Addr] = n.Weight
+		}
 	}
-	return list, nil
+	return list, weights, nil
+}
+
+// staticList is the DSN's node list with its weights, as a node source reports one.
+func staticList(addrs []string, weights map[string]int) []nodes.Node {
+	out := make([]nodes.Node, len(addrs))
+	for i, a := range addrs {
+		out[i] = nodes.Node{Addr: a, Weight: weights[a]}
+	}
+	return out
 }
 
 // checkNodeAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535.
@@ -194,7 +221,11 @@ func (c *Config) FormatDSN() string {
 	if my.Net == "" {
 		my.Net = Network
 	}
-	my.Addr = strings.Join(append(slices.Clone(c.Nodes), c.SourceAddrs...), ",")
+	entries := make([]string, 0, len(c.Nodes)+len(c.SourceAddrs))
+	for _, n := range staticList(c.Nodes, c.Weights) {
+		entries = append(entries, n.Entry())
+	}
+	my.Addr = strings.Join(append(entries, c.SourceAddrs...), ",")
 	if my.Addr == "" {
 		my.Addr = placeholderAddr
 	}

@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,34 @@ var dsnCases = []struct {
 			}
 		},
 	},
+	{
+		name: "weights and warm-up",
+		dsn:  "u:p@lb(10.0.0.1:2883*3,[fd00::1]:2883, db.example:1*1)/db?warmupSeconds=90",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "10.0.0.1:2883", "[fd00::1]:2883", "db.example:1")
+			eq(t, "weights", fmt.Sprint(c.Weights), "map[10.0.0.1:2883:3 db.example:1:1]")
+			eq(t, "warmup", c.Warmup, 90*time.Second)
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:2883*3,[fd00::1]:2883,db.example:1*1)/db?warmupSeconds=90")
+		},
+	},
+	{
+		name: "warm-up off",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?warmupSeconds=0",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "warmup", c.Warmup, time.Duration(0))
+			eq(t, "weights", c.Weights == nil, true)
+		},
+	},
+	{name: "weight zero", dsn: "u:p@lb(10.0.0.1:1*0)/db", wantErr: `has weight "0", want a whole number from 1 to 65535 after '*'`},
+	{name: "weight too large", dsn: "u:p@lb(10.0.0.1:1*65536)/db", wantErr: `has weight "65536"`},
+	{name: "weight not a number", dsn: "u:p@lb(10.0.0.1:1*2.5)/db", wantErr: `has weight "2.5"`},
+	{name: "weight signed", dsn: "u:p@lb(10.0.0.1:1*+2)/db", wantErr: `has weight "+2"`},
+	{name: "weight empty", dsn: "u:p@lb(10.0.0.1:1*)/db", wantErr: `has weight ""`},
+	{name: "weight twice", dsn: "u:p@lb(10.0.0.1:1*2*3)/db", wantErr: `has weight "2*3"`},
+	{name: "weight without port", dsn: "u:p@lb(10.0.0.1*2)/db", wantErr: "is not host:port"},
+	{name: "weighted duplicate", dsn: "u:p@lb(10.0.0.1:1*2,10.0.0.1:01)/db", wantErr: "listed twice"},
+	{name: "warm-up negative", dsn: "u:p@lb(10.0.0.1:1)/db?warmupSeconds=-1", wantErr: "warmupSeconds"},
+	{name: "warm-up fraction", dsn: "u:p@lb(10.0.0.1:1)/db?warmupSeconds=1.5", wantErr: "from 0 (no slow start)"},
 	{
 		name: "connection balancing spelt out",
 		dsn:  "u:p@lb(10.0.0.1:1)/db?balance=connection",
@@ -233,6 +262,7 @@ func roundTrip(t *testing.T, dsn string) {
 	}
 	if c1.MySQL.FormatDSN() != c2.MySQL.FormatDSN() ||
 		strings.Join(c1.Nodes, ",") != strings.Join(c2.Nodes, ",") ||
+		fmt.Sprint(c1.Weights) != fmt.Sprint(c2.Weights) || c1.Warmup != c2.Warmup ||
 		c1.CheckHealthInterval != c2.CheckHealthInterval || c1.CheckHealthTimeout != c2.CheckHealthTimeout ||
 		c1.CheckBalanceInterval != c2.CheckBalanceInterval || c1.RecoverCheckCount != c2.RecoverCheckCount ||
 		c1.FatalErrorThreshold != c2.FatalErrorThreshold || c1.FatalErrorWindow != c2.FatalErrorWindow ||

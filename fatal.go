@@ -19,7 +19,7 @@ func (c *Connector) onConnError(w *conn, err error) {
 	if !errors.Is(err, ErrProtocol) && !c.cfg.Sorter.IsFatal(err) {
 		return
 	}
-	w.markRetired()
+	w.markRetired(RetireFatal)
 	n := w.node
 	now := c.cfg.clock.Now()
 	c.recent.add(err, n.addr, now)

@@ -213,7 +213,9 @@ func (c *Connector) startLoops() error {
 		Clock:    c.cfg.clock,
 		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
-			c.table.Probed(t.(*probeTarget).n.tn, c.cfg.clock.Now(), err, took)
+			n := t.(*probeTarget).n
+			c.table.Probed(n.tn, c.cfg.clock.Now(), err, took)
+			c.observeProbe(n.addr, took, err)
 		},
 	})
 	if err != nil {
@@ -234,6 +236,10 @@ func (c *Connector) startLoops() error {
 	c.rebal.Start()
 	c.loops.Add(1)
 	go c.transitionLoop()
+	if c.table.WarmupStep() > 0 {
+		c.loops.Add(1)
+		go c.warmupLoop()
+	}
 	if c.cfg.LogStats {
 		c.loops.Add(1)
 		go c.logStatsLoop()
@@ -267,12 +273,12 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
-		n.retireAll()
+		n.retireAll(RetireNodeDown)
 		if t.Cause != nodetable.CauseProbe {
 			c.triggerProbe(n)
 		}
 	case nodetable.Draining:
-		n.retireAll()
+		n.retireAll(RetireNodeDraining)
 		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
 			c.prober.Remove(t)
 		}
@@ -293,7 +299,7 @@ func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	start := len(buf)
 	for _, v := range p.views {
 		if v.State == nodetable.Up {
-			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open})
+			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
 		}
 	}
 	clear(p.views) // drop node handles until the next round

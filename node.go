@@ -21,7 +21,7 @@ type node struct {
 	connector driver.Connector
 	tn        *tableNode
 
-	retired atomic.Uint64 // connections retired, for Stats
+	retiredBy [NumRetireReasons]atomic.Uint64 // connections retired, by reason, for Stats
 
 	// roleErr is the latest failed role check's error, nil once one answered; kept for the
 	// error of a Connect that found no node of its target's roles.
@@ -75,10 +75,10 @@ func (n *node) snapshotConns() []*conn {
 
 // retireAll marks every connection of the node retired: idle ones close at once, in-use ones
 // at their next return to the pool. It returns how many closed at once.
-func (n *node) retireAll() int {
+func (n *node) retireAll(why RetireReason) int {
 	closed := 0
 	for _, c := range n.snapshotConns() {
-		if c.retire() {
+		if c.retire(why) {
 			closed++
 		}
 	}
@@ -95,7 +95,7 @@ func (n *node) retireSurplus(max int) int {
 		if done >= max {
 			return done
 		}
-		if c.retireIfIdle() {
+		if c.retireIfIdle(RetireRebalance) {
 			done++
 		}
 	}
@@ -103,7 +103,7 @@ func (n *node) retireSurplus(max int) int {
 		if done >= max {
 			break
 		}
-		if c.markRetired() {
+		if c.markRetired(RetireRebalance) {
 			done++
 		}
 	}

@@ -13,14 +13,23 @@ import (
 var ErrNoUpNodeLeft = nodetable.ErrNoUpNodeLeft
 
 // SetNodes replaces the node list at run time. Nodes not known before are added in state down
-// and take connections after one good probe; nodes no longer listed start draining: they take
+// and take connections after one good probe, warming up over Config.Warmup; nodes no longer listed start draining: they take
 // no new connection, their idle connections close at once and their in-use ones at return, and
 // they leave Stats when their last connection closes. A list whose removals would leave no up
 // node applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
 // happen once one of the listed nodes is up. An empty or malformed list is an error and
-// changes nothing.
+// changes nothing. An entry may carry a weight as in the DSN, "host:port*2"; one without has
+// the default weight.
 func (c *Connector) SetNodes(addrs []string) error {
-	return c.applyNodes(nodes.Set{Nodes: nodes.StaticAddrs(addrs...)})
+	list := make([]nodes.Node, len(addrs))
+	for i, a := range addrs {
+		n, err := nodes.ParseEntry(a)
+		if err != nil {
+			return fmt.Errorf("lbd: node list not applied: %w", err)
+		}
+		list[i] = n
+	}
+	return c.applyNodes(nodes.Set{Nodes: list})
 }
 
 // applyNodes is SetNodes for a whole set, whose nodes may be standby: probed, but taking no

@@ -123,6 +123,18 @@ func WithFatalErrorWindow(d time.Duration) Option {
 	return durationOption("WithFatalErrorWindow", d, func(c *Config, d time.Duration) { c.FatalErrorWindow = d })
 }
 
+// WithWarmup sets the slow-start window of a node added at run time or recovered
+// (warmupSeconds, default DefaultWarmup); 0 turns slow start off. A negative d is an error.
+func WithWarmup(d time.Duration) Option {
+	return func(c *Config) error {
+		if d < 0 {
+			return fmt.Errorf("lbd: WithWarmup: %v is negative; 0 turns slow start off", d)
+		}
+		c.Warmup = d
+		return nil
+	}
+}
+
 // WithRecoverCheckCount sets how many consecutive good probes bring a down node back
 // (recoverCheckCount); n must be from 1 to 1000.
 func WithRecoverCheckCount(n int) Option {

@@ -70,6 +70,18 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatSeconds(c.FatalErrorWindow, DefaultFatalErrorWindow) },
 	},
 	{
+		name: "warmupSeconds",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxSeconds {
+				return fmt.Errorf("must be a whole number of seconds from 0 (no slow start) to %d", maxSeconds)
+			}
+			c.Warmup = time.Duration(n) * time.Second
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return formatSeconds(c.Warmup, DefaultWarmup) },
+	},
+	{
 		name:   "logStats",
 		parse:  func(c *Config, v string) error { return parseBool(v, &c.LogStats) },
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.LogStats), c.LogStats },

@@ -133,11 +133,11 @@ func (c *Connector) startSource(src nodes.Source) error {
 
 // staticNodes is the node list the Connector starts with: the DSN's, unless a source supplies
 // the list.
-func (c *Connector) staticNodes() []string {
+func (c *Connector) staticNodes() []nodes.Node {
 	if c.start != nil {
 		return nil
 	}
-	return c.cfg.Nodes
+	return staticList(c.cfg.Nodes, c.cfg.Weights)
 }
 
 func (c *Connector) useHealth(src nodes.Source) {

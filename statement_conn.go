@@ -328,7 +328,7 @@ func (t *logicalTx) Rollback() error { return t.end(t.tx.Rollback()) }
 func (t *logicalTx) end(err error) error {
 	t.l.apiTx = false
 	if err != nil && t.l.phys != nil {
-		t.l.phys.markRetired()
+		t.l.phys.markRetired(RetireTxEnd)
 	}
 	return err
 }

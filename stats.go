@@ -63,13 +63,25 @@ type NodeStats struct {
 
 	Dials        uint64 // successful dials
 	DialFailures uint64 // failed dials (refused, timed out, handshake failed)
-	Retired      uint64 // connections retired (node down or draining, fatal error, rebalancing)
-	FatalErrors  uint64 // errors the exception sorter judged fatal
-	Transitions  uint64 // state changes
+	Retired      uint64 // connections retired (node down or draining, fatal error, rebalancing): the sum of RetiredBy
+	// RetiredBy counts the retired connections by why lbd retired them, indexed by RetireReason.
+	// Connections database/sql closes itself (SetConnMaxLifetime, SetConnMaxIdleTime, idle
+	// surplus) are database/sql's count (sql.DBStats), not these.
+	RetiredBy   [NumRetireReasons]uint64
+	FatalErrors uint64 // errors the exception sorter judged fatal
+	Transitions uint64 // state changes
 	// TransitionsBy counts the state changes by what decided them, indexed by TransitionCause.
 	TransitionsBy [NumTransitionCauses]uint64
 	Probes        uint64 // probes run
 	ProbeFailures uint64 // probes failed
+
+	// Weight is the node's weight from its source or the DSN (nodes.DefaultWeight when none
+	// was given); Warmup is its slow-start progress, from 0 as it comes up to 1 once warm (1
+	// for nodes listed at start and with slow start off); EffectiveWeight is what new
+	// connections go by: Weight × max(Warmup, 0.1).
+	Weight          int
+	Warmup          float64
+	EffectiveWeight float64
 
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
@@ -85,9 +97,14 @@ func (c *Connector) Stats() Stats {
 		s := &out[i]
 		*s = NodeStats{
 			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Open: v.Open, InUse: v.InUse,
-			Dials: v.Dials, DialFailures: v.DialFailures, Retired: n.retired.Load(),
+			Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
+			Weight: v.Weight, Warmup: v.Warmth, EffectiveWeight: v.Effective,
+		}
+		for r := range s.RetiredBy {
+			s.RetiredBy[r] = n.retiredBy[r].Load()
+			s.Retired += s.RetiredBy[r]
 		}
 		if v.LastErr != nil {
 			s.LastError = v.LastErr.Error()
@@ -123,7 +140,8 @@ func (c *Connector) logStatsLoop() {
 			c.cfg.Logger.Info("lbd stats",
 				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle, "in_use", n.InUse,
 				"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
-				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures)
+				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures,
+				"weight", n.Weight, "warmup", n.Warmup)
 		}
 		t.Reset(c.cfg.StatsInterval)
 	}

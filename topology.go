@@ -115,7 +115,7 @@ func (s *topologySignal) changed() {
 func (c *Connector) onRoleChange(n *node, t nodetable.Transition[*node]) {
 	c.cfg.Logger.Info("lbd: node role changed", "node", n.addr, "from", t.RoleFrom.String(), "to", t.RoleTo.String(), "reason", t.Reason)
 	if !c.roles.target.Accepts(t.RoleTo) {
-		n.retireAll()
+		n.retireAll(RetireRole)
 	}
 	c.topo.changed()
 }
@@ -246,7 +246,7 @@ func (c *Connector) onNotPrimary(w *conn, err error) error {
 	if exception.StandbyTenant(err) {
 		now = nodes.RoleStandby
 	}
-	w.markRetired()
+	w.markRetired(RetireRole)
 	c.table.RefusedWrite(w.node.tn, now)
 	c.recheckRoles()
 	if w.inTx.Load() {

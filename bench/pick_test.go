@@ -61,3 +61,85 @@ func BenchmarkPick(b *testing.B) {
 		})
 	}
 }
+
+// weightedTable is newTable with weights 1 to 4 over the nodes, slow start over a minute, and,
+// when warming, one node in a hundred (at least one) added at run time and warming up: a fleet
+// in the middle of a scale-out. The table is then in its heap order; without weights it stays
+// in its buckets.
+func weightedTable(b *testing.B, nodeCount, openPerNode int, weighted, warming bool) *nodetable.Table[struct{}] {
+	t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second,
+		ProbeInterval: 5 * time.Second, Warmup: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	list := make([]nodes.Node, nodeCount)
+	for i := range list {
+		list[i].Addr = fmt.Sprintf("10.0.%d.%d:2883", i/256, i%256)
+		if weighted {
+			list[i].Weight = 1 + i%4
+		}
+	}
+	newcomers := 0
+	if warming {
+		newcomers = max(nodeCount/100, 1)
+	}
+	build := func(*nodetable.Node[struct{}]) (struct{}, error) { return struct{}{}, nil }
+	if err := t.Start(list[:nodeCount-newcomers], build); err != nil {
+		b.Fatal(err)
+	}
+	if newcomers > 0 {
+		added, err := t.SetNodes(list, build)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, n := range added {
+			t.Probed(n, start, nil, 0)
+		}
+		t.Tick(start.Add(20 * time.Second)) // a third of the way
+	}
+	for range nodeCount * openPerNode {
+		t.Pick(nil)
+	}
+	return t
+}
+
+// BenchmarkPickWeighted is pick + release with weights and slow start, next to the unweighted
+// pick of the same table code in the same run: compare the variants of one size as ratios.
+func BenchmarkPickWeighted(b *testing.B) {
+	for _, n := range pickSizes {
+		for _, v := range []struct {
+			name              string
+			weighted, warming bool
+		}{
+			{"unweighted", false, false},
+			{"weighted", true, false},
+			{"weighted+warming", true, true},
+		} {
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, v.name), func(b *testing.B) {
+				t := weightedTable(b, n, 4, v.weighted, v.warming)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					pickAndRelease(t)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkWarmupTick is one Tick of the warm-up loop with one node in a hundred warming: what
+// the Connector pays every Warmup/20, off the pick path.
+func BenchmarkWarmupTick(b *testing.B) {
+	for _, n := range pickSizes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			t := weightedTable(b, n, 4, true, true)
+			now := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				t.Tick(now)
+			}
+		})
+	}
+}

@@ -131,6 +131,7 @@ func cloneDoc(d *nodes.Document) *nodes.Document {
 	c.Proxy = append([]string(nil), d.Proxy...)
 	c.AZList = cloneListMap(d.AZList)
 	c.AZProxy = cloneListMap(d.AZProxy)
+	c.Weight = maps.Clone(d.Weight)
 	return &c
 }
 

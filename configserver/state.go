@@ -32,11 +32,11 @@ type answer struct {
 }
 
 func newSchemaState(d *nodes.Document) *schemaState {
-	ss := &schemaState{doc: d, full: newAnswer(d.Proxy)}
+	ss := &schemaState{doc: d, full: newAnswer(d.Nodes(d.Proxy))}
 	if len(d.AZProxy) > 0 {
 		ss.byAZ = make(map[string]answer, len(d.AZProxy))
 		for az, list := range d.AZProxy {
-			ss.byAZ[az] = newAnswer(list)
+			ss.byAZ[az] = newAnswer(d.Nodes(list))
 		}
 	}
 	for _, k := range d.APIKeys {
@@ -51,21 +51,40 @@ func (ss *schemaState) protected() bool {
 	return ss.doc.AuthEnable || len(ss.doc.APIKeys) > 0
 }
 
-// listBody is the 200 answer; the field order (code, md5, data) is the Java server's.
+// listBody is the 200 answer; the field order (code, md5, data) is the Java server's. weight is
+// lbd's: the weights of the listed proxies that have one (Java clients skip fields they do not
+// know).
 type listBody struct {
-	Code int      `json:"code"`
-	MD5  string   `json:"md5"`
-	Data []string `json:"data"`
+	Code   int            `json:"code"`
+	MD5    string         `json:"md5"`
+	Data   []string       `json:"data"`
+	Weight map[string]int `json:"weight,omitempty"`
 }
 
-func newAnswer(list []string) answer {
-	sorted := slices.Clone(list)
+// newAnswer builds a variant's answer. Without weights its md5 is the Java server's, byte for
+// byte; with weights it is the MD5 of the entries spelled "addr*weight" where weighted, so a
+// change of weight alone is a new version and clients holding the old md5 get the new answer.
+func newAnswer(list []nodes.Node) answer {
+	addrs := make([]string, len(list))
+	entries := make([]string, len(list))
+	var weights map[string]int
+	for i, n := range list {
+		addrs[i], entries[i] = n.Addr, n.Entry()
+		if n.Weight != 0 {
+			if weights == nil {
+				weights = make(map[string]int)
+			}
+			weights[n.Addr] = n.Weight
+		}
+	}
+	sorted := slices.Clone(addrs)
 	slices.Sort(sorted)
-	a := answer{list: sorted, md5: nodes.ListMD5(sorted)}
+	slices.Sort(entries)
+	a := answer{list: sorted, md5: nodes.ListMD5(entries)}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(listBody{Code: 200, MD5: a.md5, Data: sorted}) // strings always encode
+	_ = enc.Encode(listBody{Code: 200, MD5: a.md5, Data: sorted, Weight: weights}) // strings and ints always encode
 	a.body = bytes.TrimRight(b.Bytes(), "\n")
 	return a
 }

@@ -62,6 +62,9 @@ type RebalancerConfig struct {
 // Each round reads the loads, computes the surplus with Surplus and retires
 // it all at once, rather than one connection per round, so a spread of any
 // size is evened out in a single round as far as idle connections allow.
+// Shares follow the nodes' effective weights (Load.Weight): a node warming
+// up has a share that grows with its warm-up, so the rounds move connections
+// into it at that pace instead of all at once.
 //
 // All methods are safe for concurrent use.
 type Rebalancer struct {

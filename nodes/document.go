@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -16,10 +17,13 @@ import (
 // <prefix>/<schema>, or in a file) and that lbd's etcd source and config-server read:
 //
 //	{"schema":"im_user","auth.enable":true,"api.keys":["k1"],"proxy":["10.0.0.1:2883","10.0.0.2:2883"],
-//	 "az.list":{"az1":["10.1.0.0/16"]},"az.proxy":{"az1":["10.1.0.5:2883"]},"proxy.policy":"az"}
+//	 "az.list":{"az1":["10.1.0.0/16"]},"az.proxy":{"az1":["10.1.0.5:2883"]},"proxy.policy":"az",
+//	 "weight":{"10.0.0.2:2883":2}}
 //
-// The az.* fields and proxy.policy are lbd's AZ extension; lb-driver's Java server ignores
-// fields it does not know.
+// The az.* fields and proxy.policy are lbd's AZ extension, and weight its weighted
+// least-connections: proxy address → weight from 0 to MaxWeight, 0 or absent meaning
+// DefaultWeight (as a DNS SRV weight of 0 does here). lb-driver's Java server ignores fields it
+// does not know.
 type Document struct {
 	Schema      string              `json:"schema"`
 	AuthEnable  bool                `json:"auth.enable,omitempty"`
@@ -28,6 +32,23 @@ type Document struct {
 	AZList      map[string][]string `json:"az.list,omitempty"`      // AZ name → CIDR blocks of clients in it
 	AZProxy     map[string][]string `json:"az.proxy,omitempty"`     // AZ name → that AZ's proxies
 	ProxyPolicy string              `json:"proxy.policy,omitempty"` // "default" (everyone gets proxy) or "az"
+	Weight      map[string]int      `json:"weight,omitempty"`       // proxy address → weight; absent: DefaultWeight
+}
+
+// Nodes returns the entries of list (the document's proxy or one of its az.proxy lists) as
+// nodes with the weights the document gives them. The document must be valid.
+func (d *Document) Nodes(list []string) []Node {
+	byAddr := make(map[string]int, len(d.Weight))
+	for a, w := range d.Weight {
+		c, _ := Canonical(a)
+		byAddr[c] = w
+	}
+	out := make([]Node, len(list))
+	for i, a := range list {
+		c, _ := Canonical(a)
+		out[i] = Node{Addr: a, Weight: byAddr[c]}
+	}
+	return out
 }
 
 // Proxy policies.
@@ -46,7 +67,8 @@ type rawDocument struct {
 // document's schema (etcd keys and file entries name the schema they hold). The rules follow
 // lb-driver's config-server: schema required; proxy present, non-empty, every entry host:port;
 // auth.enable needs at least one api key. lbd adds: az.proxy entries valid, az.list entries valid
-// CIDR blocks, proxy.policy "default", "az" or absent.
+// CIDR blocks, proxy.policy "default", "az" or absent, every weight from 0 to MaxWeight and
+// for a proxy the document lists.
 func ParseDocument(data []byte, wantSchema string) (*Document, error) {
 	var raw rawDocument
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -100,10 +122,46 @@ func (d *Document) Validate(wantSchema string) error {
 			}
 		}
 	}
+	if err := d.checkWeights(); err != nil {
+		return err
+	}
 	switch d.ProxyPolicy {
 	case "", PolicyDefault, PolicyAZ:
 	default:
 		return fmt.Errorf("nodes: schema %q: proxy.policy %q, want %q or %q", d.Schema, d.ProxyPolicy, PolicyDefault, PolicyAZ)
+	}
+	return nil
+}
+
+// checkWeights refuses a weight out of range, or one for an address the document does not
+// list (a typo there would silently leave the proxy at the default weight).
+func (d *Document) checkWeights() error {
+	if len(d.Weight) == 0 {
+		return nil
+	}
+	listed := make(map[string]bool)
+	for _, list := range append([][]string{d.Proxy}, slices.Collect(maps.Values(d.AZProxy))...) {
+		for _, a := range list {
+			c, _ := Canonical(a)
+			listed[c] = true
+		}
+	}
+	seen := make(map[string]string, len(d.Weight))
+	for _, a := range slices.Sorted(maps.Keys(d.Weight)) {
+		c, err := Canonical(a)
+		if err != nil {
+			return fmt.Errorf("nodes: schema %q: weight: %w", d.Schema, errors.New(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
+		if !listed[c] {
+			return fmt.Errorf("nodes: schema %q: weight names %s, which neither proxy nor az.proxy lists", d.Schema, quote(a))
+		}
+		if other, dup := seen[c]; dup {
+			return fmt.Errorf("nodes: schema %q: weight names one proxy twice: %s and %s", d.Schema, quote(other), quote(a))
+		}
+		seen[c] = a
+		if err := CheckWeight(d.Weight[a]); err != nil {
+			return fmt.Errorf("nodes: schema %q: weight of %s: %w", d.Schema, quote(a), errors.New(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ package nodes
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Node is one proxy endpoint as a source reports it.
@@ -20,8 +21,11 @@ type Node struct {
 	Addr string
 	// AZ is the node's availability zone, "" when the source does not know it.
 	AZ string
-	// Weight is the relative weight a source reported (DNS SRV records carry one); 0 when none.
-	// lbd balances by connection count and keeps it for information.
+	// Weight is the node's relative weight, from 0 to MaxWeight: a node of weight 2 holds twice
+	// the connections of a node of weight 1 (weighted least-connections). 0, what a source
+	// that knows no weight leaves, means DefaultWeight. DNS SRV records carry one; the
+	// config-server and etcd documents carry one in their "weight" map; a static DSN list
+	// spells it "host:port*weight".
 	Weight int
 	// Role is what the node is for, as the source knows it; RoleUnknown when it does not. With
 	// a role check configured, the check's answer replaces it.
@@ -30,6 +34,21 @@ type Node struct {
 	// config-server client marks its AZ's nodes standby while it has fallen back to the
 	// default set, so it sees the moment they recover.
 	Standby bool
+}
+
+// DefaultWeight is the weight of a node whose source reports none (Weight 0).
+const DefaultWeight = 1
+
+// MaxWeight is the largest weight a node may have: DNS SRV's range (RFC 2782, 16 bits), which
+// the config-server and etcd documents and static lists share.
+const MaxWeight = 65535
+
+// CheckWeight returns an error for a weight outside 0..MaxWeight, saying what is allowed.
+func CheckWeight(w int) error {
+	if w < 0 || w > MaxWeight {
+		return fmt.Errorf("nodes: weight %d is out of range: it must be a whole number from 0 to %d (0 means the default, %d)", w, MaxWeight, DefaultWeight)
+	}
+	return nil
 }
 
 // Set is a whole node list at one moment.

@@ -47,6 +47,7 @@ type config struct {
 	faultWorkers int
 	fault        bool
 	verbose      bool
+	only         string // "scaleout": run the scale-out phase alone (its own report; README.md untouched)
 }
 
 // parseWorkers reads a comma-separated list of positive worker counts.
@@ -83,6 +84,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.stmtTimeout, "stmt-timeout", time.Second, "context deadline of every statement")
 	fs.IntVar(&cfg.faultWorkers, "fault-workers", 16, "workers during the fault phase")
 	fs.BoolVar(&cfg.fault, "fault", true, "run the fault phase")
+	fs.StringVar(&cfg.only, "only", "", `"scaleout": run only the scale-out phase, which writes `+scaleOutFile+` and leaves README.md alone`)
 	fs.BoolVar(&cfg.verbose, "v", false, "print the balancer's view of the hung proxy whenever it changes during the fault phase")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -102,6 +104,8 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-stmt-timeout must be positive")
 	case cfg.faultWorkers < 1:
 		return cfg, errors.New("-fault-workers must be at least 1")
+	case cfg.only != "" && cfg.only != "scaleout":
+		return cfg, fmt.Errorf("-only %q: the one phase that runs alone is scaleout", cfg.only)
 	}
 	return cfg, nil
 }
@@ -158,6 +162,13 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
+	}
+	if cfg.only == "scaleout" {
+		rs, err := runScaleOut(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("scale-out phase: %w", err)
+		}
+		return writeScaleOut(cfg.out, cfg, rs)
 	}
 
 	cluster, err := lbdtest.Start(cfg.proxies)

@@ -456,6 +456,7 @@ func renderReadme(r *results) string {
 		w("## HAProxy configuration\n\nWritten to a temporary directory and run in the foreground (`haproxy -db -f haproxy.cfg`); its ports and socket path change every run and are shown as placeholders.\n\n```\n%s```\n\n", r.HAProxy.Config)
 		w("`option mysql-check` logs in as a user without a password and quits. The in-memory backend accepts any user. On MariaDB/MySQL the check user must exist: root with an empty password works on a test box; otherwise `CREATE USER 'haproxy'@'127.0.0.1';` (no privileges needed) and pass `-haproxy-check-user haproxy`. When the check user cannot log in, the harness falls back to a plain TCP check and says so above.\n")
 	}
+	w("\n## Scale-out\n\nA proxy joining a busy pool, with and without slow start, runs on its own (`-only scaleout`): see [%s](%s).\n", scaleOutFile, scaleOutFile)
 	return b.String()
 }
 

@@ -69,6 +69,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (sum summary, err error
 	}
 	sqlDB := sql.OpenDB(connector)
 	defer func() { err = errors.Join(err, sqlDB.Close()) }() // also closes the connector
+	var page *statusServer
+	if cfg.Status != "" {
+		if page, err = serveStatus(connector, cfg.Status); err != nil {
+			return sum, err
+		}
+		defer func() { err = errors.Join(err, page.Close()) }()
+	}
 	// Keep one pooled connection per worker, as a long-running service would; database/sql
 	// keeps only 2 idle connections by default and would redial all the time.
 	sqlDB.SetMaxOpenConns(cfg.Workers)
@@ -97,6 +104,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (sum summary, err error
 
 	m := &monitor{out: out, start: start, connector: connector, cluster: cluster, work: work}
 	m.intro(cfg, table)
+	if page != nil {
+		fmt.Fprintf(out, "Status page: %s (as JSON: %s?format=json)\n", page.URL(), page.URL())
+	}
 
 	// The workload, with the fault schedule running alongside.
 	workCtx, cancel := context.WithTimeout(ctx, cfg.Duration)

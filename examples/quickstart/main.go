@@ -14,6 +14,19 @@
 // It ends with a summary: the rows written must equal a final SELECT COUNT(*), or the demo
 // exits with status 1.
 //
+// While it runs, lbd's status page (package github.com/lbd-go/lbd/status) is served on a free
+// loopback port, whose address the demo prints: every proxy's state and connections, the recent
+// transitions with their reasons, and a chart of connections per proxy (-status sets the
+// address; an empty -status= serves none).
+//
+// The header names the balance mode. To see the difference between the modes, run one worker:
+//
+//	go run ./examples/quickstart -workers 1
+//	go run ./examples/quickstart -workers 1 -balance statement
+//
+// With one worker, connection mode sends every statement to one proxy (database/sql reuses the
+// connection returned last), while statement mode spreads them over all proxies.
+//
 // With -dsn it runs the same workload against real proxies instead:
 //
 //	go run ./examples/quickstart -dsn 'user:pass@lb(10.0.0.1:2883,10.0.0.2:2883)/db'
@@ -45,6 +58,7 @@ type config struct {
 	Workers  int             // concurrent goroutines, each writing and reading its own rows
 	Balance  lbd.BalanceMode // what lbd balances: connections (default) or statements
 	Log      io.Writer       // where lbd's log lines go; nil drops them
+	Status   string          // where to serve lbd's status page ("127.0.0.1:0": a free loopback port); "" serves none
 }
 
 func main() {
@@ -53,6 +67,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
 	flag.IntVar(&cfg.Workers, "workers", 32, "number of concurrent workers")
 	balance := flag.String("balance", "connection", "what lbd balances: `connection` or statement")
+	flag.StringVar(&cfg.Status, "status", "127.0.0.1:0", "`address` to serve lbd's status page on (port 0: a free one; empty: none)")
 	flag.Parse()
 	switch *balance {
 	case "connection":

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -60,10 +64,46 @@ func quickstart(t *testing.T, mode lbd.BalanceMode) {
 func TestQuickstartDSN(t *testing.T) {
 	cluster := lbdtest.NewCluster(t, 2)
 	out := &syncBuffer{}
-	sum, err := run(context.Background(), config{DSN: cluster.DSN(""), Duration: 2 * time.Second, Workers: 4, Log: out}, out)
+	type result struct {
+		sum summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := run(context.Background(), config{DSN: cluster.DSN(""), Duration: 3 * time.Second, Workers: 4, Log: out, Status: "127.0.0.1:0"}, out)
+		done <- result{sum, err}
+	}()
+	// The status page serves while the demo runs, at the address it prints.
+	statusURL := regexp.MustCompile(`Status page: (http://127\.0\.0\.1:\d+/debug/lbd/) `)
+	var url string
+	testkit.WaitFor(t, 10*time.Second, "the status page's address in the output", func() bool {
+		m := statusURL.FindStringSubmatch(out.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	resp, err := http.Get(url + "?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Balance string
+		Nodes   []struct{ Addr string }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || page.Balance != "connection" || len(page.Nodes) != 2 {
+		t.Errorf("status page JSON: %+v, %v; want balance connection and 2 nodes", page, err)
+	}
+	r := <-done
+	sum, err := r.sum, r.err
 	t.Log("demo output:\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Balance mode: connection") || !strings.Contains(out.String(), "-workers 1") {
+		t.Error("the header does not name the balance mode or say how to see the modes differ")
 	}
 	checkRows(t, sum)
 	if !strings.Contains(out.String(), "Statements per proxy are unavailable") {

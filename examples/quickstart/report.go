@@ -28,9 +28,19 @@ type monitor struct {
 	prevErrs  int64
 }
 
+// balanceMeaning says in a few words what each balance mode balances.
+var balanceMeaning = map[lbd.BalanceMode]string{
+	lbd.BalanceConnection: "lbd spreads new connections over the proxies; database/sql reuses them",
+	lbd.BalanceStatement:  "lbd binds every checkout of a pooled connection to the least busy proxy",
+}
+
 // intro says what is about to happen.
 func (m *monitor) intro(cfg config, table string) {
 	nodes := m.connector.Config().Nodes
+	fmt.Fprintf(m.out, "Balance mode: %s (%s).\n", cfg.Balance, balanceMeaning[cfg.Balance])
+	fmt.Fprintln(m.out, "To see the modes differ, run -workers 1 once with -balance connection and once with")
+	fmt.Fprintln(m.out, "-balance statement: one worker reuses one pooled connection, so connection mode sends")
+	fmt.Fprintln(m.out, "every statement to one proxy, and statement mode spreads them over all of them.")
 	if m.cluster != nil {
 		fmt.Fprintf(m.out, "%d workers insert rows and read them back for %v through %s:\n  %s\n",
 			cfg.Workers, cfg.Duration, plural(len(nodes), "in-memory proxy", "in-memory proxies"), strings.Join(nodes, "  "))

@@ -141,7 +141,7 @@ func TestStatementModeReachesEveryProxyAtLowConcurrency(t *testing.T) {
 	const total = 60
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
-	db, c := openDB(t, cl, "balance=statement&recoverCheckCount=1",
+	db, c := openDB(t, cl, "balance=statement&recoverCheckCount=1&warmupSeconds=0",
 		fast(200*time.Millisecond, 200*time.Millisecond, time.Hour, logs)...)
 	share := func(when string) {
 		t.Helper()

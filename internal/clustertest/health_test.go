@@ -20,6 +20,7 @@ func fast(health, timeout, balance time.Duration, logs *logRecorder) []lbd.Optio
 		lbd.WithCheckHealthInterval(health),
 		lbd.WithCheckHealthTimeout(timeout),
 		lbd.WithCheckBalanceInterval(balance),
+		lbd.WithWarmup(0), // these tests judge probes and rebalancing; slow start has its own
 		lbd.WithJitter(func(time.Duration) time.Duration { return 0 }),
 		lbd.WithLogger(logs.Logger()),
 	}

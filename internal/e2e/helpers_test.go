@@ -373,6 +373,7 @@ func (r *rig) openApp(t testing.TB, servers []string, cacheDir string) (*app, er
 		lbd.WithCheckHealthInterval(healthInterval),
 		lbd.WithCheckHealthTimeout(healthTimeout),
 		lbd.WithCheckBalanceInterval(balanceInterval),
+		lbd.WithWarmup(0), // added proxies must take their share at once here; slow start has its own tests
 	))
 	if err != nil {
 		return nil, err

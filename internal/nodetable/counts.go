@@ -17,17 +17,19 @@ import (
 //
 // Each role (unknown, primary, replica) has its own pair of indexes, so a pick for a target
 // looks at the indexes of the roles it accepts and never steps over nodes of other roles. Both
-// picks are O(1) in the number of nodes and allocate nothing; skipping nodes already tried costs
-// one step per skipped node.
+// picks are weighted least-connections: the node whose count, charged once more, is the
+// smallest share of its effective weight (see weights.go). They allocate nothing and are O(1)
+// in the number of nodes while every node has the same effective weight, O(log n) otherwise;
+// skipping nodes already tried costs one step per skipped node.
 
-// Pick charges one open connection to the up node with the fewest open connections that is not
-// in skip and whose role Config.Target accepts, and returns it, or nil when there is none.
-// Equal counts take turns.
+// Pick charges one open connection to the up node with the fewest open connections for its
+// effective weight that is not in skip and whose role Config.Target accepts, and returns it,
+// or nil when there is none. Equal loads take turns.
 func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(t.byOpen[:], t.tiers, skip, true) }
 
-// PickInUse claims one in-use connection on the up node with the fewest connections in use that
-// is not in skip and whose role Config.Target accepts, and returns it, or nil when there is
-// none. Equal counts take turns. The claim is given back with Unclaim.
+// PickInUse claims one in-use connection on the up node with the fewest connections in use for
+// its effective weight that is not in skip and whose role Config.Target accepts, and returns
+// it, or nil when there is none. Equal loads take turns. The claim is given back with Unclaim.
 func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] {
 	return t.pickIn(t.byInUse[:], t.tiers, skip, false)
 }
@@ -53,18 +55,20 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 			if !tier.Has(nodes.Role(r)) {
 				continue
 			}
-			c := byRole[r].First()
-			for c != nil && contains(skip, c.Value) {
-				c = byRole[r].Next(c)
-			}
+			c := byRole[r].FirstNotIn(skip)
 			if c == nil {
 				continue
 			}
-			// Between roles at the same count, the role with the fewest picks per node so far
-			// goes next, so that ties are shared by node, not by role: one primary next to
-			// three replicas gets a quarter of them, as within one index.
-			if e == nil || c.Count() < e.Count() ||
-				c.Count() == e.Count() && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
+			if e == nil {
+				e, x, xr = c, &byRole[r], r
+				continue
+			}
+			// The smaller share of its weight once charged, (count+1)/weight, compared by
+			// cross-multiplication as the index does. Between roles at the same share, the
+			// role with the fewest picks per node so far goes next, so that ties are shared by
+			// node, not by role: one primary next to three replicas gets a quarter of them.
+			lc, le := int64(c.Count()+1)*e.Weight(), int64(e.Count()+1)*c.Weight()
+			if lc < le || lc == le && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
 				e, x, xr = c, &byRole[r], r
 			}
 		}
@@ -83,15 +87,6 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 	}
 	t.mu.Unlock()
 	return e.Value
-}
-
-func contains[P any](list []*Node[P], n *Node[P]) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // Charge counts one more open connection on n, which the caller is about to dial (statement

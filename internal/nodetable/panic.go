@@ -91,3 +91,12 @@ func (t *Table[P]) PanicDialed(n *Node[P], err error) {
 	t.mu.Unlock()
 	t.deliver()
 }
+
+func contains[P any](list []*Node[P], n *Node[P]) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}

@@ -19,7 +19,9 @@ import (
 //   - panic mode: while no node takes connections, a dial of the least recently failed down
 //     node that succeeds brings it up at once (PanicPick, PanicDialed).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
-//     start up until a dial or probe says otherwise (Start, SetNodes).
+//     start up until a dial or probe says otherwise (Start, SetNodes). They start warm.
+//   - slow start: a node a probe brings up (added at run time, or recovered) warms up over
+//     Config.Warmup (see weights.go).
 //   - node-set changes: see SetNodes.
 
 // Dialed records the outcome of a dial on n that was not refused with an answer every node
@@ -81,6 +83,7 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		}
 		if n.state == Down && n.goodProbes >= need {
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
+			t.startWarmupLocked(n, now)
 			t.applyDesiredLocked()
 		}
 	}
@@ -153,6 +156,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 // forgetLocked drops a drained node from the table and queues its Forgot transition.
 func (t *Table[P]) forgetLocked(n *Node[P]) {
 	delete(t.nodes, n.addr)
+	t.stopWarmupLocked(n)
 	for i, x := range t.order {
 		if x == n {
 			t.order = append(t.order[:i], t.order[i+1:]...)

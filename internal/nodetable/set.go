@@ -35,8 +35,9 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 }
 
 func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
-	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role}
+	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role, warmth: 1, warmIdx: -1}
 	n.byOpen.Value, n.byInUse.Value = n, n
+	t.setWeightLocked(n, want.Weight)
 	p, err := build(n)
 	if err != nil {
 		return nil, err
@@ -137,6 +138,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			added = append(added, n)
 		}
 		t.setStandbyLocked(n, want.Standby)
+		t.setWeightLocked(n, want.Weight)
 		if !t.cfg.RoleCheck {
 			t.setRoleLocked(n, want.Role, "node list: "+want.Role.String())
 		}

@@ -52,6 +52,12 @@ type Config[P any] struct {
 	// checkHealthInterval). Good probes count toward recovery only when at least
 	// ProbeInterval/2 apart (see Probed). It must be positive.
 	ProbeInterval time.Duration
+	// Warmup is the slow-start window (lbd's warmupSeconds): a node that comes up by a probe
+	// after it was added at run time or went down gets an effective weight rising from
+	// WarmupFloor of its weight to all of it over Warmup, as the caller's Tick reports time
+	// passing. Nodes trusted at start, or while no node is up, start warm. 0 turns slow start
+	// off; it must not be negative.
+	Warmup time.Duration
 	// Rand returns a number in [0, n) (one outside is folded into it): where the turns among
 	// n equally loaded nodes start when a batch of nodes is trusted at once (Start, and
 	// SetNodes while no node takes connections). Each table drawing its own start spreads
@@ -90,6 +96,7 @@ type Table[P any] struct {
 	active  int                    // nodes in the byOpen indexes
 	turns   [nodes.NumRoles]uint64 // picks per role, for sharing ties between roles (pickIn)
 	tiers   [2]role.Set            // Config.Target's tiers
+	warming []*Node[P]             // nodes whose warm-up has not ended, in no order; see Tick
 	// desired is the node list last asked for while part of it could not be applied (a
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
@@ -123,6 +130,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("fatalErrorWindow is %v; it must be positive", cfg.FatalWindow)
 	case cfg.ProbeInterval <= 0:
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
+	case cfg.Warmup < 0:
+		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
 	}
 	t := &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}
 	t.tiers[0], t.tiers[1] = cfg.Target.Tiers()
@@ -151,6 +160,10 @@ type Node[P any] struct {
 	lastErr      error       // the latest failure held against the node
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int
+	weight       int       // the source's weight, from 1 to nodes.MaxWeight (0 from a source reads as DefaultWeight)
+	warmFrom     time.Time // when the current warm-up began; zero when the node started warm
+	warmth       float64   // warm-up progress from 0 to 1 (1: warm), as of the latest Tick
+	warmIdx      int       // place in Table.warming, -1 when not warming
 
 	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow (written with it held).
 	stateNow  atomic.Int32 // state, for IsUp without the mutex
@@ -260,3 +273,6 @@ func (t *Table[P]) failedLocked(n *Node[P]) {
 // the check a checkout of a pooled connection makes. It reads the state a Snapshot taken
 // before it returned would show, or a later one.
 func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }
+
+// StateNow returns n's state with one atomic load, as IsUp reads it.
+func (t *Table[P]) StateNow(n *Node[P]) State { return State(n.stateNow.Load()) }

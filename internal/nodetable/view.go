@@ -11,12 +11,15 @@ import (
 type View[P any] struct {
 	Node       *Node[P]
 	State      State
-	Standby    bool // probed, but out of the pick indexes
-	Role       nodes.Role
-	Open       int   // open physical connections, dials in flight included
-	InUse      int   // physical connections claimed (statement mode's count)
-	GoodProbes int   // consecutive good probes counted since the last failure or markdown
-	LastErr    error // the latest dial or probe failure held against the node; nil when none
+	Standby    bool       // probed, but out of the pick indexes
+	Role       nodes.Role // what the node is for
+	Open       int        // open physical connections, dials in flight included
+	InUse      int        // physical connections claimed (statement mode's count)
+	GoodProbes int        // consecutive good probes counted since the last failure or markdown
+	LastErr    error      // the latest dial or probe failure held against the node; nil when none
+	Weight     int        // the source's weight (nodes.DefaultWeight when it reported none)
+	Warmth     float64    // warm-up progress as of the latest Tick, from 0 to 1 (1: warm)
+	Effective  float64    // the weight the picks use: Weight × max(Warmth, WarmupFloor)
 
 	Dials         uint64            // successful dials
 	DialFailures  uint64            // failed dials, refused ones included
@@ -41,6 +44,7 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 		buf = append(buf, View[P]{
 			Node: n, State: n.state, Standby: n.standby, Role: n.role, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
 			GoodProbes: n.goodProbes, LastErr: n.lastErr,
+			Weight: n.weight, Warmth: n.warmth, Effective: effective(n),
 		})
 	}
 	t.mu.Unlock()

@@ -1,6 +1,7 @@
 package pick
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -118,19 +119,37 @@ func TestAgainstModel(t *testing.T) {
 	}
 }
 
-func TestNextSkipsInPickOrder(t *testing.T) {
-	var x Index[int]
-	es := newEntries(3)
-	for _, e := range es {
-		x.Insert(e)
-	}
-	x.Adjust(es[0], +1) // counts 1,0,0 → order 1,2,0
-	var got []int
-	for e := x.First(); e != nil; e = x.Next(e) {
-		got = append(got, e.Value)
-	}
-	if len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 0 {
-		t.Fatalf("order = %v, want [1 2 0]", got)
+func TestFirstNotInSkipsInPickOrder(t *testing.T) {
+	for _, weighted := range []bool{false, true} {
+		var x Index[int]
+		es := newEntries(4)
+		for _, e := range es {
+			x.Insert(e)
+		}
+		if weighted {
+			x.SetWeight(es[3], Unit/1000) // the lightest: last in order while the others are empty
+		}
+		x.Adjust(es[0], +1) // counts 1,0,0,0 → order 1,2,(3 or 0)...
+		var got []int
+		var skip []int
+		for e := x.FirstNotIn(skip); e != nil; e = x.FirstNotIn(skip) {
+			got = append(got, e.Value)
+			skip = append(skip, e.Value)
+		}
+		want := []int{1, 2, 3, 0}
+		if weighted {
+			want = []int{1, 2, 0, 3}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("weighted %v: order = %v, want %v", weighted, got, want)
+		}
+		if x.Len() != 4 {
+			t.Fatalf("weighted %v: Len = %d after skipping, want 4", weighted, x.Len())
+		}
+		// Skipping left every entry where it was.
+		if e := x.First(); e.Value != 1 {
+			t.Fatalf("weighted %v: first is %d after skipping, want 1", weighted, e.Value)
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ func TestConnectorFollowsSRVRecords(t *testing.T) {
 		lbd.WithCheckHealthInterval(200*time.Millisecond),
 		lbd.WithCheckHealthTimeout(200*time.Millisecond),
 		lbd.WithCheckBalanceInterval(200*time.Millisecond),
+		lbd.WithWarmup(0), // the added proxy must take connections at once here
 		lbd.WithLogger(l.Logger())))
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,8 @@
 //   - "host:port": the host's A and AAAA records; every address is a node on that port, an
 //     IPv6 one written "[addr]:port". An IP literal stands for itself.
 //   - "_service._proto.name", without a port: the name's SRV records; every record is a node
-//     "target:port" with the record's port, and its weight becomes Node.Weight. Targets stay
+//     "target:port" with the record's port, and its weight becomes Node.Weight (weighted
+//     least-connections; a weight of 0 is the default weight, 1, not "almost never"). Targets stay
 //     host names (the trailing dot dropped): the Connector resolves them with the system
 //     resolver when it dials, not with dnsServer. Priorities are not used: every target is a
 //     node. A target of "." (service not offered) is skipped.

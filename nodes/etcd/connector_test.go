@@ -28,6 +28,7 @@ func fastOptions(l *slog.Logger) []lbd.Option {
 		lbd.WithCheckHealthInterval(healthInterval),
 		lbd.WithCheckHealthTimeout(healthInterval),
 		lbd.WithCheckBalanceInterval(balanceInterval),
+		lbd.WithWarmup(0), // added proxies must take connections at once here
 		lbd.WithLogger(l),
 	}
 }

@@ -167,7 +167,7 @@ func (s *Source) observe(kv *mvccpb.KeyValue, rev int64) {
 		s.problem = ""
 		s.cfg.Logger.Info("lbd: etcd key holds a valid document again", "key", s.cfg.Key, "revision", rev)
 	}
-	addrs := sortedAddrs(set)
+	addrs := sortedEntries(set)
 	if slices.Equal(addrs, s.current) {
 		return
 	}
@@ -190,15 +190,19 @@ func (s *Source) parse(value []byte, rev int64) (nodes.Set, error) {
 	if err != nil {
 		return nodes.Set{}, err
 	}
-	set := nodes.Set{Nodes: nodes.StaticAddrs(doc.Proxy...), Version: strconv.FormatInt(rev, 10)}
+	set := nodes.Set{Nodes: doc.Nodes(doc.Proxy), Version: strconv.FormatInt(rev, 10)}
 	if err := set.Validate(); err != nil {
 		return nodes.Set{}, err
 	}
 	return set, nil
 }
 
-func sortedAddrs(set nodes.Set) []string {
-	addrs := set.Addrs()
-	slices.Sort(addrs)
-	return addrs
+// sortedEntries is the set in a form that tells sets apart by addresses and weights, not order.
+func sortedEntries(set nodes.Set) []string {
+	out := make([]string, len(set.Nodes))
+	for i, n := range set.Nodes {
+		out[i] = n.Entry()
+	}
+	slices.Sort(out)
+	return out
 }

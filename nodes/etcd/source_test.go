@@ -245,3 +245,24 @@ func TestCompactedWatchIsReplaced(t *testing.T) {
 		t.Fatalf("%d updates, want 3", n)
 	}
 }
+
+// TestWeightsFollow: the document's weights reach the set, and a change of weight alone is a
+// new set.
+func TestWeightsFollow(t *testing.T) {
+	srv := startEtcd(t)
+	srv.put(testKey, `{"schema":"im_user","proxy":["10.0.0.1:2883","10.0.0.2:2883"],"weight":{"10.0.0.2:2883":3}}`)
+	src := newSource(t, srv, &logs{}, time.Hour)
+	var got updates
+	set, err := src.Start(context.Background(), got.Push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Nodes[0].Weight != 0 || set.Nodes[1].Weight != 3 {
+		t.Fatalf("Start = %+v, want weights 0 (default) and 3", set.Nodes)
+	}
+	srv.put(testKey, `{"schema":"im_user","proxy":["10.0.0.1:2883","10.0.0.2:2883"],"weight":{"10.0.0.2:2883":5}}`)
+	waitFor(t, 5*time.Second, "the new weight", func() bool { return got.Len() == 1 })
+	if w := got.Last().Nodes[1].Weight; w != 5 {
+		t.Fatalf("update has weight %d for 10.0.0.2:2883, want 5", w)
+	}
+}

@@ -71,7 +71,7 @@ func (s *Source) setMode(m mode) {
 // unreachable, and it is the az nodes' recovery that ends it.
 func (s *Source) compose() nodes.Set {
 	if s.fb.mode != modeDegraded {
-		return nodes.Set{Nodes: nodes.StaticAddrs(s.az.list...), Version: s.az.md5}
+		return nodes.Set{Nodes: weighted(s.az.list, s.az.weights), Version: s.az.md5}
 	}
 	inAZ := make(map[string]bool, len(s.az.list))
 	for _, a := range s.az.list {
@@ -80,13 +80,22 @@ func (s *Source) compose() nodes.Set {
 	out := make([]nodes.Node, 0, len(s.def.list)+len(s.az.list))
 	for _, a := range s.def.list {
 		if !inAZ[a] {
-			out = append(out, nodes.Node{Addr: a})
+			out = append(out, nodes.Node{Addr: a, Weight: s.def.weights[a]})
 		}
 	}
 	for _, a := range s.az.list {
-		out = append(out, nodes.Node{Addr: a, Standby: true})
+		out = append(out, nodes.Node{Addr: a, Standby: true, Weight: s.az.weights[a]})
 	}
 	return nodes.Set{Nodes: out, Version: "default:" + s.def.md5 + "+az:" + s.az.md5}
+}
+
+// weighted is list as nodes with their weights (canonical address → weight; absent: default).
+func weighted(list []string, weights map[string]int) []nodes.Node {
+	out := make([]nodes.Node, len(list))
+	for i, a := range list {
+		out[i] = nodes.Node{Addr: a, Weight: weights[a]}
+	}
+	return out
 }
 
 // addsNodes reports whether the default set has a node the az set has not; when it has none
@@ -229,7 +238,7 @@ func (s *Source) defaultFromCache() {
 			"lbd: ignoring a corrupt config-server node list cache file", "file", path, "error", err.Error())
 		return
 	}
-	s.def.list, s.def.md5, s.def.have = slices.Clone(cf.Nodes), cf.MD5, true
+	s.def.list, s.def.weights, s.def.md5, s.def.have = slices.Clone(cf.Nodes), cf.Weights, cf.MD5, true
 	s.notes.emit(slog.LevelWarn, "lbd: no config-server gave the default set; using the one cached by an earlier poll",
 		"cache_file", path, "cached_at", cf.SavedAt.Format(time.RFC3339), "nodes", len(cf.Nodes))
 }

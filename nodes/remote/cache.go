@@ -38,12 +38,15 @@ func newDiskCache(dir, schema string, servers []server) *diskCache {
 
 // cacheFile is the content of one cache file.
 type cacheFile struct {
-	Schema  string    `json:"schema"`
-	Variant string    `json:"variant"`
-	Servers []string  `json:"servers"`
-	MD5     string    `json:"md5"`
-	Nodes   []string  `json:"nodes"`
-	SavedAt time.Time `json:"savedAt"`
+	Schema  string   `json:"schema"`
+	Variant string   `json:"variant"`
+	Servers []string `json:"servers"`
+	MD5     string   `json:"md5"`
+	Nodes   []string `json:"nodes"`
+	// Weights are the weights the config-server gave (canonical address → weight); absent in
+	// files of older releases and for lists without weights.
+	Weights map[string]int `json:"weights,omitempty"`
+	SavedAt time.Time      `json:"savedAt"`
 }
 
 // maxCacheFile bounds what is read from a cache file: one list, as large as an answer may be,
@@ -64,7 +67,7 @@ func (c *diskCache) path(variant string) string {
 // synced, then renamed over the old one (a symbolic link planted there is replaced, not
 // followed). The directory is created with mode 0700; one that others can write is refused
 // (errUnsafeCache). The list and md5 are checked as load checks them.
-func (c *diskCache) save(variant, md5 string, list []string, now time.Time) error {
+func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, now time.Time) error {
 	if err := checkCached(md5, list); err != nil {
 		return fmt.Errorf("refusing to cache an unusable list: %v", err)
 	}
@@ -80,6 +83,7 @@ func (c *diskCache) save(variant, md5 string, list []string, now time.Time) erro
 		Servers: c.servers,
 		MD5:     md5,
 		Nodes:   list,
+		Weights: weights,
 		SavedAt: now.UTC(),
 	}, "", "  ")
 	if err != nil {
@@ -180,6 +184,11 @@ func (c *diskCache) load(variant string) (cacheFile, string, error) {
 	}
 	if err := checkCached(cf.MD5, cf.Nodes); err != nil {
 		return cacheFile{}, path, fmt.Errorf("holds %v", err)
+	}
+	for a, w := range cf.Weights {
+		if err := nodes.CheckWeight(w); err != nil || !slices.Contains(cf.Nodes, a) {
+			return cacheFile{}, path, fmt.Errorf("holds a weight %d for %q, not a listed node's weight from 0 to %d", w, clip(a), nodes.MaxWeight)
+		}
 	}
 	// In the spelling answers are handed on in (a file of an older release may differ).
 	cf.Nodes = nodes.Set{Nodes: nodes.StaticAddrs(cf.Nodes...)}.Canonical().Addrs()

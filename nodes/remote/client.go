@@ -106,9 +106,10 @@ type query struct {
 
 // answer is a config-server's usable answer.
 type answer struct {
-	unchanged bool     // code 304: the client's md5 is current
-	md5       string   // code 200: the list's version
-	list      []string // code 200: the list, validated, in the server's order
+	unchanged bool           // code 304: the client's md5 is current
+	md5       string         // code 200: the list's version
+	list      []string       // code 200: the list, validated, in the server's order
+	weights   map[string]int // code 200: canonical address → weight, for the listed nodes that have one; nil when none
 }
 
 // wireAnswer is the JSON body; lb-driver's config-server writes code, md5 and data, and
@@ -118,6 +119,8 @@ type wireAnswer struct {
 	MD5  string            `json:"md5"`
 	Data []json.RawMessage `json:"data"`
 	Msg  string            `json:"msg"`
+	// Weight is lbd's config-server's: proxy address → weight (see nodes.Document.Weight).
+	Weight map[string]json.RawMessage `json:"weight"`
 }
 
 // fetch asks one config-server for the schema's list. The request carries the md5 the client
@@ -233,13 +236,49 @@ func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *S
 		spelled = append(spelled, entry)
 		list = append(list, canon)
 	}
+	weights, err := decodeWeights(w.Weight, seen)
+	if err != nil {
+		return answer{}, newServerError(srv, ErrMalformedEntry, "weight", err.Error())
+	}
 	md5 := strings.TrimSpace(w.MD5)
 	if md5 == "" {
 		md5 = nodes.ListMD5(spelled) // what lb-driver's config-server would have sent
 	} else if err := checkMD5(md5); err != nil {
 		return answer{}, newServerError(srv, ErrBadAnswer, "md5", err.Error())
 	}
-	return answer{md5: md5, list: list}, nil
+	return answer{md5: md5, list: list, weights: weights}, nil
+}
+
+// decodeWeights checks an answer's weight map against its list (seen: canonical address →
+// spelling) and returns it keyed by canonical address, without the zero (default) weights.
+func decodeWeights(raw map[string]json.RawMessage, seen map[string]string) (map[string]int, error) {
+	var out map[string]int
+	for a, v := range raw {
+		canon, err := nodes.Canonical(a)
+		if err != nil {
+			return nil, fmt.Errorf("weight for %q: %s", clip(a), clip(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
+		if _, listed := seen[canon]; !listed {
+			return nil, fmt.Errorf("weight for %q, which the answer does not list", clip(a))
+		}
+		var w int
+		if err := json.Unmarshal(v, &w); err != nil || nodes.CheckWeight(w) != nil {
+			return nil, fmt.Errorf("weight %s for %q is not a whole number from 0 to %d", clip(string(bytes.TrimSpace(v))), clip(a), nodes.MaxWeight)
+		}
+		if _, dup := out[canon]; dup {
+			return nil, fmt.Errorf("two weights for %q", clip(a))
+		}
+		if out == nil {
+			out = make(map[string]int)
+		}
+		out[canon] = w
+	}
+	for a, w := range out {
+		if w == 0 {
+			delete(out, a)
+		}
+	}
+	return out, nil
 }
 
 // checkMD5 accepts a list version as lb-driver's config-server writes it: an MD5 in 32 hex

@@ -35,11 +35,13 @@ func Quiet() []lbd.Option {
 	}
 }
 
-// Fast probes every 200 ms, for tests that need nodes to go down and come back.
+// Fast probes every 200 ms, for tests that need nodes to go down and come back. Slow start is
+// off: a node that comes back must take connections at once for them.
 func Fast() []lbd.Option {
 	return []lbd.Option{
 		lbd.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		lbd.WithCheckHealthInterval(200 * time.Millisecond),
+		lbd.WithWarmup(0),
 		lbd.WithCheckBalanceInterval(time.Hour),
 	}
 }

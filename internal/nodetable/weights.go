@@ -1,0 +1,116 @@
+package nodetable
+
+import (
+	"math"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/pick"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// Weights and slow start.
+//
+// A node's effective weight is its source's weight (nodes.Node.Weight; 0 reads as
+// nodes.DefaultWeight) times its warm-up factor. The picks are weighted least-connections over
+// the effective weights, so a node of weight 2 holds twice the connections of one of weight 1.
+//
+// Slow start follows Dubbo (weight × uptime / warm-up), HAProxy's slowstart and Envoy's
+// slow-start window: a node a probe brings up (added at run time, or recovered) starts at
+// WarmupFloor of its weight and rises linearly to all of it over Config.Warmup. The floor
+// makes sure a warming node gets connections from the start (Envoy's min_weight_percent
+// default, 10%), so its first probes are joined by real traffic. Nodes trusted at start, or
+// while no node is up, start warm: nothing is there to protect them from.
+//
+// The table reads no clock: the caller reports time with Tick, every WarmupStep or so. Pick
+// and Release read the effective weights as the latest Tick left them, so they stay O(1) /
+// O(log n) and never compute a factor; a warming node's weight moves in steps of
+// 1/WarmupSteps of the window.
+
+// WarmupFloor is the share of its weight a node gets at the start of its warm-up.
+const WarmupFloor = 0.1
+
+// WarmupSteps is how many steps a warm-up takes when the caller ticks every Warmup/WarmupSteps.
+const WarmupSteps = 20
+
+// WarmupStep returns how often the caller should Tick: Warmup/WarmupSteps, or 0 when slow start
+// is off.
+func (t *Table[P]) WarmupStep() time.Duration { return t.cfg.Warmup / WarmupSteps }
+
+// Tick moves the warm-up of every warming node to now and updates its effective weight. It is
+// O(w log n) for w warming nodes, allocates nothing, and reports no transition.
+func (t *Table[P]) Tick(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := 0; i < len(t.warming); {
+		n := t.warming[i]
+		n.warmth = t.warmthAt(n, now)
+		t.applyWeightLocked(n)
+		if n.warmth >= 1 {
+			t.stopWarmupLocked(n) // the last node moved into place i
+			continue
+		}
+		i++
+	}
+}
+
+// warmthAt is n's warm-up progress at now, from 0 to 1.
+func (t *Table[P]) warmthAt(n *Node[P], now time.Time) float64 {
+	if t.cfg.Warmup <= 0 {
+		return 1
+	}
+	f := float64(now.Sub(n.warmFrom)) / float64(t.cfg.Warmup)
+	return min(max(f, 0), 1)
+}
+
+// startWarmupLocked starts n's warm-up at now (again, when it was already warming).
+func (t *Table[P]) startWarmupLocked(n *Node[P], now time.Time) {
+	if t.cfg.Warmup <= 0 {
+		return
+	}
+	n.warmFrom, n.warmth = now, 0
+	if n.warmIdx < 0 {
+		n.warmIdx = len(t.warming)
+		t.warming = append(t.warming, n)
+	}
+	t.applyWeightLocked(n)
+}
+
+// stopWarmupLocked takes n out of the warming list; its warmth stays as it is.
+func (t *Table[P]) stopWarmupLocked(n *Node[P]) {
+	i := n.warmIdx
+	if i < 0 {
+		return
+	}
+	last := len(t.warming) - 1
+	t.warming[i] = t.warming[last]
+	t.warming[i].warmIdx = i
+	t.warming[last] = nil
+	t.warming = t.warming[:last]
+	n.warmIdx = -1
+}
+
+// setWeightLocked takes the weight a source reported for n (0: nodes.DefaultWeight; values out
+// of range are clamped, the sources reject them before).
+func (t *Table[P]) setWeightLocked(n *Node[P], w int) {
+	if w <= 0 {
+		w = nodes.DefaultWeight
+	}
+	n.weight = min(w, nodes.MaxWeight)
+	t.applyWeightLocked(n)
+}
+
+// effective is n's effective weight in units of pick.Unit per weight 1.
+func effective[P any](n *Node[P]) float64 {
+	return float64(n.weight) * max(n.warmth, WarmupFloor)
+}
+
+// applyWeightLocked gives n's pick entries its current effective weight. A warm node of the
+// default weight gets exactly pick.Unit, so a fleet without weights stays in the O(1) buckets.
+func (t *Table[P]) applyWeightLocked(n *Node[P]) {
+	w := pick.Unit * int64(n.weight)
+	if n.warmth < 1 {
+		w = int64(math.Round(float64(pick.Unit) * effective(n)))
+	}
+	t.byOpen[n.role].SetWeight(&n.byOpen, w)
+	t.byInUse[n.role].SetWeight(&n.byInUse, w)
+}

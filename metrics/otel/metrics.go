@@ -1,0 +1,213 @@
+// Package lbdotel reports an lbd Connector's per-node metrics through an OpenTelemetry
+// MeterProvider the application passes, following the database client semantic conventions
+// (semconv v1.43.0), in a module of its own so that only an application that imports it pays
+// for the OpenTelemetry API.
+//
+// Each node is a connection pool of its own in the conventions' terms: its
+// db.client.connection.pool.name is "host:port/database" (the conventions' pattern
+// server.address:server.port/db.namespace, or Options.PoolName), and every data point also
+// carries server.address and server.port. The instruments:
+//
+//	db.client.connection.count        {connection}  observable up-down counter, db.client.connection.state idle|used
+//	db.client.connection.create_time  s             histogram: each dial and MySQL handshake, failed ones included
+//	lbd.node.state                    {node}        observable gauge: 1 for the node's lbd.node.state (up, down, draining), 0 for the others
+//	lbd.node.dials                    {dial}        observable counter: successful dials
+//	lbd.node.dial.failures            {dial}        observable counter: failed dials
+//	lbd.node.connection.retirements   {connection}  observable counter, lbd.retire.reason (lbd.RetireReason)
+//	lbd.node.fatal_errors             {error}       observable counter: errors judged fatal to a connection
+//	lbd.node.probes                   {probe}       observable counter
+//	lbd.node.probe.failures           {probe}       observable counter
+//	lbd.node.transitions              {transition}  observable counter, lbd.transition.cause (lbd.TransitionCause)
+//	lbd.node.probe.duration           s             histogram: each health probe, failed ones included
+//
+// Observable instruments read one Stats snapshot per collection; the histograms are fed by an
+// lbd.Observer (one call per probe and per dial, nothing per statement). lbd has no node roles
+// yet, so no data point carries a role.
+package lbdotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
+
+	"github.com/lbd-go/lbd"
+)
+
+// ScopeName is the instrumentation scope of the Meter lbdotel takes from the MeterProvider.
+const ScopeName = "github.com/lbd-go/lbd/metrics/otel"
+
+// Attribute keys of lbd's own instruments.
+const (
+	NodeStateKey       = attribute.Key("lbd.node.state")
+	RetireReasonKey    = attribute.Key("lbd.retire.reason")
+	TransitionCauseKey = attribute.Key("lbd.transition.cause")
+)
+
+// Options configures Register; the zero value takes the defaults.
+type Options struct {
+	// PoolName names a node's pool (db.client.connection.pool.name) from its "host:port".
+	// Default: "host:port/database", database being the DSN's (none: "host:port").
+	PoolName func(addr string) string
+	// LatencyBuckets are the histograms' explicit bucket boundaries in seconds. Default
+	// DefaultLatencyBuckets.
+	LatencyBuckets []float64
+}
+
+// DefaultLatencyBuckets are the default histogram boundaries in seconds: 0.5 ms to 10 s.
+var DefaultLatencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Metrics is one Connector's registration with a Meter. Close ends it.
+type Metrics struct {
+	c        *lbd.Connector
+	poolName func(string) string
+	reg      metric.Registration
+	remove   func()
+
+	closeOnce sync.Once
+	closeErr  error
+
+	count                                     dbconv.ClientConnectionCountObservable
+	state, dials, dialFailures, retired       metric.Int64Observable
+	fatal, probes, probeFailures, transitions metric.Int64Observable
+	createTime                                dbconv.ClientConnectionCreateTime
+	probeDuration                             metric.Float64Histogram
+}
+
+// Register creates the instruments on mp's Meter for ScopeName and reports c's nodes to them
+// until Close. Errors: a nil Connector or MeterProvider, or the Meter refusing an instrument
+// or the callback.
+func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics, error) {
+	if c == nil || mp == nil {
+		return nil, errors.New("lbdotel: Register needs a Connector and a MeterProvider")
+	}
+	m := &Metrics{c: c, poolName: opts.PoolName}
+	if m.poolName == nil {
+		db := c.Config().MySQL.DBName
+		m.poolName = func(addr string) string {
+			if db == "" {
+				return addr
+			}
+			return addr + "/" + db
+		}
+	}
+	buckets := opts.LatencyBuckets
+	if buckets == nil {
+		buckets = DefaultLatencyBuckets
+	}
+	meter := mp.Meter(ScopeName)
+	var errs []error
+	check := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	m.count, err = dbconv.NewClientConnectionCountObservable(meter)
+	check(err)
+	counter := func(name, unit, desc string) metric.Int64Observable {
+		i, err := meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		check(err)
+		return i
+	}
+	m.state, err = meter.Int64ObservableGauge("lbd.node.state", metric.WithUnit("{node}"),
+		metric.WithDescription("1 for the node's current state (lbd.node.state up, down or draining), 0 for the others."))
+	check(err)
+	m.dials = counter("lbd.node.dials", "{dial}", "Successful dials of application connections to the node.")
+	m.dialFailures = counter("lbd.node.dial.failures", "{dial}", "Failed dials to the node (refused, timed out, handshake failed).")
+	m.retired = counter("lbd.node.connection.retirements", "{connection}", "Connections to the node lbd retired, by lbd.retire.reason.")
+	m.fatal = counter("lbd.node.fatal_errors", "{error}", "Errors on the node's connections that the exception sorter judged fatal.")
+	m.probes = counter("lbd.node.probes", "{probe}", "Health probes of the node.")
+	m.probeFailures = counter("lbd.node.probe.failures", "{probe}", "Failed health probes of the node.")
+	m.transitions = counter("lbd.node.transitions", "{transition}", "State changes of the node, by lbd.transition.cause.")
+	m.createTime, err = dbconv.NewClientConnectionCreateTime(meter, metric.WithExplicitBucketBoundaries(buckets...))
+	check(err)
+	m.probeDuration, err = meter.Float64Histogram("lbd.node.probe.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long each health probe of the node took, failed ones included."),
+		metric.WithExplicitBucketBoundaries(buckets...))
+	check(err)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("lbdotel: %w", errors.Join(errs...))
+	}
+	m.reg, err = meter.RegisterCallback(m.observe, m.count.Inst(), m.state, m.dials, m.dialFailures, m.retired,
+		m.fatal, m.probes, m.probeFailures, m.transitions)
+	if err != nil {
+		return nil, fmt.Errorf("lbdotel: %w", err)
+	}
+	m.remove = c.AddObserver(lbd.Observer{
+		Probe: func(addr string, took time.Duration, _ error) {
+			m.probeDuration.Record(context.Background(), took.Seconds(), metric.WithAttributes(m.nodeAttrs(addr)...))
+		},
+		Dial: func(addr string, took time.Duration, _ error) {
+			a := m.nodeAttrs(addr)
+			m.createTime.Record(context.Background(), took.Seconds(), a[0].Value.AsString(), a[1:]...)
+		},
+	})
+	return m, nil
+}
+
+// Close unregisters the callback and the Observer. It is idempotent; the first call's error
+// (the Meter's Unregister) is returned each time.
+func (m *Metrics) Close() error {
+	m.closeOnce.Do(func() {
+		m.remove()
+		m.closeErr = m.reg.Unregister()
+	})
+	return m.closeErr
+}
+
+// nodeAttrs returns a node's pool name (first), server.address and server.port.
+func (m *Metrics) nodeAttrs(addr string) []attribute.KeyValue {
+	a := []attribute.KeyValue{semconv.DBClientConnectionPoolName(m.poolName(addr))}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return append(a, semconv.ServerAddress(addr))
+	}
+	a = append(a, semconv.ServerAddress(host))
+	if p, err := strconv.Atoi(port); err == nil {
+		a = append(a, semconv.ServerPort(p))
+	}
+	return a
+}
+
+// nodeStates are the values of lbd.node.state.
+var nodeStates = []lbd.NodeState{lbd.StateUp, lbd.StateDown, lbd.StateDraining}
+
+// observe reports one Stats snapshot.
+func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+	with := func(base []attribute.KeyValue, more ...attribute.KeyValue) metric.ObserveOption {
+		return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(base)+len(more)), base...), more...)...)
+	}
+	for _, n := range m.c.Stats().Nodes {
+		a := m.nodeAttrs(n.Addr)
+		o.ObserveInt64(m.count.Inst(), int64(n.Idle), with(a, semconv.DBClientConnectionStateIdle))
+		o.ObserveInt64(m.count.Inst(), int64(n.InUse), with(a, semconv.DBClientConnectionStateUsed))
+		for _, s := range nodeStates {
+			v := int64(0)
+			if n.State == s {
+				v = 1
+			}
+			o.ObserveInt64(m.state, v, with(a, NodeStateKey.String(s.String())))
+		}
+		o.ObserveInt64(m.dials, int64(n.Dials), with(a))
+		o.ObserveInt64(m.dialFailures, int64(n.DialFailures), with(a))
+		for why, v := range n.RetiredBy {
+			o.ObserveInt64(m.retired, int64(v), with(a, RetireReasonKey.String(lbd.RetireReason(why).String())))
+		}
+		o.ObserveInt64(m.fatal, int64(n.FatalErrors), with(a))
+		o.ObserveInt64(m.probes, int64(n.Probes), with(a))
+		o.ObserveInt64(m.probeFailures, int64(n.ProbeFailures), with(a))
+		for cause, v := range n.TransitionsBy {
+			o.ObserveInt64(m.transitions, int64(v), with(a, TransitionCauseKey.String(lbd.TransitionCause(cause).String())))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+// Package lbdprom exports an lbd Connector's per-node metrics to Prometheus: a
+// prometheus.Collector (client_golang) over (*lbd.Connector).Stats and lbd.Observer, in a module
+// of its own so that only an application that imports it pays for client_golang.
+//
+// Every series carries the node label ("host:port"). Gauges and counters are read from one
+// Stats snapshot per scrape; the probe and dial latency histograms are fed by an lbd.Observer
+// the Collector registers on the Connector (one call per probe and per dial, nothing per
+// statement; with no Collector, nothing is timed at all). lbd has no node roles yet, so no
+// series carries a role label.
+//
+// Register it next to client_golang's collectors.NewDBStatsCollector for the *sql.DB, which
+// exports database/sql's own pool (waits, lifetime closes) under go_sql_*:
+//
+//	reg.MustRegister(lbdprom.NewCollector(connector, lbdprom.Options{}),
+//		collectors.NewDBStatsCollector(db, "orders"))
+package lbdprom
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lbd-go/lbd"
+)
+
+// Options configures a Collector; the zero value takes the defaults.
+type Options struct {
+	// ConstLabels are added to every series, to tell several Connectors apart in one registry
+	// (for example {"db_name": "orders"}, the label collectors.NewDBStatsCollector uses).
+	ConstLabels prometheus.Labels
+	// ProbeBuckets and DialBuckets are the histograms' upper bounds in seconds. Default
+	// DefaultLatencyBuckets.
+	ProbeBuckets, DialBuckets []float64
+}
+
+// DefaultLatencyBuckets are the default histogram bounds in seconds: 0.5 ms to 10 s, for a
+// probe (a SELECT 1 on loopback takes well under a millisecond; the probe timeout defaults to
+// 3 s) and a dial with its MySQL handshake (the dial timeout defaults to 10 s).
+var DefaultLatencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Collector is a prometheus.Collector over one Connector. Build it with NewCollector; Close
+// removes its Observer from the Connector.
+type Collector struct {
+	c      *lbd.Connector
+	remove func()
+
+	logical, up, state, standby, open, idle, inUse *prometheus.Desc
+	dials, dialFailures, retired, fatal, probes    *prometheus.Desc
+	probeFailures, transitions                     *prometheus.Desc
+	probeSeconds, dialSeconds                      *prometheus.HistogramVec
+
+	mu    sync.Mutex      // guards known
+	known map[string]bool // nodes with histogram series, to drop those that left the table
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector returns a Collector over c and registers its Observer on c. The series it
+// exports (all but lbd_logical_connections per node, label node):
+//
+//	lbd_logical_connections                  gauge    connections database/sql holds open
+//	lbd_node_up                              gauge    1 while the node takes new connections
+//	lbd_node_state{state}                    gauge    1 for the node's state: up, down or draining
+//	lbd_node_standby                         gauge    1 while the node is a standby
+//	lbd_node_open_connections                gauge    open physical connections, dials included
+//	lbd_node_idle_connections                gauge    of those, idle
+//	lbd_node_in_use_connections              gauge    of those, in use
+//	lbd_node_dials_total                     counter  successful dials
+//	lbd_node_dial_failures_total             counter  failed dials
+//	lbd_node_retired_connections_total{reason} counter connections retired, by lbd.RetireReason
+//	lbd_node_fatal_errors_total              counter  errors judged fatal to a connection
+//	lbd_node_probes_total                    counter  probes run
+//	lbd_node_probe_failures_total            counter  probes failed
+//	lbd_node_transitions_total{cause}        counter  state changes, by lbd.TransitionCause
+//	lbd_node_probe_duration_seconds          histogram how long each probe took
+//	lbd_node_dial_duration_seconds           histogram how long each dial and handshake took
+func NewCollector(c *lbd.Connector, opts Options) *Collector {
+	probeBuckets, dialBuckets := opts.ProbeBuckets, opts.DialBuckets
+	if probeBuckets == nil {
+		probeBuckets = DefaultLatencyBuckets
+	}
+	if dialBuckets == nil {
+		dialBuckets = DefaultLatencyBuckets
+	}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append([]string{"node"}, labels...), opts.ConstLabels)
+	}
+	col := &Collector{
+		c:       c,
+		logical: prometheus.NewDesc("lbd_logical_connections", "Connections database/sql holds open through lbd: logical ones in statement mode, physical ones in connection mode.", nil, opts.ConstLabels),
+		up:      desc("lbd_node_up", "1 while the node is up (takes new connections), 0 while down or draining."),
+		state:   desc("lbd_node_state", "1 for the node's current state (up, down, draining), 0 for the others.", "state"),
+		standby: desc("lbd_node_standby", "1 while the node is a standby: probed, but taking no new connection."),
+		open:    desc("lbd_node_open_connections", "Open physical connections to the node, dials in progress included, the probe connection excluded."),
+		idle:    desc("lbd_node_idle_connections", "Open physical connections to the node that are idle."),
+		inUse:   desc("lbd_node_in_use_connections", "Open physical connections to the node that are in use."),
+		dials:   desc("lbd_node_dials_total", "Successful dials of application connections to the node."),
+		dialFailures: desc("lbd_node_dial_failures_total",
+			"Failed dials to the node (refused, timed out, handshake failed)."),
+		retired: desc("lbd_node_retired_connections_total",
+			"Connections to the node lbd retired, by reason (node_down, node_draining, fatal, rebalance, tx_end_failed).", "reason"),
+		fatal:  desc("lbd_node_fatal_errors_total", "Errors on the node's connections that the exception sorter judged fatal."),
+		probes: desc("lbd_node_probes_total", "Health probes of the node."),
+		probeFailures: desc("lbd_node_probe_failures_total",
+			"Failed health probes of the node."),
+		transitions: desc("lbd_node_transitions_total",
+			"State changes of the node, by the signal that decided them (probe, dial, fatal, node_list, ...).", "cause"),
+		probeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lbd_node_probe_duration_seconds", Help: "How long each health probe of the node took, failed ones included.",
+			Buckets: probeBuckets, ConstLabels: opts.ConstLabels}, []string{"node"}),
+		dialSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lbd_node_dial_duration_seconds", Help: "How long each dial of an application connection to the node took, the MySQL handshake and failed dials included.",
+			Buckets: dialBuckets, ConstLabels: opts.ConstLabels}, []string{"node"}),
+		known: map[string]bool{},
+	}
+	col.remove = c.AddObserver(lbd.Observer{
+		Probe: func(addr string, took time.Duration, _ error) {
+			col.note(addr)
+			col.probeSeconds.WithLabelValues(addr).Observe(took.Seconds())
+		},
+		Dial: func(addr string, took time.Duration, _ error) {
+			col.note(addr)
+			col.dialSeconds.WithLabelValues(addr).Observe(took.Seconds())
+		},
+	})
+	return col
+}
+
+// Close removes the Collector's Observer from the Connector: the histograms stop moving. It
+// is idempotent.
+func (col *Collector) Close() { col.remove() }
+
+// Describe implements prometheus.Collector.
+func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{col.logical, col.up, col.state, col.standby, col.open, col.idle, col.inUse,
+		col.dials, col.dialFailures, col.retired, col.fatal, col.probes, col.probeFailures, col.transitions} {
+		ch <- d
+	}
+	col.probeSeconds.Describe(ch)
+	col.dialSeconds.Describe(ch)
+}
+
+// nodeStates are the values of lbd_node_state's state label.
+var nodeStates = []lbd.NodeState{lbd.StateUp, lbd.StateDown, lbd.StateDraining}
+
+// Collect implements prometheus.Collector: one Stats snapshot, then the histograms. The
+// histogram series of a node that left the Connector's node table are dropped.
+func (col *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := col.c.Stats()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(col.logical, float64(st.Logical))
+	present := make(map[string]bool, len(st.Nodes))
+	for _, n := range st.Nodes {
+		a := n.Addr
+		present[a] = true
+		gauge(col.up, b2f(n.State == lbd.StateUp), a)
+		for _, s := range nodeStates {
+			gauge(col.state, b2f(n.State == s), a, s.String())
+		}
+		gauge(col.standby, b2f(n.Standby), a)
+		gauge(col.open, float64(n.Open), a)
+		gauge(col.idle, float64(n.Idle), a)
+		gauge(col.inUse, float64(n.InUse), a)
+		counter(col.dials, n.Dials, a)
+		counter(col.dialFailures, n.DialFailures, a)
+		for why, v := range n.RetiredBy {
+			counter(col.retired, v, a, lbd.RetireReason(why).String())
+		}
+		counter(col.fatal, n.FatalErrors, a)
+		counter(col.probes, n.Probes, a)
+		counter(col.probeFailures, n.ProbeFailures, a)
+		for cause, v := range n.TransitionsBy {
+			counter(col.transitions, v, a, lbd.TransitionCause(cause).String())
+		}
+	}
+	col.mu.Lock()
+	for a := range col.known {
+		if !present[a] {
+			col.probeSeconds.DeleteLabelValues(a)
+			col.dialSeconds.DeleteLabelValues(a)
+			delete(col.known, a)
+		}
+	}
+	col.mu.Unlock()
+	col.probeSeconds.Collect(ch)
+	col.dialSeconds.Collect(ch)
+}
+
+// note records that addr has histogram series.
+func (col *Collector) note(addr string) {
+	col.mu.Lock()
+	col.known[addr] = true
+	col.mu.Unlock()
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,92 @@
+package status
+
+import (
+	"time"
+
+	"github.com/lbd-go/lbd"
+)
+
+// Report is the status page's JSON document (GET with ?format=json): a Connector's Stats, the
+// open connections per node over the last minutes, and when it was taken. Field names are
+// snake_case; durations are in seconds; counters are cumulative since the Connector was
+// created.
+type Report struct {
+	Now     time.Time    `json:"now"`
+	Balance string       `json:"balance"` // "connection" or "statement"
+	Logical int          `json:"logical"` // connections database/sql holds open (see lbd.Stats.Logical)
+	Nodes   []Node       `json:"nodes"`
+	Recent  []Transition `json:"recent"` // the latest state changes, oldest first
+	History History      `json:"history"`
+}
+
+// Node is one node's row of the table (see lbd.NodeStats). RetiredBy and TransitionsBy are
+// keyed by the names lbd.RetireReason and lbd.TransitionCause give; roles do not exist in lbd
+// yet, so there is no role column.
+type Node struct {
+	Addr          string            `json:"addr"`
+	State         string            `json:"state"`
+	Standby       bool              `json:"standby"`
+	Open          int               `json:"open"`
+	Idle          int               `json:"idle"`
+	InUse         int               `json:"in_use"`
+	Dials         uint64            `json:"dials"`
+	DialFailures  uint64            `json:"dial_failures"`
+	Retired       uint64            `json:"retired"`
+	RetiredBy     map[string]uint64 `json:"retired_by"`
+	FatalErrors   uint64            `json:"fatal_errors"`
+	Transitions   uint64            `json:"transitions"`
+	TransitionsBy map[string]uint64 `json:"transitions_by"`
+	Probes        uint64            `json:"probes"`
+	ProbeFailures uint64            `json:"probe_failures"`
+	LastProbe     float64           `json:"last_probe_seconds"`
+	LastError     string            `json:"last_error"`
+}
+
+// Transition is one state change (see lbd.Transition).
+type Transition struct {
+	At      time.Time `json:"at"`
+	Node    string    `json:"node"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Cause   string    `json:"cause"`
+	Reason  string    `json:"reason"`
+	Removed bool      `json:"removed"`
+}
+
+// History is the open connections per node, sampled every Interval seconds, oldest first.
+type History struct {
+	Interval float64  `json:"interval_seconds"`
+	Samples  []Sample `json:"samples"`
+}
+
+// Sample is one sampling: the open physical connections of every node known then.
+type Sample struct {
+	At   time.Time      `json:"at"`
+	Open map[string]int `json:"open"`
+}
+
+// report turns a Stats snapshot into the page's document.
+func report(st lbd.Stats, now time.Time) Report {
+	r := Report{Now: now, Balance: st.Balance.String(), Logical: st.Logical,
+		Nodes: make([]Node, len(st.Nodes)), Recent: make([]Transition, len(st.Recent))}
+	for i, n := range st.Nodes {
+		r.Nodes[i] = Node{
+			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Open: n.Open, Idle: n.Idle, InUse: n.InUse,
+			Dials: n.Dials, DialFailures: n.DialFailures, Retired: n.Retired, FatalErrors: n.FatalErrors,
+			Transitions: n.Transitions, Probes: n.Probes, ProbeFailures: n.ProbeFailures,
+			LastProbe: n.LastProbe.Seconds(), LastError: n.LastError,
+			RetiredBy: make(map[string]uint64, lbd.NumRetireReasons), TransitionsBy: make(map[string]uint64, lbd.NumTransitionCauses),
+		}
+		for why, v := range n.RetiredBy {
+			r.Nodes[i].RetiredBy[lbd.RetireReason(why).String()] = v
+		}
+		for cause, v := range n.TransitionsBy {
+			r.Nodes[i].TransitionsBy[lbd.TransitionCause(cause).String()] = v
+		}
+	}
+	for i, t := range st.Recent {
+		r.Recent[i] = Transition{At: t.At, Node: t.Node, From: t.From.String(), To: t.To.String(),
+			Cause: t.Cause.String(), Reason: t.Reason, Removed: t.Removed}
+	}
+	return r
+}
