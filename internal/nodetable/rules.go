@@ -14,7 +14,9 @@ import (
 //     RecoverCount consecutive good probes bring a down node up, one for a node added at run
 //     time that has never been up (Probed). Only good probes since the node went down count,
 //     and only those at least ProbeInterval/2 after the previous one counted: the early probes
-//     a markdown asks for run back to back and must not pass for a recovery.
+//     a markdown asks for run back to back and must not pass for a recovery. A passively
+//     ejected node also waits out its hold (see passive.go).
+//   - passive signals: Suspect and Confirmed (see passive.go).
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
 //     start up until a dial or probe says otherwise (Start, SetNodes).
@@ -53,11 +55,7 @@ func (t *Table[P]) DialRefused(n *Node[P]) { n.dialsFailed.Add(1) }
 // not counted. A node no longer in the table (it drained) is counted but its state is left
 // alone.
 func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Duration) {
-	n.lastProbe.Store(int64(took))
-	n.probes.Add(1)
-	if err != nil {
-		n.probesFailed.Add(1)
-	}
+	countProbe(n, err, took)
 	var tr []Transition[P]
 	t.mu.Lock()
 	if t.nodes[n.addr] != n {
@@ -77,13 +75,22 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if !n.everUp {
 			need = 1
 		}
-		if n.state == Down && n.goodProbes >= need {
+		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) {
+			t.endEjectionLocked(n, Up, now)
 			tr = append(tr, t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes)))
 			tr = append(tr, t.applyDesiredLocked()...)
 		}
 	}
 	t.mu.Unlock()
 	t.emit(tr)
+}
+
+func countProbe[P any](n *Node[P], err error, took time.Duration) {
+	n.lastProbe.Store(int64(took))
+	n.probes.Add(1)
+	if err != nil {
+		n.probesFailed.Add(1)
+	}
 }
 
 func goodProbesReason(n int) string {
@@ -131,6 +138,9 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) Transition[P] {
 	from := n.state
 	n.state = to
+	if to != Down {
+		t.endEjectionLocked(n, to, time.Time{})
+	}
 	if to == Down {
 		n.goodProbes = 0 // recovery counts only the probes after this
 	}

@@ -43,13 +43,16 @@ const (
 	CauseFatal
 	// CauseNodeList: the node list changed (a node removed, listed again, or drained away).
 	CauseNodeList
+	// CausePassive: a passive signal from the application's own statements (a lost
+	// connection, a statement timeout, statements stalled on the node), confirmed by a probe.
+	CausePassive
 
 	// NumCauses is how many causes there are; counters indexed by Cause have this length.
 	NumCauses int = iota
 )
 
 // String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
-// "node_list".
+// "node_list", "passive".
 func (c Cause) String() string {
 	switch c {
 	case CauseProbe:
@@ -60,6 +63,8 @@ func (c Cause) String() string {
 		return "fatal"
 	case CauseNodeList:
 		return "node_list"
+	case CausePassive:
+		return "passive"
 	}
 	return "unknown"
 }

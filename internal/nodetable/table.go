@@ -49,6 +49,18 @@ type Config[P any] struct {
 	// checkHealthInterval). Good probes count toward recovery only when at least
 	// ProbeInterval/2 apart (see Probed). It must be positive.
 	ProbeInterval time.Duration
+	// MaxEjectionPercent caps passive ejection (lbd's maxEjectionPercent): passive signals
+	// may hold at most this share, in percent, of the active nodes (up, plus those passively
+	// ejected) down at once, and at least one node whenever it is above 0, so that three
+	// nodes at the default of 10 may still lose one; the last up node is never ejected. 0
+	// turns passive ejection off. From 0 to 100. Envoy's max_ejection_percent and gRPC's
+	// outlier detection cap ejection the same way.
+	MaxEjectionPercent int
+	// BaseEjectionTime is how long a passively ejected node stays down at least, times the
+	// number of its recent ejections, up to MaxEjectionTime (lbd's baseEjectionTimeSeconds;
+	// Envoy's base_ejection_time). Recovery also needs its good probes (see Probed). 0: no
+	// hold beyond those. It must not be negative.
+	BaseEjectionTime time.Duration
 	// Rand returns a number in [0, n) (one outside is folded into it): where the turns among
 	// n equally loaded nodes start when a batch of nodes is trusted at once (Start, and
 	// SetNodes while no node takes connections). Each table drawing its own start spreads
@@ -72,6 +84,8 @@ type Table[P any] struct {
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
 
+	ejected int // nodes down by a passive ejection that have not come back up
+
 	total atomic.Int64 // open physical connections over every node, dials in flight included
 	ups   atomic.Int32 // nodes in the pick indexes
 
@@ -90,6 +104,10 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("fatalErrorWindow is %v; it must be positive", cfg.FatalWindow)
 	case cfg.ProbeInterval <= 0:
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
+	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
+		return nil, fmt.Errorf("maxEjectionPercent is %d; it must be from 0 to 100", cfg.MaxEjectionPercent)
+	case cfg.BaseEjectionTime < 0:
+		return nil, fmt.Errorf("baseEjectionTime is %v; it must not be negative", cfg.BaseEjectionTime)
 	}
 	return &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}, nil
 }
@@ -115,11 +133,18 @@ type Node[P any] struct {
 	lastErr      error       // the latest failure held against the node
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int
+	suspect      string    // the passive signal awaiting its confirming probe; "" when none
+	suspectAt    time.Time // when it was noted
+	ejected      bool      // down by a passive ejection, not yet back up
+	ejections    int       // recent passive ejections: the multiplier of BaseEjectionTime
+	holdUntil    time.Time // a passively ejected node stays down until then
+	upSince      time.Time // when the node last came back up from a passive ejection
 
 	// Cumulative counters, read without the mutex.
 	dials, dialsFailed   atomic.Uint64
 	probes, probesFailed atomic.Uint64
 	fatalErrors          atomic.Uint64
+	signals              atomic.Uint64 // passive signals noted against the node
 	transitions          atomic.Uint64
 	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause
 	lastProbe            atomic.Int64             // nanoseconds
