@@ -69,6 +69,17 @@ type Config struct {
 	// its own connection.
 	FatalErrorThreshold int
 	FatalErrorWindow    time.Duration
+	// MaxEjectionPercent caps passive outlier ejection (maxEjectionPercent, default 10, from 0
+	// to 100): what the application's own statements see (a lost connection, a statement
+	// timeout, statements stalled on one proxy while the others answer) brings that proxy's
+	// probe forward under a short deadline, and a failed answer takes it down, but at most
+	// this share of the proxies, and at least one, may be down that way at once, and never
+	// the last one up. 0 turns passive ejection off (Envoy's max_ejection_percent).
+	MaxEjectionPercent int
+	// BaseEjectionTime is how long a passively ejected proxy stays down at least, times its
+	// recent ejections, up to 300 s (baseEjectionTimeSeconds, default 5 s; 0: only the good
+	// probes recoverCheckCount asks for). Envoy's base_ejection_time.
+	BaseEjectionTime time.Duration
 	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
 	// false).
 	LogStats bool
@@ -158,6 +169,12 @@ func (c *Config) settle() error {
 		if n.value < 1 || n.value > maxCount {
 			return fmt.Errorf("lbd: %s is %d; it must be from 1 to %d (%s)", n.name, n.value, maxCount, n.where)
 		}
+	}
+	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {
+		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)
+	}
+	if c.BaseEjectionTime < 0 || c.BaseEjectionTime > maxSeconds*time.Second {
+		return fmt.Errorf("lbd: baseEjectionTime is %v; it must be from 0 to %d s (DSN parameter baseEjectionTimeSeconds)", c.BaseEjectionTime, maxSeconds)
 	}
 	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)
 	if c.Sorter == nil {

@@ -149,6 +149,7 @@ func (c *conn) observe(err error) error {
 	if driverFoundViolation(err) {
 		return c.fail(protocolError(c.node.addr, err))
 	}
+	c.connector.onStatementError(c, err)
 	c.connector.onConnError(c, err)
 	return err
 }
@@ -254,6 +255,8 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
 	if err != nil {
@@ -274,6 +277,8 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
 	if err != nil {
@@ -289,6 +294,8 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
 	return res, c.observe(err)
@@ -299,6 +306,8 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
@@ -312,6 +321,8 @@ func (c *conn) Ping(ctx context.Context) (err error) {
 	if err := c.enter(); err != nil {
 		return err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	return c.observe(c.dc.Ping(ctx))
 }

@@ -44,6 +44,7 @@ type Connector struct {
 	transitions transitionLog // latest state changes, for Stats.Recent
 	stmt        statementMode // statement mode's logical connections and prepared statements
 	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
+	stallBase   atomic.Int64  // the stall threshold now, in nanoseconds: a confirming probe's deadline
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -100,17 +101,20 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		ready: make(chan struct{}),
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
-		RecoverCount:   run.RecoverCheckCount,
-		FatalThreshold: run.FatalErrorThreshold,
-		FatalWindow:    run.FatalErrorWindow,
-		ProbeInterval:  run.CheckHealthInterval,
-		Rand:           run.randN,
-		OnTransition:   c.onTransition,
+		RecoverCount:       run.RecoverCheckCount,
+		FatalThreshold:     run.FatalErrorThreshold,
+		FatalWindow:        run.FatalErrorWindow,
+		ProbeInterval:      run.CheckHealthInterval,
+		MaxEjectionPercent: run.MaxEjectionPercent,
+		BaseEjectionTime:   run.BaseEjectionTime,
+		Rand:               run.randN,
+		OnTransition:       c.onTransition,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
+	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	if err := c.startSource(src); err != nil {

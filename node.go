@@ -23,6 +23,8 @@ type node struct {
 
 	retired atomic.Uint64 // connections retired, for Stats
 
+	flight flight // statements on the wire and answered, for passive outlier detection
+
 	// Live wrapped connections, for retiring them when the node goes down or is rebalanced.
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

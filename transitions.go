@@ -20,12 +20,17 @@ const (
 	// CauseNodeList: the node list changed (a node removed and draining, drained away, or
 	// listed again).
 	CauseNodeList = TransitionCause(nodetable.CauseNodeList)
+	// CausePassive: passive outlier detection: what the application's statements saw (a lost
+	// connection, a statement timeout, statements stalled on the node while the others
+	// answer), confirmed by a probe under a short deadline; capped by maxEjectionPercent.
+	CausePassive = TransitionCause(nodetable.CausePassive)
 )
 
 // NumTransitionCauses is how many causes there are: the length of NodeStats.TransitionsBy.
 const NumTransitionCauses = nodetable.NumCauses
 
-// String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list".
+// String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list",
+// "passive".
 func (c TransitionCause) String() string { return nodetable.Cause(c).String() }
 
 // Transition is one state change of one node, as Stats.Recent lists it.
