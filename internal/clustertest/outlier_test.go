@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -69,4 +70,31 @@ func TestShortHangIsEjectedPassively(t *testing.T) {
 		}
 	}
 	t.Logf("%d statements, %d failed, all started before the ejection", w.Count(), len(failed))
+}
+
+// TestServerErrorsAreNoSignal: errors the server answers with say nothing about the proxy.
+func TestServerErrorsAreNoSignal(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	db, c := openDB(t, cl, "")
+	db.SetMaxOpenConns(3)
+	for _, p := range cl.Proxies() {
+		p.FailNext(20, &mysql.MySQLError{Number: 1062, Message: "Duplicate entry '1' for key 'PRIMARY'"})
+	}
+	errs := 0
+	for range 60 {
+		if _, err := db.Exec("SELECT 1"); err != nil {
+			errs++
+		}
+		if _, err := db.Exec("SELEC 1"); err == nil {
+			t.Fatal("a syntax error went through")
+		}
+	}
+	if errs == 0 {
+		t.Fatal("no injected error reached the application")
+	}
+	for _, ns := range c.Stats().Nodes {
+		if ns.PassiveSignals != 0 || ns.State != lbd.StateUp {
+			t.Errorf("%s: %d passive signals, %v, after %d server errors; want none, up", ns.Addr, ns.PassiveSignals, ns.State, errs+60)
+		}
+	}
 }
