@@ -225,8 +225,8 @@ func run(ctx context.Context, cfg config) error {
 		faultTargets = append(faultTargets, targets[1])
 	}
 	faultTargets = append(faultTargets,
-		lbdTarget("lbd", "lbd (defaults: probe every 5 s, 3 s timeout)", lbdDSN),
-		lbdTarget("lbd-tuned", "lbd (tuned: probe every 1 s, 500 ms timeout)", lbdDSN,
+		lbdTarget("lbd", "lbd (defaults: probe every 5 s, 3 s timeout, passive detection)", lbdDSN),
+		lbdTarget("lbd-tuned", "lbd (probe every 1 s, 500 ms timeout, passive detection)", lbdDSN,
 			lbd.WithCheckHealthInterval(time.Second), lbd.WithCheckHealthTimeout(500*time.Millisecond)),
 	)
 

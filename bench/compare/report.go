@@ -136,6 +136,7 @@ type faultSummary struct {
 	Target                                           string  // the setup's key
 	Runs                                             int     // runs the medians are taken over
 	Errors, Timeouts, Other                          float64 // failed statements
+	InFlight, StartedHung                            float64 // failed statements in flight at the hang / started into it
 	CounterStop, LastFailed, MarkedDown, BackUp, Rec float64 // seconds, as in faultResult
 	Watch                                            float64 // shortest watch over the runs
 	RecoveredRuns                                    int     // runs in which the proxy recovered
@@ -164,6 +165,8 @@ func (r *results) summariseFault(target string) (faultSummary, bool) {
 		Errors:      pick(func(f faultResult) float64 { return float64(f.Errors) }),
 		Timeouts:    pick(func(f faultResult) float64 { return float64(f.Timeouts) }),
 		Other:       pick(func(f faultResult) float64 { return float64(f.OtherErrors) }),
+		InFlight:    pick(func(f faultResult) float64 { return float64(f.InFlight) }),
+		StartedHung: pick(func(f faultResult) float64 { return float64(f.StartedHung) }),
 		CounterStop: pick(func(f faultResult) float64 { return float64(f.CounterStop) }),
 		LastFailed:  pick(func(f faultResult) float64 { return float64(f.LastFailed) }),
 		MarkedDown:  pick(func(f faultResult) float64 { return float64(f.MarkedDown) }),
@@ -334,7 +337,7 @@ func renderReadme(r *results) string {
 	w("| backend | %s |\n", r.Backend.Desc)
 	w("| proxies | %d lbdtest relays on loopback, inside the measuring process |\n", cfg.proxies)
 	w("| HAProxy | %s |\n", ha)
-	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s) |\n")
+	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s, passive outlier detection with `maxEjectionPercent=10`) |\n")
 	w("| pool | `SetMaxOpenConns(workers)`, `SetMaxIdleConns(workers)`, no lifetime or idle limit, a new pool per phase |\n")
 	w("| client | go-sql-driver with `%s`; every statement under a %s context deadline |\n", clientParams, cfg.stmtTimeout)
 	w("| workload | %d %% point selects by primary key (over %d rows), %d %% `SELECT 1`, %d %% single-row `INSERT … ON DUPLICATE KEY UPDATE` (over %d other keys, so the %d-row table never grows), on a table made for the run and dropped after |\n",
@@ -382,8 +385,8 @@ func renderReadme(r *results) string {
 		w("## One proxy hung under load\n\n")
 		w("%d workers run the same workload; after %s proxy %d is hung (`Proxy.Hang`: TCP still accepted, no byte flows either way) for %s, then resumed; recovery is watched for up to %s.\n\n",
 			cfg.faultWorkers, ft.Warm, hungProxy, ft.Hang, ft.Watch)
-		w("| setup | errors (timeouts / other) | counter quiet after | last failed statement started | taken out after | back in rotation after resume | recovered after resume |\n")
-		w("|---|--:|--:|--:|--:|--:|--:|\n")
+		w("| setup | errors (timeouts / other) | failed: in flight at the hang / started after it | counter quiet after | last failed statement started | taken out after | back in rotation after resume | recovered after resume |\n")
+		w("|---|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, t := range r.FaultTarget {
 			s, ok := r.summariseFault(t.Key)
 			if !ok {
@@ -396,8 +399,8 @@ func renderReadme(r *results) string {
 			if s.RecoveredRuns < s.Runs && s.RecoveredRuns > 0 {
 				rec += fmt.Sprintf(" (%d of %d runs recovered)", s.RecoveredRuns, s.Runs)
 			}
-			w("| %s | %.0f (%.0f / %.0f) | %s | %s | %s | %s | %s |\n",
-				t.Label, s.Errors, s.Timeouts, s.Other, fmtSec(s.CounterStop), fmtSec(s.LastFailed),
+			w("| %s | %.0f (%.0f / %.0f) | %.0f / %.0f | %s | %s | %s | %s | %s |\n",
+				t.Label, s.Errors, s.Timeouts, s.Other, s.InFlight, s.StartedHung, fmtSec(s.CounterStop), fmtSec(s.LastFailed),
 				fmtSec(s.MarkedDown), fmtSec(s.BackUp), rec)
 		}
 		w("\n")
@@ -412,14 +415,18 @@ func renderReadme(r *results) string {
 				continue
 			}
 			n := last.LBDNode
-			w("%s, lbd's own counters for the hung proxy over the last run's fault phase: %d dials, %d failed dials, %d connections retired, %d fatal errors, %d state changes, %d probes of which %d failed.",
-				t.Label, n.Dials, n.DialFailures, n.Retired, n.FatalErrors, n.Transitions, n.Probes, n.ProbeFailures)
+			w("%s, lbd's own counters for the hung proxy over the last run's fault phase: %d dials, %d failed dials, %d connections retired, %d fatal errors, %d passive signals, %d state changes, %d probes of which %d failed.",
+				t.Label, n.Dials, n.DialFailures, n.Retired, n.FatalErrors, n.PassiveSignals, n.Transitions, n.Probes, n.ProbeFailures)
+			if n.DownCause != "" {
+				w(" It was taken out by cause `%s`: %s.", n.DownCause, n.DownReason)
+			}
 			if n.DialFailures == 0 && last.Timeouts > int64(cfg.faultWorkers/cfg.proxies+1) {
-				w(" No dial was counted as failed although %d statements timed out: a connection attempt to the hung proxy that runs into the caller's deadline is not held against it (lbd reads an expired caller context as saying nothing about the node), so with a statement deadline no longer than the DSN's `timeout` the two-failed-dials rule cannot fire and only a failed probe takes the proxy out.", last.Timeouts)
+				w(" No dial was counted as failed although %d statements timed out: a connection attempt to the hung proxy that runs into the caller's deadline is not held against it (lbd reads an expired caller context as saying nothing about the node), so with a statement deadline no longer than the DSN's `timeout` the two-failed-dials rule cannot fire and only a failed probe (scheduled, or brought forward by a passive signal) takes the proxy out.", last.Timeouts)
 			}
 			w("\n\n")
 		}
 		w("- **errors**: statements that failed during the whole fault phase; a timeout is the %s per-statement deadline passing. Median over runs.\n", cfg.stmtTimeout)
+		w("- **failed: in flight at the hang / started after it**: of the failures caused by the hang (as in the next column but one), those of statements already on the wire or waiting for a connection when the proxy hung, which no balancer can save, and those started later, which a balancer that takes the proxy out at once would not have sent there. Median over runs of each.\n")
 		w("- **counter quiet after**: the proxy's statement counter is read every %s; traffic has stopped at the first reading after the hang from which the counter does not move for %.0f s. ", sampleEvery, quietFor)
 		w("Caveat: a hung lbdtest proxy counts a statement when it reads it, before forwarding, and each stalled connection sends at most one statement; new connections to it never get the server greeting and so never send any. The counter therefore goes quiet almost at once for every setup, and this column mostly shows that no statement kept reaching it — it cannot show connection attempts that stall in the handshake. lbd's probe (`/* ping */ SELECT 1`) is a statement too: one probe sent on the probe connection shortly after the hang moves the counter once more.\n")
 		w("- **last failed statement started**: how long after the hang the last statement that failed because of it was started (a failure ending after the hang of a statement started before the resume; statements already in flight at the hang count as 0 s). The other proxies are healthy, so every such failure is a statement or a connection attempt that went to the hung proxy: this is the client-side view of when traffic stopped going there.\n")
