@@ -497,7 +497,16 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 		share[i] = float64(per[i])
 	}
 	secs := l.to.Sub(l.from).Seconds()
+	var markdowns []string
+	if conn != nil {
+		for _, x := range conn.Stats().Recent {
+			if x.To == lbd.StateDown {
+				markdowns = append(markdowns, x.Cause.String()+": "+x.Reason)
+			}
+		}
+	}
 	pr := phaseResult{
+		Markdowns:    markdowns,
 		Target:       t.Key,
 		Workers:      workers,
 		Run:          run,

@@ -49,6 +49,10 @@ type phaseResult struct {
 	ShareCV      num            `json:"share_cv"`                // coefficient of variation of PerProxy
 	Conns        []int          `json:"conns_per_proxy_at_end"`  // connections per proxy at the window's end
 	ErrorSamples map[string]int `json:"error_samples,omitempty"` // a few error texts and their counts
+	// Markdowns are the proxies lbd took down during the phase, warm-up included, each as
+	// "cause: reason" (lbd setups only): under steady load with every proxy healthy, any is a
+	// false alarm.
+	Markdowns []string `json:"lbd_markdowns,omitempty"`
 
 	lat []float64 // sorted latencies in ms, kept only for the CDF chart
 }
@@ -377,7 +381,8 @@ func renderReadme(r *results) string {
 	w("**HAProxy CPU s** is HAProxy's own user+system time over the same window (from `/proc`), and **CPU µs/stmt** is (client + HAProxy CPU) / statements.\n")
 	w("- **share CV** is the coefficient of variation (population standard deviation / mean) of the statements each proxy received in the window, from the proxies' counters: 0 is a perfectly even spread; one proxy taking everything of %d gives %.0f %%. lbd's own probes (one statement per proxy per probe) are included and negligible.\n",
 		cfg.proxies, 100*math.Sqrt(float64(cfg.proxies-1)))
-	w("- **conns per proxy** is the application connections per proxy at the end of the last run's window (lbd: from `Connector.Stats`, without lbd's probe connection; otherwise from the proxies' counters).\n\n")
+	w("- **conns per proxy** is the application connections per proxy at the end of the last run's window (lbd: from `Connector.Stats`, without lbd's probe connection; otherwise from the proxies' counters).\n")
+	w("- %s\n\n", falseAlarms(r))
 
 	// Fault phase.
 	if len(r.Faults) > 0 {
@@ -691,4 +696,36 @@ func later(a, b float64) bool {
 		return !math.IsInf(b, 1)
 	}
 	return a > b+0.2
+}
+
+// falseAlarms says how often lbd took a healthy proxy down during the steady load phases, where
+// every proxy is healthy, and why.
+func falseAlarms(r *results) string {
+	phases, by := 0, map[string]int{}
+	var example string
+	for _, p := range r.Phases {
+		if p.Target != "lbd" {
+			continue
+		}
+		phases++
+		for _, m := range p.Markdowns {
+			cause, _, _ := strings.Cut(m, ":")
+			by[cause]++
+			if example == "" {
+				example = m
+			}
+		}
+	}
+	if len(by) == 0 {
+		return fmt.Sprintf("**false alarms**: lbd took no proxy down in any of its %d steady load phases (every proxy is healthy there; passive outlier detection included).", phases)
+	}
+	causes := make([]string, 0, len(by))
+	total := 0
+	for c, n := range by {
+		causes = append(causes, fmt.Sprintf("%d by `%s`", n, c))
+		total += n
+	}
+	slices.Sort(causes)
+	return fmt.Sprintf("**false alarms**: lbd took a healthy proxy down %d times over its %d steady load phases (%s); for example %s.",
+		total, phases, strings.Join(causes, ", "), example)
 }
