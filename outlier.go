@@ -115,18 +115,15 @@ func stallThreshold(latency time.Duration) time.Duration {
 	return max(stallFloor, stallMultiple*latency)
 }
 
-// watchStalls is the stall loop: every stallTick it reads every node's flight counters,
-// estimates the fleet's typical latency and tells the node table about each node whose
-// statements stall while its peers answer theirs. It runs until Close.
+// watchStalls is the stall loop: every stallTick it reads every node's flight counters and
+// hands them to a stallWatch. It runs until Close.
 func (c *Connector) watchStalls() {
 	defer c.loops.Done()
 	t := c.cfg.clock.NewTimer(stallTick)
 	defer t.Stop()
-	var (
-		buf     []*tableNode
-		latency time.Duration // moving average of the fleet's statement latency
-		last    = c.cfg.clock.Now()
-	)
+	w := stallWatch{last: c.cfg.clock.Now()}
+	var tns []*tableNode
+	var ns []*node
 	for {
 		select {
 		case <-c.stop:
@@ -134,52 +131,67 @@ func (c *Connector) watchStalls() {
 		case <-t.C():
 		}
 		t.Reset(stallTick)
-		now := c.cfg.clock.Now()
-		elapsed := now.Sub(last)
-		last = now
-		buf = c.table.Nodes(buf[:0])
-		// First pass: who made progress, and the fleet's latency by Little's law (statements
-		// in flight × time / statements answered) over the nodes that did.
-		var inFlight, answered int64
-		progressing := 0
-		for _, tn := range buf {
-			f := &tn.Payload().flight
-			k, l := f.inFlight.Load(), f.landed.Load()
-			if l != f.stallLanded || k <= 0 {
-				if l != f.stallLanded {
-					progressing++
-					inFlight += max(k, 0)
-					answered += int64(l - f.stallLanded)
-				}
-				f.stallLanded, f.stallProgress, f.stallBackoff = l, now, 0
-			}
+		tns = c.table.Nodes(tns[:0])
+		ns = ns[:0]
+		for _, tn := range tns {
+			ns = append(ns, tn.Payload())
 		}
-		if answered > 0 {
-			sample := time.Duration(inFlight) * elapsed / time.Duration(answered)
-			if latency == 0 {
-				latency = sample
-			} else {
-				latency += (sample - latency) / 8
-			}
+		c.stallBase.Store(int64(w.tick(c.cfg.clock.Now(), ns, c.suspect)))
+		clear(tns)
+		clear(ns) // hold no node between ticks
+	}
+}
+
+// stallWatch finds nodes whose statements stall while their peers answer. It belongs to the
+// stall loop's goroutine, as do the stall* fields of each node's flight.
+type stallWatch struct {
+	latency time.Duration // moving average of the fleet's statement latency
+	last    time.Time     // the previous tick
+}
+
+// tick reads the flight counters of nodes at now, updates the fleet's latency by Little's law
+// (statements in flight × time / statements answered, over the nodes that answered any) and
+// calls suspect for each node with statements in flight and none answered for the stall
+// threshold, doubled for each earlier signal of the same stall, while another node answered.
+// It returns the stall threshold.
+func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, string)) time.Duration {
+	elapsed := now.Sub(w.last)
+	w.last = now
+	var inFlight, answered int64
+	progressing := 0
+	for _, n := range nodes {
+		f := &n.flight
+		k, l := f.inFlight.Load(), f.landed.Load()
+		if l != f.stallLanded {
+			progressing++
+			inFlight += max(k, 0)
+			answered += int64(l - f.stallLanded)
 		}
-		base := stallThreshold(latency)
-		c.stallBase.Store(int64(base))
-		if progressing == 0 {
-			continue // nobody answers: the database itself, or no load; not one proxy's fault
-		}
-		for _, tn := range buf {
-			n := tn.Payload()
-			f := &n.flight
-			if f.stallProgress.IsZero() {
-				f.stallProgress = now
-			}
-			stalled := now.Sub(f.stallProgress)
-			if f.stallProgress.Equal(now) || stalled < base<<f.stallBackoff {
-				continue
-			}
-			f.stallBackoff = min(f.stallBackoff+1, stallBackoffMax)
-			c.suspect(n, fmt.Sprintf("%d statements in flight and none answered for %v, while other proxies answer theirs",
-				f.inFlight.Load(), stalled.Round(time.Millisecond)))
+		if l != f.stallLanded || k <= 0 || f.stallProgress.IsZero() {
+			f.stallLanded, f.stallProgress, f.stallBackoff = l, now, 0
 		}
 	}
+	if answered > 0 && elapsed > 0 {
+		sample := time.Duration(inFlight) * elapsed / time.Duration(answered)
+		if w.latency == 0 {
+			w.latency = sample
+		} else {
+			w.latency += (sample - w.latency) / 8
+		}
+	}
+	base := stallThreshold(w.latency)
+	if progressing == 0 {
+		return base // nobody answers: the database itself, or no load; not one proxy's fault
+	}
+	for _, n := range nodes {
+		f := &n.flight
+		stalled := now.Sub(f.stallProgress)
+		if stalled < base<<f.stallBackoff {
+			continue
+		}
+		f.stallBackoff = min(f.stallBackoff+1, stallBackoffMax)
+		suspect(n, fmt.Sprintf("%d statements in flight and none answered for %v, while other proxies answer theirs",
+			f.inFlight.Load(), stalled.Round(time.Millisecond)))
+	}
+	return base
 }

@@ -208,3 +208,88 @@ func TestPassiveSignalTheProbeConfirms(t *testing.T) {
 		t.Fatal("no signal reached the other proxies: the cap was not put to the test")
 	}
 }
+
+// fleet drives a stallWatch over nodes by hand: each step moves the fake clock one stallTick
+// and lands answered[i] statements on node i, keeping inFlight[i] on the wire.
+type fleet struct {
+	w         stallWatch
+	nodes     []*node
+	now       time.Time
+	suspected []string // "node@ms since start"
+	start     time.Time
+}
+
+func newFleet(n int) *fleet {
+	f := &fleet{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f.start, f.w.last = f.now, f.now
+	for i := range n {
+		f.nodes = append(f.nodes, &node{addr: fmt.Sprintf("n%d", i)})
+	}
+	return f
+}
+
+func (f *fleet) step(inFlight []int64, answered []uint64) time.Duration {
+	f.now = f.now.Add(stallTick)
+	for i, n := range f.nodes {
+		n.flight.inFlight.Store(inFlight[i])
+		n.flight.landed.Add(answered[i])
+	}
+	return f.w.tick(f.now, f.nodes, func(n *node, signal string) {
+		if !strings.Contains(signal, "none answered") {
+			panic(signal)
+		}
+		f.suspected = append(f.suspected, fmt.Sprintf("%s@%d", n.addr, f.now.Sub(f.start).Milliseconds()))
+	})
+}
+
+func TestStallWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inFlight []int64
+		answered []uint64
+		steps    int
+		want     string
+	}{
+		{"a hung node, its peers answering: at the floor, then backing off", []int64{2, 2, 3}, []uint64{10, 10, 0}, 40,
+			"n2@250 n2@450 n2@850 n2@1650"},
+		{"nobody answers: no node is singled out", []int64{2, 2, 3}, []uint64{0, 0, 0}, 40, ""},
+		{"an idle node is not stalled", []int64{2, 2, 0}, []uint64{10, 10, 0}, 40, ""},
+		{"slow statements fleet-wide raise the threshold", []int64{10, 10, 3}, []uint64{1, 1, 0}, 40, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(len(tc.inFlight))
+			for range tc.steps {
+				f.step(tc.inFlight, tc.answered)
+			}
+			if got := strings.Join(f.suspected, " "); got != tc.want {
+				t.Fatalf("suspected %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStallWatchThreshold: the threshold follows the fleet's latency by Little's law.
+func TestStallWatchThreshold(t *testing.T) {
+	f := newFleet(2)
+	var base time.Duration
+	for range 100 {
+		// 20 statements in flight, 10 answered per 50 ms: 100 ms each.
+		base = f.step([]int64{10, 10}, []uint64{5, 5})
+	}
+	if base < 990*time.Millisecond || base > time.Second {
+		t.Fatalf("threshold %v, want 10 × 100 ms", base)
+	}
+	// A node that answers again is forgiven its back-off.
+	f = newFleet(3)
+	for range 10 {
+		f.step([]int64{2, 2, 3}, []uint64{10, 10, 0})
+	}
+	f.step([]int64{2, 2, 3}, []uint64{10, 10, 1})
+	f.suspected = nil
+	for range 5 {
+		f.step([]int64{2, 2, 3}, []uint64{10, 10, 0})
+	}
+	if got := strings.Join(f.suspected, " "); got != "n2@750" {
+		t.Fatalf("after an answer: suspected %q, want again 200 ms after the answer at 550 ms (n2@750)", got)
+	}
+}
