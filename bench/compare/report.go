@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbd-go/lbd"
 )
 
 // num is a float64 that JSON-encodes NaN as null and +Inf as the string "inf".
@@ -409,6 +411,13 @@ func renderReadme(r *results) string {
 				fmtSec(s.MarkedDown), fmtSec(s.BackUp), rec)
 		}
 		w("\n")
+		if l, ok := r.summariseFault("lbd"); ok {
+			if h, ok := r.summariseFault("haproxy"); ok {
+				w("At its defaults lbd took the hung proxy out after %s, HAProxy with its 200 ms checks after %s; %.0f statements failed with lbd, %.0f of them already in flight when the proxy hung, and %.0f with HAProxy, %.0f of them in flight (medians over %d runs). lbd put the proxy back in rotation %s after the resume, HAProxy %s: lbd's recovery waits for %d good probes at least half a probe interval apart (%s), HAProxy's for 2 checks 200 ms apart.\n\n",
+					fmtSec(l.MarkedDown), fmtSec(h.MarkedDown), l.Errors, l.InFlight, h.Errors, h.InFlight, l.Runs,
+					fmtSec(l.BackUp), fmtSec(h.BackUp), lbd.DefaultRecoverCheckCount, lbd.DefaultCheckHealthInterval/2)
+			}
+		}
 		for _, t := range r.FaultTarget {
 			var last *faultResult
 			for i := range r.Faults {
