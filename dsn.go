@@ -34,10 +34,6 @@ const (
 	// DefaultMaxEjectionPercent is Envoy's max_ejection_percent default; lbd lets it eject at
 	// least one node, so three proxies at 10 % may still lose a hung one.
 	DefaultMaxEjectionPercent = 10 // maxEjectionPercent
-	// DefaultBaseEjectionTime is one default probe interval: a first ejection holds a node no
-	// longer than the recovery rule (recoverCheckCount good probes half an interval apart)
-	// keeps it down anyway; repeated ones hold it 10 s, 15 s, and so on.
-	DefaultBaseEjectionTime = 5 * time.Second // baseEjectionTimeSeconds
 )
 
 // ParseDSN parses a DSN of the form
@@ -82,7 +78,6 @@ func ParseDSN(dsn string) (*Config, error) {
 		FatalErrorThreshold:  DefaultFatalErrorThreshold,
 		FatalErrorWindow:     DefaultFatalErrorWindow,
 		MaxEjectionPercent:   DefaultMaxEjectionPercent,
-		BaseEjectionTime:     DefaultBaseEjectionTime,
 		StatsInterval:        DefaultStatsInterval,
 		ExceptionSorter:      DefaultExceptionSorter,
 	}

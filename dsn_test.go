@@ -35,7 +35,7 @@ var dsnCases = []struct {
 			eq(t, "sorter", c.ExceptionSorter, DefaultExceptionSorter)
 			eq(t, "balance", c.Balance, BalanceConnection)
 			eq(t, "max ejection percent", c.MaxEjectionPercent, DefaultMaxEjectionPercent)
-			eq(t, "base ejection time", c.BaseEjectionTime, DefaultBaseEjectionTime)
+			eq(t, "base ejection time (0: the probe interval)", c.BaseEjectionTime, time.Duration(0))
 		},
 	},
 	{
@@ -49,12 +49,12 @@ var dsnCases = []struct {
 	},
 	{
 		name: "passive outlier detection off",
-		dsn:  "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=0&baseEjectionTimeSeconds=0",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=0",
 		check: func(t *testing.T, c *Config) {
 			eq(t, "max ejection percent", c.MaxEjectionPercent, 0)
-			eq(t, "base ejection time", c.BaseEjectionTime, time.Duration(0))
 		},
 	},
+	{name: "base ejection time zero", dsn: "u:p@lb(10.0.0.1:1)/db?baseEjectionTimeSeconds=0", wantErr: "baseEjectionTimeSeconds"},
 	{name: "max ejection percent above 100", dsn: "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=101", wantErr: "maxEjectionPercent"},
 	{name: "max ejection percent negative", dsn: "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=-1", wantErr: "from 0 to 100"},
 	{name: "base ejection time not a number", dsn: "u:p@lb(10.0.0.1:1)/db?baseEjectionTimeSeconds=5s", wantErr: "baseEjectionTimeSeconds"},

@@ -81,16 +81,9 @@ var params = []param{
 		},
 	},
 	{
-		name: "baseEjectionTimeSeconds",
-		parse: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > maxSeconds {
-				return fmt.Errorf("must be a whole number of seconds from 0 to %d", maxSeconds)
-			}
-			c.BaseEjectionTime = time.Duration(n) * time.Second
-			return nil
-		},
-		format: func(c *Config) (string, bool) { return formatSeconds(c.BaseEjectionTime, DefaultBaseEjectionTime) },
+		name:   "baseEjectionTimeSeconds",
+		parse:  func(c *Config, v string) error { return parseSeconds(v, &c.BaseEjectionTime) },
+		format: func(c *Config) (string, bool) { return formatSeconds(c.BaseEjectionTime, 0) },
 	},
 	{
 		name:   "logStats",
