@@ -80,6 +80,20 @@ type Config struct {
 	// rebalancer moves connections into it at that pace. Nodes listed at start do not warm up.
 	// 0 turns slow start off (also the meaning of the zero value in a Config built in code).
 	Warmup time.Duration
+	// MaxEjectionPercent caps passive outlier ejection (maxEjectionPercent, default 10, from 0
+	// to 100): what the application's own statements see (a lost connection, a statement
+	// timeout, statements stalled on one proxy while the others answer) brings that proxy's
+	// probe forward under a short deadline, and a failed answer takes it down, but at most
+	// this share of the proxies, and at least one, may be down that way at once, and never
+	// the last one up. 0 turns passive ejection off (Envoy's max_ejection_percent).
+	MaxEjectionPercent int
+	// BaseEjectionTime is how long a passively ejected proxy stays down at least, times its
+	// recent ejections, up to 300 s (baseEjectionTimeSeconds; Envoy's base_ejection_time). 0,
+	// the default, means CheckHealthInterval: a first ejection then holds a proxy no longer
+	// than the recovery rule (recoverCheckCount good probes half an interval apart, probes
+	// one interval apart) keeps it down anyway, and repeated ones hold it two, three, …
+	// intervals.
+	BaseEjectionTime time.Duration
 	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
 	// false).
 	LogStats bool
@@ -209,6 +223,15 @@ func (c *Config) settle() error {
 		if w < 1 || w > nodes.MaxWeight {
 			return fmt.Errorf("lbd: Weights[%q] is %d; it must be from 1 to %d (write the proxy as host:port*weight)", addr, w, nodes.MaxWeight)
 		}
+	}
+	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {
+		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)
+	}
+	if c.BaseEjectionTime < 0 || c.BaseEjectionTime > maxSeconds*time.Second {
+		return fmt.Errorf("lbd: baseEjectionTime is %v; it must be from 0 (the probe interval) to %d s (DSN parameter baseEjectionTimeSeconds)", c.BaseEjectionTime, maxSeconds)
+	}
+	if c.BaseEjectionTime == 0 {
+		c.BaseEjectionTime = c.CheckHealthInterval
 	}
 	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)
 	if c.FailoverTimeout < 0 {

@@ -165,6 +165,7 @@ func (c *conn) observe(err error) error {
 	if c.connector.roleAware() && exception.NotPrimary(err) {
 		return c.connector.onNotPrimary(c, err)
 	}
+	c.connector.onStatementError(c, err)
 	c.connector.onConnError(c, err)
 	return err
 }
@@ -275,6 +276,8 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
 	if err != nil {
@@ -295,6 +298,8 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
 	if err != nil {
@@ -311,6 +316,8 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
 	return res, c.observe(err)
@@ -321,6 +328,8 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
@@ -334,6 +343,8 @@ func (c *conn) Ping(ctx context.Context) (err error) {
 	if err := c.enter(); err != nil {
 		return err
 	}
+	c.node.flight.depart()
+	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	return c.observe(c.dc.Ping(ctx))
 }

@@ -49,6 +49,7 @@ type Connector struct {
 	transitions transitionLog // latest state changes, for Stats.Recent
 	stmt        statementMode // statement mode's logical connections and prepared statements
 	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
+	stallBase   atomic.Int64  // the stall threshold now, in nanoseconds: a confirming probe's deadline
 
 	trq transitionQueue // state changes on their way to transitionLoop
 
@@ -114,22 +115,25 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		trq:   transitionQueue{wake: make(chan struct{}, 1)},
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
-		Target:         roles.target,
-		RoleCheck:      roles.check.Query() != "",
-		RecoverCount:   run.RecoverCheckCount,
-		FatalThreshold: run.FatalErrorThreshold,
-		FatalWindow:    run.FatalErrorWindow,
-		ProbeInterval:  run.CheckHealthInterval,
-		Warmup:         run.Warmup,
-		Rand:           run.randN,
-		PanicSpacing:   panicSpacing(run.CheckHealthInterval),
-		OnTransition:   c.queueTransition,
+		Target:             roles.target,
+		RoleCheck:          roles.check.Query() != "",
+		RecoverCount:       run.RecoverCheckCount,
+		FatalThreshold:     run.FatalErrorThreshold,
+		FatalWindow:        run.FatalErrorWindow,
+		ProbeInterval:      run.CheckHealthInterval,
+		Warmup:             run.Warmup,
+		MaxEjectionPercent: run.MaxEjectionPercent,
+		BaseEjectionTime:   run.BaseEjectionTime,
+		Rand:               run.randN,
+		PanicSpacing:       panicSpacing(run.CheckHealthInterval),
+		OnTransition:       c.queueTransition,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
 	c.split.init(run)
+	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	if err := c.startSource(src); err != nil {

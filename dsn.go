@@ -37,6 +37,13 @@ const (
 // than its share to half a minute. bench/results (scale-out phase) has the measurement.
 const DefaultWarmup = 30 * time.Second
 
+// Defaults of passive outlier detection (Envoy's outlier detection names them the same way).
+const (
+	// DefaultMaxEjectionPercent is Envoy's max_ejection_percent default; lbd lets it eject at
+	// least one node, so three proxies at 10 % may still lose a hung one.
+	DefaultMaxEjectionPercent = 10 // maxEjectionPercent
+)
+
 // ParseDSN parses a DSN of the form
 //
 //	user:password@lb(host1:port1,host2:port2,[v6addr]:port3)/dbname?param=value&...
@@ -78,6 +85,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		RecoverCheckCount:    DefaultRecoverCheckCount,
 		FatalErrorThreshold:  DefaultFatalErrorThreshold,
 		FatalErrorWindow:     DefaultFatalErrorWindow,
+		MaxEjectionPercent:   DefaultMaxEjectionPercent,
 		StatsInterval:        DefaultStatsInterval,
 		ExceptionSorter:      DefaultExceptionSorter,
 		FailoverTimeout:      DefaultFailoverTimeout,

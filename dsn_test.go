@@ -35,8 +35,30 @@ var dsnCases = []struct {
 			eq(t, "logStats", c.LogStats, false)
 			eq(t, "sorter", c.ExceptionSorter, DefaultExceptionSorter)
 			eq(t, "balance", c.Balance, BalanceConnection)
+			eq(t, "max ejection percent", c.MaxEjectionPercent, DefaultMaxEjectionPercent)
+			eq(t, "base ejection time (0: the probe interval)", c.BaseEjectionTime, time.Duration(0))
 		},
 	},
+	{
+		name: "passive outlier detection settings",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=50&baseEjectionTimeSeconds=30",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "max ejection percent", c.MaxEjectionPercent, 50)
+			eq(t, "base ejection time", c.BaseEjectionTime, 30*time.Second)
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=50&baseEjectionTimeSeconds=30")
+		},
+	},
+	{
+		name: "passive outlier detection off",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=0",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "max ejection percent", c.MaxEjectionPercent, 0)
+		},
+	},
+	{name: "base ejection time zero", dsn: "u:p@lb(10.0.0.1:1)/db?baseEjectionTimeSeconds=0", wantErr: "baseEjectionTimeSeconds"},
+	{name: "max ejection percent above 100", dsn: "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=101", wantErr: "maxEjectionPercent"},
+	{name: "max ejection percent negative", dsn: "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=-1", wantErr: "from 0 to 100"},
+	{name: "base ejection time not a number", dsn: "u:p@lb(10.0.0.1:1)/db?baseEjectionTimeSeconds=5s", wantErr: "baseEjectionTimeSeconds"},
 	{
 		name: "statement balancing",
 		dsn:  "u:p@lb(10.0.0.1:1,10.0.0.2:2)/db?parseTime=true&balance=statement&checkHealthIntervalSeconds=7",

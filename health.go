@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
@@ -27,6 +28,12 @@ type probeTarget struct {
 	n     *node
 	conn  driver.Conn  // the dedicated probe connection; owned by the prober's goroutine
 	tc    *trackedConn // its socket
+
+	// confirm is the deadline, in nanoseconds, of the next probe when a passive signal asked
+	// for it (0: a scheduled probe); confirming tells Report that the probe just run was one.
+	// The prober runs Probe and Report on one goroutine, which alone touches confirming.
+	confirm    atomic.Int64
+	confirming bool
 }
 
 // Probe implements detect.Target: it runs probeQuery on the node's dedicated probe connection,
@@ -43,7 +50,16 @@ type probeTarget struct {
 // The whole probe, rows included, is bounded by ctx: every read and write of the probe
 // connection carries ctx's deadline and fails at once when ctx ends, so a proxy that stalls
 // mid-result cannot hold the prober (or Close) beyond the probe timeout.
+//
+// A confirming probe (see suspect) runs under the shorter deadline the signal set.
 func (p *probeTarget) Probe(ctx context.Context) error {
+	p.confirming = false
+	if d := time.Duration(p.confirm.Swap(0)); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+		p.confirming = true
+	}
 	reused := p.conn != nil
 	lost, err := p.probeOnce(ctx)
 	if reused && lost && ctx.Err() == nil {
@@ -213,9 +229,13 @@ func (c *Connector) startLoops() error {
 		Clock:    c.cfg.clock,
 		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
-			n := t.(*probeTarget).n
-			c.table.Probed(n.tn, c.cfg.clock.Now(), err, took)
-			c.observeProbe(n.addr, took, err)
+			pt := t.(*probeTarget)
+			if pt.confirming {
+				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
+			} else {
+				c.table.Probed(pt.n.tn, c.cfg.clock.Now(), err, took)
+			}
+			c.observeProbe(pt.n.addr, took, err)
 		},
 	})
 	if err != nil {
@@ -240,6 +260,8 @@ func (c *Connector) startLoops() error {
 		c.loops.Add(1)
 		go c.warmupLoop()
 	}
+	c.loops.Add(1)
+	go c.watchStalls()
 	if c.cfg.LogStats {
 		c.loops.Add(1)
 		go c.logStatsLoop()

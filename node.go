@@ -27,6 +27,8 @@ type node struct {
 	// error of a Connect that found no node of its target's roles.
 	roleErr atomic.Pointer[error]
 
+	flight flight // statements on the wire and answered, for passive outlier detection
+
 	// Live wrapped connections, for retiring them when the node goes down or is rebalanced.
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

@@ -82,6 +82,25 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatSeconds(c.Warmup, DefaultWarmup) },
 	},
 	{
+		name: "maxEjectionPercent",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 100 {
+				return fmt.Errorf("must be a whole number of percent from 0 to 100 (0 turns passive ejection off)")
+			}
+			c.MaxEjectionPercent = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.MaxEjectionPercent), c.MaxEjectionPercent != DefaultMaxEjectionPercent
+		},
+	},
+	{
+		name:   "baseEjectionTimeSeconds",
+		parse:  func(c *Config, v string) error { return parseSeconds(v, &c.BaseEjectionTime) },
+		format: func(c *Config) (string, bool) { return formatSeconds(c.BaseEjectionTime, 0) },
+	},
+	{
 		name:   "logStats",
 		parse:  func(c *Config, v string) error { return parseBool(v, &c.LogStats) },
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.LogStats), c.LogStats },

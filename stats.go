@@ -69,7 +69,11 @@ type NodeStats struct {
 	// surplus) are database/sql's count (sql.DBStats), not these.
 	RetiredBy   [NumRetireReasons]uint64
 	FatalErrors uint64 // errors the exception sorter judged fatal
-	Transitions uint64 // state changes
+	// PassiveSignals counts what the application's statements saw against the node (a lost
+	// connection, a statement timeout, statements stalled while other nodes answered); each
+	// that found the node up and ejection allowed brought a confirming probe forward.
+	PassiveSignals uint64
+	Transitions    uint64 // state changes
 	// TransitionsBy counts the state changes by what decided them, indexed by TransitionCause.
 	TransitionsBy [NumTransitionCauses]uint64
 	Probes        uint64 // probes run
@@ -98,7 +102,7 @@ func (c *Connector) Stats() Stats {
 		*s = NodeStats{
 			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Open: v.Open, InUse: v.InUse,
 			Dials: v.Dials, DialFailures: v.DialFailures,
-			FatalErrors: v.FatalErrors, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
+			FatalErrors: v.FatalErrors, PassiveSignals: v.Signals, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
 			Weight: v.Weight, Warmup: v.Warmth, EffectiveWeight: v.Effective,
 		}

@@ -29,13 +29,17 @@ const (
 	// load off a doubtful node while others can carry it, and with none up the alternative is
 	// failing every Connect. The node stays probed; a failed probe takes it down again.
 	CausePanic = TransitionCause(nodetable.CausePanic)
+	// CausePassive: passive outlier detection: what the application's statements saw (a lost
+	// connection, a statement timeout, statements stalled on the node while the others
+	// answer), confirmed by a probe under a short deadline; capped by maxEjectionPercent.
+	CausePassive = TransitionCause(nodetable.CausePassive)
 )
 
 // NumTransitionCauses is how many causes there are: the length of NodeStats.TransitionsBy.
 const NumTransitionCauses = nodetable.NumCauses
 
 // String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list",
-// "role", "panic".
+// "role", "panic", "passive".
 func (c TransitionCause) String() string { return nodetable.Cause(c).String() }
 
 // Transition is one state change of one node, as Stats.Recent lists it.

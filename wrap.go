@@ -61,6 +61,8 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
+	s.c.node.flight.depart()
+	defer s.c.node.flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	return res, s.c.observe(err)
@@ -70,6 +72,8 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
+	s.c.node.flight.depart()
+	defer s.c.node.flight.land(&err)
 	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
@@ -82,6 +86,8 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
+	s.c.node.flight.depart()
+	defer s.c.node.flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
 	return res, s.c.observe(err)
@@ -91,6 +97,8 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ dr
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
+	s.c.node.flight.depart()
+	defer s.c.node.flight.land(&err)
 	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
@@ -119,6 +127,8 @@ func (t *txWrap) end(do func() error) (err error) {
 	if err := t.c.brokenErr(); err != nil {
 		return err
 	}
+	t.c.node.flight.depart()
+	defer t.c.node.flight.land(&err)
 	defer t.c.contain(&err)
 	defer t.c.inTx.Store(false)
 	bound := t.c.tc.limitTo(t.ctx)

@@ -53,20 +53,22 @@ type faultSample struct {
 
 // faultResult is what one fault phase showed.
 type faultResult struct {
-	Target      string         `json:"target"`                  // the setup's key
-	Run         int            `json:"run"`                     // 1-based repetition
-	Hung        int            `json:"hung_proxy"`              // index of the hung proxy
-	Statements  int64          `json:"statements_ok"`           // successes over the whole phase
-	Errors      int64          `json:"errors"`                  // failures over the whole phase
-	Timeouts    int64          `json:"timeouts"`                // of Errors, deadline passed
-	OtherErrors int64          `json:"other_errors"`            // of Errors, anything else
-	CounterStop num            `json:"counter_quiet_after_s"`   // after the hang
-	LastFailed  num            `json:"last_failed_start_s"`     // after the hang
-	MarkedDown  num            `json:"marked_down_after_s"`     // after the hang
-	BackUp      num            `json:"back_in_rotation_s"`      // after the resume
-	Recovered   num            `json:"recovered_after_s"`       // after the resume; +Inf: not within Watch
-	Watch       float64        `json:"watch_s"`                 // how long recovery was waited for
-	Samples     map[string]int `json:"error_samples,omitempty"` // a few error texts
+	Target      string         `json:"target"`                   // the setup's key
+	Run         int            `json:"run"`                      // 1-based repetition
+	Hung        int            `json:"hung_proxy"`               // index of the hung proxy
+	Statements  int64          `json:"statements_ok"`            // successes over the whole phase
+	Errors      int64          `json:"errors"`                   // failures over the whole phase
+	Timeouts    int64          `json:"timeouts"`                 // of Errors, deadline passed
+	OtherErrors int64          `json:"other_errors"`             // of Errors, anything else
+	InFlight    int64          `json:"failed_in_flight_at_hang"` // of Errors, statements already in flight when it hung
+	StartedHung int64          `json:"failed_started_in_hang"`   // of Errors, statements started after the hang, before the resume
+	CounterStop num            `json:"counter_quiet_after_s"`    // after the hang
+	LastFailed  num            `json:"last_failed_start_s"`      // after the hang
+	MarkedDown  num            `json:"marked_down_after_s"`      // after the hang
+	BackUp      num            `json:"back_in_rotation_s"`       // after the resume
+	Recovered   num            `json:"recovered_after_s"`        // after the resume; +Inf: not within Watch
+	Watch       float64        `json:"watch_s"`                  // how long recovery was waited for
+	Samples     map[string]int `json:"error_samples,omitempty"`  // a few error texts
 	// LBDNode is lbd's own account of the hung proxy over the phase (lbd setups only).
 	LBDNode *nodeCounters `json:"lbd_hung_node,omitempty"`
 
@@ -84,7 +86,12 @@ type nodeCounters struct {
 	Transitions   uint64 `json:"transitions"`
 	Probes        uint64 `json:"probes"`
 	ProbeFailures uint64 `json:"probe_failures"`
-	LastError     string `json:"last_error,omitempty"`
+	// PassiveSignals are what the application's statements saw against the proxy.
+	PassiveSignals uint64 `json:"passive_signals"`
+	// DownCause and DownReason are lbd's account of the first markdown after the hang.
+	DownCause  string `json:"down_cause,omitempty"`
+	DownReason string `json:"down_reason,omitempty"`
+	LastError  string `json:"last_error,omitempty"`
 }
 
 // runFault runs the fault phase on t: steady load with faultWorkers workers, then proxy
@@ -202,10 +209,18 @@ func (b *bench) runFault(ctx context.Context, t target, run int, ft faultTiming)
 	endT := time.Since(start).Seconds()
 	var counters *nodeCounters
 	if conn != nil {
-		if n, ok := conn.Stats().Node(hung.Addr()); ok {
+		st := conn.Stats()
+		if n, ok := st.Node(hung.Addr()); ok {
 			counters = &nodeCounters{
 				Dials: n.Dials, DialFailures: n.DialFailures, Retired: n.Retired, FatalErrors: n.FatalErrors,
-				Transitions: n.Transitions, Probes: n.Probes, ProbeFailures: n.ProbeFailures, LastError: n.LastError,
+				Transitions: n.Transitions, Probes: n.Probes, ProbeFailures: n.ProbeFailures,
+				PassiveSignals: n.PassiveSignals, LastError: n.LastError,
+			}
+			for _, x := range st.Recent {
+				if x.Node == hung.Addr() && x.To == lbd.StateDown && !x.At.Before(hangAt) {
+					counters.DownCause, counters.DownReason = x.Cause.String(), x.Reason
+					break
+				}
 			}
 		}
 	}
@@ -250,6 +265,11 @@ func (b *bench) runFault(ctx context.Context, t target, run int, ft faultTiming)
 		// (statements already in flight when it hung included: they count as at the hang).
 		if s, end := e.Start.Sub(start).Seconds(), e.End.Sub(start).Seconds(); end >= hangT && s < resumeT {
 			last = max(last, s-hangT, 0)
+			if s < hangT {
+				fr.InFlight++
+			} else {
+				fr.StartedHung++
+			}
 		}
 	}
 	if !math.IsInf(last, -1) {

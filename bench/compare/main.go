@@ -236,8 +236,8 @@ func run(ctx context.Context, cfg config) error {
 		faultTargets = append(faultTargets, targets[1])
 	}
 	faultTargets = append(faultTargets,
-		lbdTarget("lbd", "lbd (defaults: probe every 5 s, 3 s timeout)", lbdDSN),
-		lbdTarget("lbd-tuned", "lbd (tuned: probe every 1 s, 500 ms timeout)", lbdDSN,
+		lbdTarget("lbd", "lbd (defaults: probe every 5 s, 3 s timeout, passive detection)", lbdDSN),
+		lbdTarget("lbd-tuned", "lbd (probe every 1 s, 500 ms timeout, passive detection)", lbdDSN,
 			lbd.WithCheckHealthInterval(time.Second), lbd.WithCheckHealthTimeout(500*time.Millisecond)),
 	)
 
@@ -508,7 +508,16 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 		share[i] = float64(per[i])
 	}
 	secs := l.to.Sub(l.from).Seconds()
+	var markdowns []string
+	if conn != nil {
+		for _, x := range conn.Stats().Recent {
+			if x.To == lbd.StateDown {
+				markdowns = append(markdowns, x.Cause.String()+": "+x.Reason)
+			}
+		}
+	}
 	pr := phaseResult{
+		Markdowns:    markdowns,
 		Target:       t.Key,
 		Workers:      workers,
 		Run:          run,

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbd-go/lbd"
 )
 
 // num is a float64 that JSON-encodes NaN as null and +Inf as the string "inf".
@@ -49,6 +51,10 @@ type phaseResult struct {
 	ShareCV      num            `json:"share_cv"`                // coefficient of variation of PerProxy
 	Conns        []int          `json:"conns_per_proxy_at_end"`  // connections per proxy at the window's end
 	ErrorSamples map[string]int `json:"error_samples,omitempty"` // a few error texts and their counts
+	// Markdowns are the proxies lbd took down during the phase, warm-up included, each as
+	// "cause: reason" (lbd setups only): under steady load with every proxy healthy, any is a
+	// false alarm.
+	Markdowns []string `json:"lbd_markdowns,omitempty"`
 
 	lat []float64 // sorted latencies in ms, kept only for the CDF chart
 }
@@ -136,6 +142,7 @@ type faultSummary struct {
 	Target                                           string  // the setup's key
 	Runs                                             int     // runs the medians are taken over
 	Errors, Timeouts, Other                          float64 // failed statements
+	InFlight, StartedHung                            float64 // failed statements in flight at the hang / started into it
 	CounterStop, LastFailed, MarkedDown, BackUp, Rec float64 // seconds, as in faultResult
 	Watch                                            float64 // shortest watch over the runs
 	RecoveredRuns                                    int     // runs in which the proxy recovered
@@ -164,6 +171,8 @@ func (r *results) summariseFault(target string) (faultSummary, bool) {
 		Errors:      pick(func(f faultResult) float64 { return float64(f.Errors) }),
 		Timeouts:    pick(func(f faultResult) float64 { return float64(f.Timeouts) }),
 		Other:       pick(func(f faultResult) float64 { return float64(f.OtherErrors) }),
+		InFlight:    pick(func(f faultResult) float64 { return float64(f.InFlight) }),
+		StartedHung: pick(func(f faultResult) float64 { return float64(f.StartedHung) }),
 		CounterStop: pick(func(f faultResult) float64 { return float64(f.CounterStop) }),
 		LastFailed:  pick(func(f faultResult) float64 { return float64(f.LastFailed) }),
 		MarkedDown:  pick(func(f faultResult) float64 { return float64(f.MarkedDown) }),
@@ -334,7 +343,7 @@ func renderReadme(r *results) string {
 	w("| backend | %s |\n", r.Backend.Desc)
 	w("| proxies | %d lbdtest relays on loopback, inside the measuring process |\n", cfg.proxies)
 	w("| HAProxy | %s |\n", ha)
-	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s) |\n")
+	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s, passive outlier detection with `maxEjectionPercent=10`) |\n")
 	w("| pool | `SetMaxOpenConns(workers)`, `SetMaxIdleConns(workers)`, no lifetime or idle limit, a new pool per phase |\n")
 	w("| client | go-sql-driver with `%s`; every statement under a %s context deadline |\n", clientParams, cfg.stmtTimeout)
 	w("| workload | %d %% point selects by primary key (over %d rows), %d %% `SELECT 1`, %d %% single-row `INSERT … ON DUPLICATE KEY UPDATE` (over %d other keys, so the %d-row table never grows), on a table made for the run and dropped after |\n",
@@ -374,7 +383,8 @@ func renderReadme(r *results) string {
 	w("**HAProxy CPU s** is HAProxy's own user+system time over the same window (from `/proc`), and **CPU µs/stmt** is (client + HAProxy CPU) / statements.\n")
 	w("- **share CV** is the coefficient of variation (population standard deviation / mean) of the statements each proxy received in the window, from the proxies' counters: 0 is a perfectly even spread; one proxy taking everything of %d gives %.0f %%. lbd's own probes (one statement per proxy per probe) are included and negligible.\n",
 		cfg.proxies, 100*math.Sqrt(float64(cfg.proxies-1)))
-	w("- **conns per proxy** is the application connections per proxy at the end of the last run's window (lbd: from `Connector.Stats`, without lbd's probe connection; otherwise from the proxies' counters).\n\n")
+	w("- **conns per proxy** is the application connections per proxy at the end of the last run's window (lbd: from `Connector.Stats`, without lbd's probe connection; otherwise from the proxies' counters).\n")
+	w("- %s\n\n", falseAlarms(r))
 
 	// Fault phase.
 	if len(r.Faults) > 0 {
@@ -382,8 +392,8 @@ func renderReadme(r *results) string {
 		w("## One proxy hung under load\n\n")
 		w("%d workers run the same workload; after %s proxy %d is hung (`Proxy.Hang`: TCP still accepted, no byte flows either way) for %s, then resumed; recovery is watched for up to %s.\n\n",
 			cfg.faultWorkers, ft.Warm, hungProxy, ft.Hang, ft.Watch)
-		w("| setup | errors (timeouts / other) | counter quiet after | last failed statement started | taken out after | back in rotation after resume | recovered after resume |\n")
-		w("|---|--:|--:|--:|--:|--:|--:|\n")
+		w("| setup | errors (timeouts / other) | failed: in flight at the hang / started after it | counter quiet after | last failed statement started | taken out after | back in rotation after resume | recovered after resume |\n")
+		w("|---|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, t := range r.FaultTarget {
 			s, ok := r.summariseFault(t.Key)
 			if !ok {
@@ -396,11 +406,18 @@ func renderReadme(r *results) string {
 			if s.RecoveredRuns < s.Runs && s.RecoveredRuns > 0 {
 				rec += fmt.Sprintf(" (%d of %d runs recovered)", s.RecoveredRuns, s.Runs)
 			}
-			w("| %s | %.0f (%.0f / %.0f) | %s | %s | %s | %s | %s |\n",
-				t.Label, s.Errors, s.Timeouts, s.Other, fmtSec(s.CounterStop), fmtSec(s.LastFailed),
+			w("| %s | %.0f (%.0f / %.0f) | %.0f / %.0f | %s | %s | %s | %s | %s |\n",
+				t.Label, s.Errors, s.Timeouts, s.Other, s.InFlight, s.StartedHung, fmtSec(s.CounterStop), fmtSec(s.LastFailed),
 				fmtSec(s.MarkedDown), fmtSec(s.BackUp), rec)
 		}
 		w("\n")
+		if l, ok := r.summariseFault("lbd"); ok {
+			if h, ok := r.summariseFault("haproxy"); ok {
+				w("At its defaults lbd took the hung proxy out after %s, HAProxy with its 200 ms checks after %s; %.0f statements failed with lbd, %.0f of them already in flight when the proxy hung, and %.0f with HAProxy, %.0f of them in flight (medians over %d runs). lbd put the proxy back in rotation %s after the resume, HAProxy %s: lbd's recovery waits for %d good probes at least half a probe interval apart (%s), HAProxy's for 2 checks 200 ms apart.\n\n",
+					fmtSec(l.MarkedDown), fmtSec(h.MarkedDown), l.Errors, l.InFlight, h.Errors, h.InFlight, l.Runs,
+					fmtSec(l.BackUp), fmtSec(h.BackUp), lbd.DefaultRecoverCheckCount, lbd.DefaultCheckHealthInterval/2)
+			}
+		}
 		for _, t := range r.FaultTarget {
 			var last *faultResult
 			for i := range r.Faults {
@@ -412,14 +429,18 @@ func renderReadme(r *results) string {
 				continue
 			}
 			n := last.LBDNode
-			w("%s, lbd's own counters for the hung proxy over the last run's fault phase: %d dials, %d failed dials, %d connections retired, %d fatal errors, %d state changes, %d probes of which %d failed.",
-				t.Label, n.Dials, n.DialFailures, n.Retired, n.FatalErrors, n.Transitions, n.Probes, n.ProbeFailures)
+			w("%s, lbd's own counters for the hung proxy over the last run's fault phase: %d dials, %d failed dials, %d connections retired, %d fatal errors, %d passive signals, %d state changes, %d probes of which %d failed.",
+				t.Label, n.Dials, n.DialFailures, n.Retired, n.FatalErrors, n.PassiveSignals, n.Transitions, n.Probes, n.ProbeFailures)
+			if n.DownCause != "" {
+				w(" It was taken out by cause `%s`: %s.", n.DownCause, n.DownReason)
+			}
 			if n.DialFailures == 0 && last.Timeouts > int64(cfg.faultWorkers/cfg.proxies+1) {
-				w(" No dial was counted as failed although %d statements timed out: a connection attempt to the hung proxy that runs into the caller's deadline is not held against it (lbd reads an expired caller context as saying nothing about the node), so with a statement deadline no longer than the DSN's `timeout` the two-failed-dials rule cannot fire and only a failed probe takes the proxy out.", last.Timeouts)
+				w(" No dial was counted as failed although %d statements timed out: a connection attempt to the hung proxy that runs into the caller's deadline is not held against it (lbd reads an expired caller context as saying nothing about the node), so with a statement deadline no longer than the DSN's `timeout` the two-failed-dials rule cannot fire and only a failed probe (scheduled, or brought forward by a passive signal) takes the proxy out.", last.Timeouts)
 			}
 			w("\n\n")
 		}
 		w("- **errors**: statements that failed during the whole fault phase; a timeout is the %s per-statement deadline passing. Median over runs.\n", cfg.stmtTimeout)
+		w("- **failed: in flight at the hang / started after it**: of the failures caused by the hang (as in the next column but one), those of statements already on the wire or waiting for a connection when the proxy hung, which no balancer can save, and those started later, which a balancer that takes the proxy out at once would not have sent there. Median over runs of each.\n")
 		w("- **counter quiet after**: the proxy's statement counter is read every %s; traffic has stopped at the first reading after the hang from which the counter does not move for %.0f s. ", sampleEvery, quietFor)
 		w("Caveat: a hung lbdtest proxy counts a statement when it reads it, before forwarding, and each stalled connection sends at most one statement; new connections to it never get the server greeting and so never send any. The counter therefore goes quiet almost at once for every setup, and this column mostly shows that no statement kept reaching it — it cannot show connection attempts that stall in the handshake. lbd's probe (`/* ping */ SELECT 1`) is a statement too: one probe sent on the probe connection shortly after the hang moves the counter once more.\n")
 		w("- **last failed statement started**: how long after the hang the last statement that failed because of it was started (a failure ending after the hang of a statement started before the resume; statements already in flight at the hang count as 0 s). The other proxies are healthy, so every such failure is a statement or a connection attempt that went to the hung proxy: this is the client-side view of when traffic stopped going there.\n")
@@ -685,4 +706,36 @@ func later(a, b float64) bool {
 		return !math.IsInf(b, 1)
 	}
 	return a > b+0.2
+}
+
+// falseAlarms says how often lbd took a healthy proxy down during the steady load phases, where
+// every proxy is healthy, and why.
+func falseAlarms(r *results) string {
+	phases, by := 0, map[string]int{}
+	var example string
+	for _, p := range r.Phases {
+		if p.Target != "lbd" {
+			continue
+		}
+		phases++
+		for _, m := range p.Markdowns {
+			cause, _, _ := strings.Cut(m, ":")
+			by[cause]++
+			if example == "" {
+				example = m
+			}
+		}
+	}
+	if len(by) == 0 {
+		return fmt.Sprintf("**false alarms**: lbd took no proxy down in any of its %d steady load phases (every proxy is healthy there; passive outlier detection included).", phases)
+	}
+	causes := make([]string, 0, len(by))
+	total := 0
+	for c, n := range by {
+		causes = append(causes, fmt.Sprintf("%d by `%s`", n, c))
+		total += n
+	}
+	slices.Sort(causes)
+	return fmt.Sprintf("**false alarms**: lbd took a healthy proxy down %d times over its %d steady load phases (%s); for example %s.",
+		total, phases, strings.Join(causes, ", "), example)
 }

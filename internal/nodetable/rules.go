@@ -14,7 +14,9 @@ import (
 //     RecoverCount consecutive good probes bring a down node up, one for a node added at run
 //     time that has never been up (Probed). Only good probes since the node went down count,
 //     and only those at least ProbeInterval/2 after the previous one counted: the early probes
-//     a markdown asks for run back to back and must not pass for a recovery.
+//     a markdown asks for run back to back and must not pass for a recovery. A passively
+//     ejected node also waits out its hold (see passive.go).
+//   - passive signals: Suspect and Confirmed (see passive.go).
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
 //   - panic mode: while no node takes connections, a dial of the least recently failed down
 //     node that succeeds brings it up at once (PanicPick, PanicDialed).
@@ -57,11 +59,7 @@ func (t *Table[P]) DialRefused(n *Node[P]) { n.dialsFailed.Add(1) }
 // not counted. A node no longer in the table (it drained) is counted but its state is left
 // alone.
 func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Duration) {
-	n.lastProbe.Store(int64(took))
-	n.probes.Add(1)
-	if err != nil {
-		n.probesFailed.Add(1)
-	}
+	countProbe(n, err, took)
 	t.mu.Lock()
 	if t.nodes[n.addr] != n {
 		t.mu.Unlock()
@@ -81,7 +79,8 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if !n.everUp {
 			need = 1
 		}
-		if n.state == Down && n.goodProbes >= need {
+		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) {
+			t.endEjectionLocked(n, Up, now)
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
 			t.startWarmupLocked(n, now)
 			t.applyDesiredLocked()
@@ -89,6 +88,14 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	}
 	t.mu.Unlock()
 	t.deliver()
+}
+
+func countProbe[P any](n *Node[P], err error, took time.Duration) {
+	n.lastProbe.Store(int64(took))
+	n.probes.Add(1)
+	if err != nil {
+		n.probesFailed.Add(1)
+	}
 }
 
 func goodProbesReason(n int) string {
@@ -136,6 +143,9 @@ func (t *Table[P]) fatalBurstLocked(n *Node[P], now time.Time) bool {
 func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason string) {
 	from := n.state
 	t.putStateLocked(n, to)
+	if to != Down {
+		t.endEjectionLocked(n, to, time.Time{})
+	}
 	if to == Down {
 		n.goodProbes = 0 // recovery counts only the probes after this
 	}

@@ -48,13 +48,16 @@ const (
 	CauseRole
 	// CausePanic: a panic-mode dial succeeded while no node was up (see PanicDialed).
 	CausePanic
+	// CausePassive: a passive signal from the application's own statements (a lost
+	// connection, a statement timeout, statements stalled on the node), confirmed by a probe.
+	CausePassive
 
 	// NumCauses is how many causes there are; counters indexed by Cause have this length.
 	NumCauses int = iota
 )
 
 // String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
-// "node_list", "role", "panic".
+// "node_list", "role", "panic", "passive".
 func (c Cause) String() string {
 	switch c {
 	case CauseProbe:
@@ -69,6 +72,8 @@ func (c Cause) String() string {
 		return "role"
 	case CausePanic:
 		return "panic"
+	case CausePassive:
+		return "passive"
 	}
 	return "unknown"
 }

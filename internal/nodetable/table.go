@@ -58,6 +58,18 @@ type Config[P any] struct {
 	// passing. Nodes trusted at start, or while no node is up, start warm. 0 turns slow start
 	// off; it must not be negative.
 	Warmup time.Duration
+	// MaxEjectionPercent caps passive ejection (lbd's maxEjectionPercent): passive signals
+	// may hold at most this share, in percent, of the active nodes (up, plus those passively
+	// ejected) down at once, and at least one node whenever it is above 0, so that three
+	// nodes at the default of 10 may still lose one; the last up node is never ejected. 0
+	// turns passive ejection off. From 0 to 100. Envoy's max_ejection_percent and gRPC's
+	// outlier detection cap ejection the same way.
+	MaxEjectionPercent int
+	// BaseEjectionTime is how long a passively ejected node stays down at least, times the
+	// number of its recent ejections, up to MaxEjectionTime (lbd's baseEjectionTimeSeconds;
+	// Envoy's base_ejection_time). Recovery also needs its good probes (see Probed). 0: no
+	// hold beyond those. It must not be negative.
+	BaseEjectionTime time.Duration
 	// Rand returns a number in [0, n) (one outside is folded into it): where the turns among
 	// n equally loaded nodes start when a batch of nodes is trusted at once (Start, and
 	// SetNodes while no node takes connections). Each table drawing its own start spreads
@@ -111,6 +123,8 @@ type Table[P any] struct {
 	queued    atomic.Int32 // len(pending), read without the mutex
 	deliverMu sync.Mutex
 
+	ejected int // nodes down by a passive ejection that have not come back up
+
 	total   atomic.Int64 // open physical connections over every node, dials in flight included
 	ups     atomic.Int32 // nodes in the pick indexes
 	upNodes atomic.Int32 // nodes in state up, whatever their role or standby flag
@@ -132,6 +146,10 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
 	case cfg.Warmup < 0:
 		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
+	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
+		return nil, fmt.Errorf("maxEjectionPercent is %d; it must be from 0 to 100", cfg.MaxEjectionPercent)
+	case cfg.BaseEjectionTime < 0:
+		return nil, fmt.Errorf("baseEjectionTime is %v; it must not be negative", cfg.BaseEjectionTime)
 	}
 	t := &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}
 	t.tiers[0], t.tiers[1] = cfg.Target.Tiers()
@@ -172,10 +190,18 @@ type Node[P any] struct {
 	panicBusy bool         // a panic-mode dial of the node is in flight
 	panicAt   time.Time    // when the latest panic-mode dial of the node started
 
+	suspect   string    // the passive signal awaiting its confirming probe; "" when none
+	suspectAt time.Time // when it was noted
+	ejected   bool      // down by a passive ejection, not yet back up
+	ejections int       // recent passive ejections: the multiplier of BaseEjectionTime
+	holdUntil time.Time // a passively ejected node stays down until then
+	upSince   time.Time // when the node last came back up from a passive ejection
+
 	// Cumulative counters, read without the mutex.
 	dials, dialsFailed   atomic.Uint64
 	probes, probesFailed atomic.Uint64
 	fatalErrors          atomic.Uint64
+	signals              atomic.Uint64 // passive signals noted against the node
 	transitions          atomic.Uint64
 	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause; CauseRole counts role changes, which transitions does not
 	lastProbe            atomic.Int64             // nanoseconds

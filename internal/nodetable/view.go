@@ -26,6 +26,7 @@ type View[P any] struct {
 	Probes        uint64            // probes run
 	ProbeFailures uint64            // probes failed
 	FatalErrors   uint64            // errors judged fatal to a connection
+	Signals       uint64            // passive signals noted against the node (Suspect)
 	Transitions   uint64            // state changes
 	TransitionsBy [NumCauses]uint64 // state changes by Cause (CauseRole: role changes)
 	LastProbe     time.Duration     // how long the latest probe took; 0 before the first
@@ -54,6 +55,7 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 		v.Dials, v.DialFailures = n.dials.Load(), n.dialsFailed.Load()
 		v.Probes, v.ProbeFailures = n.probes.Load(), n.probesFailed.Load()
 		v.FatalErrors, v.Transitions = n.fatalErrors.Load(), n.transitions.Load()
+		v.Signals = n.signals.Load()
 		for c := range v.TransitionsBy {
 			v.TransitionsBy[c] = n.transitionsBy[c].Load()
 		}

@@ -1,0 +1,197 @@
+package lbd
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lbd-go/lbd/exception"
+)
+
+// Passive outlier detection: what the application's own statements see brings a proxy's probe
+// forward, under a short deadline, and a failed answer ejects it (see internal/nodetable's
+// Suspect and Confirmed, which also hold the cap and the back-off). Three signals:
+//
+//   - a statement's connection was lost (reset, EOF, broken pipe, i/o timeout);
+//   - a statement ran into its context's deadline while on the wire;
+//   - statements are in flight on a proxy and none has been answered for a while, although the
+//     other proxies answer theirs: a hung proxy. "A while" is stallMultiple × the fleet's
+//     typical statement latency, at least stallFloor.
+//
+// An error the server returned (duplicate key, syntax, lock wait timeout, …) is an answer, and
+// never a signal against the proxy that carried it.
+//
+// The per-statement cost is two atomic adds on the node's counters (flight.depart and
+// flight.land); no lock, no allocation, no clock read. One loop per Connector (watchStalls)
+// reads the counters every stallTick and does the rest.
+const (
+	// stallFloor is the shortest stall that counts, and the shortest deadline of a confirming
+	// probe: far beyond a healthy proxy's answer on a LAN, short enough to take a hung proxy
+	// out within a second (a stall is seen within stallFloor+stallTick, the probe fails
+	// stallFloor later).
+	stallFloor = 200 * time.Millisecond
+	// stallMultiple times the fleet's typical latency is a stall when that is above stallFloor:
+	// a fleet of slow statements (reports, batch jobs) is not taken for hung.
+	stallMultiple = 10
+	// stallTick is how often the stall loop reads the counters.
+	stallTick = 50 * time.Millisecond
+	// stallBackoffMax bounds the doubling of a node's stall threshold after each signal that
+	// a probe did not confirm (one long statement on an otherwise idle node).
+	stallBackoffMax = 6
+)
+
+// flight counts the statements on the wire on one node and those answered: the stall loop's
+// view of it. The stall* fields belong to the stall loop's goroutine alone.
+type flight struct {
+	inFlight atomic.Int64
+	landed   atomic.Uint64
+
+	stallLanded   uint64    // landed at the last reading
+	stallProgress time.Time // when the node was last seen making progress (or idle)
+	stallBackoff  uint      // the threshold is doubled this many times
+}
+
+// depart counts one statement going on the wire.
+func (f *flight) depart() { f.inFlight.Add(1) }
+
+// land counts the end of a statement departed earlier; one that ended with *errp answered by
+// the server (nil, or a server error) is progress, one whose connection failed is not.
+func (f *flight) land(errp *error) {
+	f.inFlight.Add(-1)
+	if err := *errp; err == nil || err == driver.ErrSkip || isServerAnswer(err) {
+		f.landed.Add(1)
+	}
+}
+
+// isServerAnswer reports an error the server (or proxy) sent as a MySQL ERR packet.
+func isServerAnswer(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me)
+}
+
+// passiveSignal names what err tells against the node that carried the statement, or returns
+// "" when it tells nothing: a server's answer, the application's own cancellation, an error
+// lbd or database/sql produced before anything was sent.
+func passiveSignal(err error) string {
+	if err == nil || err == driver.ErrSkip || err == driver.ErrBadConn || isServerAnswer(err) || errors.Is(err, ErrProtocol) {
+		return ""
+	}
+	switch _, reason := exception.Classify(err); reason {
+	case exception.ReasonConnReset, exception.ReasonEOF, exception.ReasonBrokenPipe, exception.ReasonConnAborted,
+		exception.ReasonNetTimeout, exception.ReasonInvalidConn, exception.ReasonConnClosed:
+		return fmt.Sprintf("connection lost on a statement (%s): %v", reason, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "statement timeout: " + err.Error()
+	}
+	return ""
+}
+
+// onStatementError is told every error a statement on w returned, before the exception sorter
+// judges it: a passive signal against w's node asks for a confirming probe.
+func (c *Connector) onStatementError(w *conn, err error) {
+	if s := passiveSignal(err); s != "" {
+		c.suspect(w.node, s)
+	}
+}
+
+// suspect hands a passive signal to the node table and, when it asks for one, runs n's next
+// probe at once as a confirming probe: under the stall threshold as its deadline.
+func (c *Connector) suspect(n *node, signal string) {
+	t := n.probe.Load()
+	if t == nil || c.prober == nil || !c.table.Suspect(n.tn, c.cfg.clock.Now(), signal) {
+		return
+	}
+	t.confirm.Store(c.stallBase.Load())
+	c.prober.Trigger(t)
+}
+
+// stallThreshold is stallMultiple × latency, at least stallFloor.
+func stallThreshold(latency time.Duration) time.Duration {
+	return max(stallFloor, stallMultiple*latency)
+}
+
+// watchStalls is the stall loop: every stallTick it reads every node's flight counters and
+// hands them to a stallWatch. It runs until Close.
+func (c *Connector) watchStalls() {
+	defer c.loops.Done()
+	t := c.cfg.clock.NewTimer(stallTick)
+	defer t.Stop()
+	w := stallWatch{last: c.cfg.clock.Now()}
+	var tns []*tableNode
+	var ns []*node
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		}
+		t.Reset(stallTick)
+		tns = c.table.Nodes(tns[:0])
+		ns = ns[:0]
+		for _, tn := range tns {
+			ns = append(ns, tn.Payload())
+		}
+		c.stallBase.Store(int64(w.tick(c.cfg.clock.Now(), ns, c.suspect)))
+		clear(tns)
+		clear(ns) // hold no node between ticks
+	}
+}
+
+// stallWatch finds nodes whose statements stall while their peers answer. It belongs to the
+// stall loop's goroutine, as do the stall* fields of each node's flight.
+type stallWatch struct {
+	latency time.Duration // moving average of the fleet's statement latency
+	last    time.Time     // the previous tick
+}
+
+// tick reads the flight counters of nodes at now, updates the fleet's latency by Little's law
+// (statements in flight × time / statements answered, over the nodes that answered any) and
+// calls suspect for each node with statements in flight and none answered for the stall
+// threshold, doubled for each earlier signal of the same stall, while another node answered.
+// It returns the stall threshold.
+func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, string)) time.Duration {
+	elapsed := now.Sub(w.last)
+	w.last = now
+	var inFlight, answered int64
+	progressing := 0
+	for _, n := range nodes {
+		f := &n.flight
+		k, l := f.inFlight.Load(), f.landed.Load()
+		if l != f.stallLanded {
+			progressing++
+			inFlight += max(k, 0)
+			answered += int64(l - f.stallLanded)
+		}
+		if l != f.stallLanded || k <= 0 || f.stallProgress.IsZero() {
+			f.stallLanded, f.stallProgress, f.stallBackoff = l, now, 0
+		}
+	}
+	if answered > 0 && elapsed > 0 {
+		sample := time.Duration(inFlight) * elapsed / time.Duration(answered)
+		if w.latency == 0 {
+			w.latency = sample
+		} else {
+			w.latency += (sample - w.latency) / 8
+		}
+	}
+	base := stallThreshold(w.latency)
+	if progressing == 0 {
+		return base // nobody answers: the database itself, or no load; not one proxy's fault
+	}
+	for _, n := range nodes {
+		f := &n.flight
+		stalled := now.Sub(f.stallProgress)
+		if stalled < base<<f.stallBackoff {
+			continue
+		}
+		f.stallBackoff = min(f.stallBackoff+1, stallBackoffMax)
+		suspect(n, fmt.Sprintf("%d statements in flight and none answered for %v, while other proxies answer theirs",
+			f.inFlight.Load(), stalled.Round(time.Millisecond)))
+	}
+	return base
+}
