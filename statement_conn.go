@@ -65,8 +65,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 			p := l.phys
 			l.phys, l.claimed, l.produced = nil, false, false
 			l.c.giveBack(p)
-		}
-		if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
+		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
 				return l.phys, nil
 			}
