@@ -133,6 +133,12 @@ type Config struct {
 	// ReadWriteSplit (readAfterWriteMillis, default DefaultReadAfterWrite; 0 turns
 	// read-your-writes off). See ReadYourWrites for scopes.
 	ReadAfterWrite time.Duration
+	// ReadConsistency is how ReadWriteSplit keeps read-your-writes (readConsistency): "time"
+	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
+	// "gtid" records the GTID position each write reached and makes a later read of the scope
+	// wait on its replica until the replica applied it, for at most ReadAfterWrite, then run on
+	// the primary. See ReadYourWrites for scopes.
+	ReadConsistency string
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
 	UnsupportedMethodBehavior string
@@ -236,6 +242,15 @@ func (c *Config) settle() error {
 	}
 	if c.ReadWriteSplit && c.Balance != BalanceStatement {
 		return errors.New("lbd: readWriteSplit=true needs balance=statement: in connection mode a pooled connection stays on one proxy for many statements, reads and writes alike")
+	}
+	switch c.ReadConsistency {
+	case "", "time":
+	case "gtid":
+		if !c.ReadWriteSplit {
+			return errors.New("lbd: readConsistency=gtid needs readWriteSplit=true (and balance=statement): it decides which replica reads wait")
+		}
+	default:
+		return fmt.Errorf("lbd: invalid readConsistency %q: want time or gtid", c.ReadConsistency)
 	}
 	if c.ReadAfterWrite < 0 {
 		return fmt.Errorf("lbd: readAfterWrite is %v; it must not be negative (DSN parameter readAfterWriteMillis, option WithReadAfterWrite)", c.ReadAfterWrite)

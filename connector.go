@@ -109,7 +109,6 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	c := &Connector{
 		cfg:   run,
 		roles: roles,
-		split: splitState{on: run.ReadWriteSplit, window: int64(run.ReadAfterWrite)},
 		stop:  make(chan struct{}),
 		ready: make(chan struct{}),
 		topo:  newTopologySignal(),
@@ -133,6 +132,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
+	c.split.init(run)
 	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)

@@ -158,6 +158,17 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.ReadWriteSplit), c.ReadWriteSplit },
 	},
 	{
+		name: "readConsistency",
+		parse: func(c *Config, v string) error {
+			if v != "time" && v != "gtid" {
+				return errors.New("must be time or gtid")
+			}
+			c.ReadConsistency = v
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return c.ReadConsistency, c.ReadConsistency == "gtid" },
+	},
+	{
 		name: "readAfterWriteMillis",
 		parse: func(c *Config, v string) error {
 			if v == "0" {

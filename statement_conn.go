@@ -65,8 +65,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 			p := l.phys
 			l.phys, l.claimed, l.produced = nil, false, false
 			l.c.giveBack(p)
-		}
-		if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
+		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
 				return l.phys, nil
 			}
@@ -234,10 +233,16 @@ func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driv
 	var write bool
 	l.want, write = l.c.route(ctx, query)
 	p, err := l.bind(ctx, eff)
+	if err == nil {
+		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
+	}
 	if err != nil {
 		return nil, err
 	}
 	res, err := p.ExecContext(ctx, query, args)
+	if err == nil && write {
+		l.captureAfter(ctx, p)
+	}
 	if err != driver.ErrSkip { // database/sql prepares the statement and runs it as such
 		l.after(eff, err)
 		if write {
@@ -253,10 +258,16 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 	var write bool
 	l.want, write = l.c.route(ctx, query)
 	p, err := l.bind(ctx, eff)
+	if err == nil {
+		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
+	}
 	if err != nil {
 		return nil, err
 	}
 	rows, err := p.QueryContext(ctx, query, args)
+	if err == nil && write {
+		l.captureAfter(ctx, p)
+	}
 	if err != driver.ErrSkip {
 		l.after(eff, err)
 		if write {
@@ -316,6 +327,9 @@ func (t *logicalTx) Commit() error {
 	err := t.tx.Commit()
 	if err == nil && t.write {
 		t.l.c.noteWrite(t.ctx)
+		if p := t.l.phys; p != nil && t.l.c.split.causal.on {
+			t.l.c.capture(t.ctx, p)
+		}
 	}
 	return t.end(err)
 }

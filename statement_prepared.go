@@ -143,6 +143,9 @@ func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
 	}
 	s.l.want, s.write = s.l.c.route(ctx, s.query)
 	p, err := s.l.bind(ctx, s.eff)
+	if err == nil {
+		p, err = s.l.awaitPosition(ctx, p, func() (*conn, error) { return s.l.bind(ctx, s.eff) })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +158,9 @@ func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 		return nil, err
 	}
 	res, err := st.ExecContext(ctx, args)
+	if err == nil && s.write {
+		s.l.captureAfter(ctx, s.l.phys)
+	}
 	s.l.after(s.eff, err)
 	if s.write {
 		s.l.c.noteWrite(ctx)
@@ -168,6 +174,9 @@ func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 		return nil, err
 	}
 	rows, err := st.QueryContext(ctx, args)
+	if err == nil && s.write {
+		s.l.captureAfter(ctx, s.l.phys)
+	}
 	s.l.after(s.eff, err)
 	if s.write {
 		s.l.c.noteWrite(ctx)

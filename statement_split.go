@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
@@ -34,6 +35,14 @@ type splitState struct {
 	window    int64         // ReadAfterWrite, nanoseconds; 0: no read-your-writes
 	lastWrite atomic.Int64  // the Connector-wide scope's latest write, unix nanoseconds
 	rywReads  atomic.Uint64 // reads sent to the primary by read-your-writes
+	causal    causalState   // readConsistency=gtid
+}
+
+// init sets the split up from cfg; the Connector calls it once, before any statement.
+func (s *splitState) init(cfg *Config) {
+	s.on, s.window = cfg.ReadWriteSplit, int64(cfg.ReadAfterWrite)
+	s.causal.on = cfg.ReadWriteSplit && cfg.ReadConsistency == "gtid"
+	s.causal.flavor.Store(-1)
 }
 
 // writeTarget is where writes go; readTarget where replica reads go.
@@ -43,7 +52,10 @@ const (
 )
 
 // rywScope is one read-your-writes scope.
-type rywScope struct{ lastWrite atomic.Int64 }
+type rywScope struct {
+	lastWrite atomic.Int64
+	pos       atomic.Pointer[causal.Position] // readConsistency=gtid: the position its writes reached
+}
 
 type rywKey struct{}
 
@@ -73,6 +85,9 @@ func (c *Connector) route(ctx context.Context, query string) (target role.Target
 	}
 	if !sqlclass.ReplicaRead(query) {
 		return writeTarget, true
+	}
+	if c.split.causal.on {
+		return readTarget, false // a read of a scope with a position waits on the replica (awaitPosition)
 	}
 	if w := c.split.window; w > 0 && c.cfg.clock.Now().UnixNano()-c.lastWriteOf(ctx).Load() < w {
 		c.split.rywReads.Add(1)

@@ -21,6 +21,12 @@ type Stats struct {
 	// Recent lists the latest state changes over all nodes (at most 64), oldest first: what
 	// happened and why, for a status page or a support ticket.
 	Recent []Transition
+
+	// ReadsToPrimaryAfterWrite counts the reads readWriteSplit sent to the primary because their
+	// scope wrote less than readAfterWriteMillis before (readConsistency=time).
+	ReadsToPrimaryAfterWrite uint64
+	// Causal counts what readConsistency=gtid did.
+	Causal CausalStats
 }
 
 // Open returns the open physical connections over all nodes.
@@ -121,7 +127,8 @@ func (c *Connector) Stats() Stats {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
 	}
-	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.list()}
+	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.list(),
+		ReadsToPrimaryAfterWrite: c.split.rywReads.Load(), Causal: c.causalStats()}
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.logical.Load())

@@ -166,7 +166,7 @@ func (p *probeTarget) checkRole(ctx context.Context) error {
 	if check.Query() == "" {
 		return nil
 	}
-	value, err := p.queryOneValue(ctx, check.Query())
+	value, err := oneValue(ctx, p.conn, check.Query())
 	if err != nil {
 		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
 			return err
@@ -186,12 +186,12 @@ func (p *probeTarget) checkRole(ctx context.Context) error {
 	return nil
 }
 
-// queryOneValue runs query on the probe connection and returns its one value as text: the
-// answer must be exactly one row of one column, and must end.
-func (p *probeTarget) queryOneValue(ctx context.Context, query string) (string, error) {
-	q, ok := p.conn.(driver.QueryerContext)
+// oneValue runs query on pc and returns its one value as text: the answer must be exactly one
+// row of one column, and must end. The role check and the causal-read queries use it.
+func oneValue(ctx context.Context, pc driver.Conn, query string) (string, error) {
+	q, ok := pc.(driver.QueryerContext)
 	if !ok {
-		return "", fmt.Errorf("lbd: probe connection %T cannot run queries", p.conn)
+		return "", fmt.Errorf("lbd: connection %T cannot run queries", pc)
 	}
 	rows, err := q.QueryContext(ctx, query, nil)
 	if err != nil {

@@ -201,3 +201,17 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// WaitText returns WaitQuery with p and a timeout of seconds written into the text, for
+// connections that run no prepared statements for it. p is validated (digits, dashes, colons,
+// commas and hexadecimal only), so it cannot break out of its quotes.
+func (p Position) WaitText(seconds float64) string {
+	fn := "MASTER_GTID_WAIT"
+	if p.flavor == MySQL {
+		fn = "WAIT_FOR_EXECUTED_GTID_SET"
+	}
+	return fmt.Sprintf("SELECT %s('%s', %.3f)", fn, p.text, seconds)
+}
+
+// Flavor returns the flavor p was parsed as.
+func (p Position) Flavor() Flavor { return p.flavor }

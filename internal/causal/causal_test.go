@@ -90,3 +90,14 @@ func TestReached(t *testing.T) {
 		t.Error("queries misnamed")
 	}
 }
+
+func TestWaitText(t *testing.T) {
+	p, _ := MariaDB.Parse("0-1-8,1-2-3")
+	if got := p.WaitText(0.25); got != "SELECT MASTER_GTID_WAIT('0-1-8,1-2-3', 0.250)" {
+		t.Errorf("MariaDB wait text %q", got)
+	}
+	m, _ := MySQL.Parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+	if got := m.WaitText(2); got != "SELECT WAIT_FOR_EXECUTED_GTID_SET('3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5', 2.000)" || m.Flavor() != MySQL {
+		t.Errorf("MySQL wait text %q", got)
+	}
+}

@@ -107,3 +107,63 @@ func TestReadYourWritesOnADelayedReplica(t *testing.T) {
 		t.Errorf("%d reads missed their write inside the read-your-writes window", on)
 	}
 }
+
+// splitOverPairConnector is splitOverPair that also returns the Connector.
+func splitOverPairConnector(t *testing.T, params string) (*sql.DB, *lbd.Connector) {
+	t.Helper()
+	pCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"))
+	rCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&%s",
+		pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, params)
+	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	waitFor(t, 5*time.Second, "the role checks", func() bool {
+		p, _ := c.Stats().Node(pCfg.Addr)
+		r, _ := c.Stats().Node(rCfg.Addr)
+		return p.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
+	})
+	return db, c
+}
+
+// With readConsistency=gtid and the replica 1 s behind, a read right after its write waits on
+// the replica until it applied the write, and sees it; with a bound shorter than the delay it
+// runs on the primary instead, and sees it too.
+func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
+	primary, replica := mariaDBPair(t)
+	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	table := fmt.Sprintf("lbd_gtidread_%d", os.Getpid())
+	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
+	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+		_, err := replica.Exec("SELECT 1 FROM " + table)
+		return err == nil
+	})
+	delayReplica(t, rAdmin, time.Second)
+
+	db, c := splitOverPairConnector(t, "readConsistency=gtid&readAfterWriteMillis=3000")
+	if stale := staleReads(t, db, table, 5); stale != 0 {
+		t.Errorf("%d of 5 reads missed their write with readConsistency=gtid", stale)
+	}
+	cs := c.Stats().Causal
+	t.Logf("bound 3 s: %d captures, %d waits on the replica taking %v in all, %d fell back to the primary",
+		cs.Captures, cs.Waits, cs.WaitTime.Round(time.Millisecond), cs.Fallbacks)
+	if cs.Captures != 5 || cs.Waits == 0 || cs.Fallbacks != 0 {
+		t.Errorf("causal stats %+v: want 5 captures, waits on the replica and no fallback", cs)
+	}
+
+	db2, c2 := splitOverPairConnector(t, "readConsistency=gtid&readAfterWriteMillis=200")
+	if stale := staleReads(t, db2, table, 5); stale != 0 {
+		t.Errorf("%d of 5 reads missed their write with a bound below the delay", stale)
+	}
+	cs2 := c2.Stats().Causal
+	t.Logf("bound 200 ms: %d waits, %d fell back to the primary", cs2.Waits, cs2.Fallbacks)
+	if cs2.Waits > 0 && cs2.Fallbacks != cs2.Waits {
+		t.Errorf("causal stats %+v: every wait under a 200 ms bound on a 1 s delay should fall back", cs2)
+	}
+}

@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"os"
@@ -17,7 +18,7 @@ import (
 
 // splitCluster is an lbdtest cluster of one primary and three read-only replicas behind a
 // Connector in statement mode with the read/write split, roles checked the MySQL way.
-func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector, func(context.Context, string, ...any) error, func(context.Context, string, ...any) (int, error)) {
+func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector, *sql.DB, func(context.Context, string, ...any) error, func(context.Context, string, ...any) (int, error)) {
 	t.Helper()
 	cl := lbdtest.NewCluster(t, 4)
 	for _, p := range cl.Proxies()[1:] {
@@ -46,7 +47,7 @@ func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector
 		err := db.QueryRowContext(ctx, q, args...).Scan(&n)
 		return n, err
 	}
-	return cl, c, exec, count
+	return cl, c, db, exec, count
 }
 
 // countQueries counts, per proxy of cl, the recorded statements that start with prefix.
@@ -79,7 +80,7 @@ func cv(xs []int) float64 {
 // A 16-worker workload of 80 % reads: the reads spread evenly over the replicas (and the
 // primary), and not one write reaches a replica.
 func TestReadWriteSplitSpreadsReadsAndKeepsWritesOnThePrimary(t *testing.T) {
-	cl, c, exec, count := splitCluster(t, "readAfterWriteMillis=0")
+	cl, c, _, exec, count := splitCluster(t, "readAfterWriteMillis=0")
 	table := fmt.Sprintf("lbd_split_%d", os.Getpid())
 	ctx := context.Background()
 	if err := exec(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY)"); err != nil {
@@ -142,7 +143,7 @@ func TestReadWriteSplitSpreadsReadsAndKeepsWritesOnThePrimary(t *testing.T) {
 // A read right after a write in the same scope goes to the primary; in another scope, or once
 // the window has passed, it may go to a replica.
 func TestReadYourWritesByTime(t *testing.T) {
-	cl, _, exec, count := splitCluster(t, "readAfterWriteMillis=60000")
+	cl, _, _, exec, count := splitCluster(t, "readAfterWriteMillis=60000")
 	table := fmt.Sprintf("lbd_ryw_%d", os.Getpid())
 	ctx := context.Background()
 	if err := exec(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY)"); err != nil {
@@ -180,5 +181,39 @@ func TestReadYourWritesByTime(t *testing.T) {
 	}
 	if theirs[1]+theirs[2]+theirs[3] == 0 {
 		t.Error("another scope's reads all went to the primary: its scope has written nothing")
+	}
+}
+
+// One *sql.Conn (a long checkout) that reads, then writes, then reads: the write leaves the
+// replica its read was bound to and runs on the primary; nothing fails.
+func TestSplitMovesALongCheckoutToThePrimaryForAWrite(t *testing.T) {
+	cl, _, db, exec, _ := splitCluster(t, "readAfterWriteMillis=0")
+	table := fmt.Sprintf("lbd_splitconn_%d", os.Getpid())
+	ctx := context.Background()
+	if err := exec(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec(ctx, "DROP TABLE IF EXISTS "+table) })
+	for i := range 8 {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?)", i); err != nil {
+			t.Fatalf("write on a checkout that read first: %v", err)
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	for _, p := range cl.Proxies()[1:] {
+		if p.Refused() != 0 {
+			t.Errorf("replica %s refused %d writes", p.Addr(), p.Refused())
+		}
 	}
 }

@@ -1,0 +1,137 @@
+package lbd
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/causal"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// Causal reads by GTID (readConsistency=gtid, with readWriteSplit): a write in a scope records
+// the position it reached on the primary, read on the same session right after it (MariaDB
+// @@last_gtid; MySQL @@global.gtid_executed, a superset): one more round trip per write. A later
+// read of that scope bound to a replica first waits there until the replica has applied that
+// position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one
+// more round trip per such read. When the wait times out or fails, the read runs on the primary
+// instead. As MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to
+// one proxy's session, so it holds across every proxy. Reads bound to the primary, and reads of a
+// scope that has written nothing, wait for nothing.
+
+// causalState is the split's GTID bookkeeping.
+type causalState struct {
+	on       bool
+	flavor   atomic.Int32                    // -1 until the first capture told MariaDB from MySQL; then a causal.Flavor
+	pos      atomic.Pointer[causal.Position] // the Connector-wide scope's position
+	waits    atomic.Uint64
+	waitTime atomic.Int64 // nanoseconds over all waits
+	fallback atomic.Uint64
+	captures atomic.Uint64
+}
+
+// positionOf returns where the scope of ctx keeps its position.
+func (c *Connector) positionOf(ctx context.Context) *atomic.Pointer[causal.Position] {
+	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
+		return &s.pos
+	}
+	return &c.split.causal.pos
+}
+
+// capture reads the position the write just made reached, on its own physical connection p,
+// and merges it into ctx's scope. A failure leaves the scope as it was: its next reads may miss
+// this write on a replica, as without readConsistency=gtid, and the error is not the caller's.
+func (c *Connector) capture(ctx context.Context, p *conn) {
+	cs := &c.split.causal
+	f := causal.Flavor(cs.flavor.Load())
+	if cs.flavor.Load() < 0 {
+		f = causal.MariaDB
+	}
+	value, err := oneValue(ctx, p, f.CaptureQuery())
+	var me *mysql.MySQLError
+	if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
+		// No @@last_gtid: a MySQL server.
+		f = causal.MySQL
+		value, err = oneValue(ctx, p, f.CaptureQuery())
+	}
+	if err != nil {
+		c.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.node.addr, "err", err)
+		return
+	}
+	cs.flavor.CompareAndSwap(-1, int32(f))
+	pos, err := f.Parse(value)
+	if err != nil {
+		if !errors.Is(err, causal.ErrNoPosition) {
+			c.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.node.addr, "err", err)
+		}
+		return
+	}
+	cs.captures.Add(1)
+	slot := c.positionOf(ctx)
+	for {
+		old := slot.Load()
+		merged := pos
+		if old != nil {
+			merged = causal.Merge(*old, pos)
+		}
+		if slot.CompareAndSwap(old, &merged) {
+			return
+		}
+	}
+}
+
+// awaitPosition makes the read about to run on p, bound for a replica read, wait there for its
+// scope's position; when the replica does not reach it within the bound, the read is bound on
+// the primary instead. It returns the connection to run the read on.
+func (l *logicalConn) awaitPosition(ctx context.Context, p *conn, rebind func() (*conn, error)) (*conn, error) {
+	c := l.c
+	cs := &c.split.causal
+	if !cs.on || l.want != readTarget {
+		return p, nil
+	}
+	pos := c.positionOf(ctx).Load()
+	if pos == nil || pos.IsZero() || c.table.Role(p.node.tn) == nodes.RolePrimary {
+		return p, nil
+	}
+	start := time.Now()
+	answer, err := oneValue(ctx, p, pos.WaitText(c.cfg.ReadAfterWrite.Seconds()))
+	cs.waits.Add(1)
+	cs.waitTime.Add(int64(time.Since(start)))
+	if err == nil {
+		var reached bool
+		if reached, err = pos.Flavor().Reached(answer); err == nil && reached {
+			return p, nil
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	cs.fallback.Add(1)
+	l.want = writeTarget
+	return rebind()
+}
+
+// CausalStats counts what readConsistency=gtid did (zero without it).
+type CausalStats struct {
+	Captures  uint64        // positions read after writes
+	Waits     uint64        // reads that waited on a replica for their scope's position
+	WaitTime  time.Duration // time spent in those waits, in all
+	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
+}
+
+func (c *Connector) causalStats() CausalStats {
+	cs := &c.split.causal
+	return CausalStats{Captures: cs.captures.Load(), Waits: cs.waits.Load(),
+		WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
+}
+
+// captureAfter records the position of a write that just ran on p outside a transaction (inside
+// one, the position is read once it commits).
+func (l *logicalConn) captureAfter(ctx context.Context, p *conn) {
+	if l.c.split.causal.on && p != nil && !l.sqlTx && !l.apiTx {
+		l.c.capture(ctx, p)
+	}
+}
