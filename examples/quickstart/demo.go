@@ -19,12 +19,13 @@ import (
 )
 
 // Short intervals, so that a 20-second run shows lbd at work: a stopped proxy is noticed
-// within half a second, and connections are evened out every second. The defaults (5 s, 3 s
-// and 10 s) suit production.
+// within half a second, connections are evened out every second, and a proxy that comes up
+// warms up over 3 s. The defaults (5 s, 3 s, 10 s and 30 s) suit production.
 const (
 	healthInterval  = 500 * time.Millisecond
 	healthTimeout   = 500 * time.Millisecond
 	balanceInterval = time.Second
+	warmup          = 3 * time.Second
 )
 
 // run runs the demo: it sets up the cluster (or uses the proxies of cfg.DSN), runs the
@@ -62,6 +63,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (sum summary, err error
 		lbd.WithCheckHealthInterval(healthInterval),
 		lbd.WithCheckHealthTimeout(healthTimeout),
 		lbd.WithCheckBalanceInterval(balanceInterval),
+		lbd.WithWarmup(warmup),
 		lbd.WithBalance(cfg.Balance),
 	)
 	if err != nil {
