@@ -133,6 +133,12 @@ type Config struct {
 	// ReadWriteSplit (readAfterWriteMillis, default DefaultReadAfterWrite; 0 turns
 	// read-your-writes off). See ReadYourWrites for scopes.
 	ReadAfterWrite time.Duration
+	// MaxReplicationLag is how far a replica may be behind its primary and still take
+	// connections and reads (maxReplicationLagSeconds; 0, the default, does not check). A
+	// replica further behind, or whose replication is stopped, takes none until it catches up;
+	// reads then go to the primary. It needs a role check that finds replicas (roleCheck=mysql
+	// or a custom one) or replicas from the node source.
+	MaxReplicationLag time.Duration
 	// ReadConsistency is how ReadWriteSplit keeps read-your-writes (readConsistency): "time"
 	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
 	// "gtid" records the GTID position each write reached and makes a later read of the scope
@@ -251,6 +257,9 @@ func (c *Config) settle() error {
 		}
 	default:
 		return fmt.Errorf("lbd: invalid readConsistency %q: want time or gtid", c.ReadConsistency)
+	}
+	if c.MaxReplicationLag < 0 {
+		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)
 	}
 	if c.ReadAfterWrite < 0 {
 		return fmt.Errorf("lbd: readAfterWrite is %v; it must not be negative (DSN parameter readAfterWriteMillis, option WithReadAfterWrite)", c.ReadAfterWrite)

@@ -88,6 +88,9 @@ func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
 	if err == nil {
 		err = p.checkRole(ctx)
 	}
+	if err == nil {
+		err = p.checkLag(ctx)
+	}
 	if late := bound.lift(); err != nil || late {
 		lost = !late && connectionLost(err)
 		switch {

@@ -26,6 +26,8 @@ type node struct {
 	// roleErr is the latest failed role check's error, nil once one answered; kept for the
 	// error of a Connect that found no node of its target's roles.
 	roleErr atomic.Pointer[error]
+	// lag is the replica's latest lag behind its primary, nanoseconds (maxReplicationLagSeconds).
+	lag atomic.Int64
 
 	flight flight // statements on the wire and answered, for passive outlier detection
 

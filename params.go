@@ -158,6 +158,17 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.ReadWriteSplit), c.ReadWriteSplit },
 	},
 	{
+		name: "maxReplicationLagSeconds",
+		parse: func(c *Config, v string) error {
+			if v == "0" {
+				c.MaxReplicationLag = 0
+				return nil
+			}
+			return parseSeconds(v, &c.MaxReplicationLag)
+		},
+		format: func(c *Config) (string, bool) { return formatSeconds(c.MaxReplicationLag, 0) },
+	},
+	{
 		name: "readConsistency",
 		parse: func(c *Config, v string) error {
 			if v != "time" && v != "gtid" {

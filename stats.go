@@ -57,6 +57,11 @@ type NodeStats struct {
 	Role    nodes.Role // what the node is for: from the source or the role check; RoleUnknown when neither says
 	// RoleError is the latest failed role check ("" when the last one answered, or none runs).
 	RoleError string
+	// Lagging is true for a replica further behind its primary than maxReplicationLagSeconds
+	// allows (or whose replication is stopped): it takes no connection or read until it catches
+	// up. ReplicationLag is its latest lag (0 when not checked).
+	Lagging        bool
+	ReplicationLag time.Duration
 
 	Open int // open physical connections, including dials in progress (probe connection excluded)
 	// Idle counts, of Open, the connections not in use: idle in database/sql's pool (connection
@@ -106,7 +111,7 @@ func (c *Connector) Stats() Stats {
 		n := v.Node.Payload()
 		s := &out[i]
 		*s = NodeStats{
-			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Open: v.Open, InUse: v.InUse,
+			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, ReplicationLag: time.Duration(n.lag.Load()), Open: v.Open, InUse: v.InUse,
 			Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, PassiveSignals: v.Signals, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,

@@ -167,3 +167,67 @@ func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
 		t.Errorf("causal stats %+v: every wait under a 200 ms bound on a 1 s delay should fall back", cs2)
 	}
 }
+
+// With maxReplicationLagSeconds, a replica held 3 s behind under a write load is taken out of
+// the reads (Stats says it lags), reads right after their write go to the primary and see it,
+// and once the delay is lifted the replica takes reads again.
+func TestLaggingReplicaIsLeftOutOfReads(t *testing.T) {
+	primary, replica := mariaDBPair(t)
+	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	table := fmt.Sprintf("lbd_lag_%d", os.Getpid())
+	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
+	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+		_, err := replica.Exec("SELECT 1 FROM " + table)
+		return err == nil
+	})
+	delayReplica(t, rAdmin, 3*time.Second)
+	db, c := splitOverPairConnector(t, "readAfterWriteMillis=0&maxReplicationLagSeconds=1")
+	rAddr := mustAddr(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	ctx := context.Background()
+	// Writes keep the replica's delay visible as lag.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(1_000_000); ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			primary.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?)", i)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	waitFor(t, 15*time.Second, "the replica to be left out for a lag of 2 s or more", func() bool {
+		ns, _ := c.Stats().Node(rAddr)
+		return ns.Lagging && ns.ReplicationLag >= 2*time.Second
+	})
+	if stale := staleReads(t, db, table, 10); stale != 0 {
+		t.Errorf("%d of 10 reads right after their write missed it while the only replica lagged", stale)
+	}
+	ns, _ := c.Stats().Node(rAddr)
+	t.Logf("replica lag %v, lagging %v", ns.ReplicationLag, ns.Lagging)
+	for _, q := range []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 0", "START SLAVE"} {
+		if _, err := rAdmin.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 15*time.Second, "the replica to catch up and take reads again", func() bool {
+		ns, _ := c.Stats().Node(rAddr)
+		return !ns.Lagging
+	})
+}
+
+// mustAddr returns the address of a go-sql-driver DSN.
+func mustAddr(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Addr
+}

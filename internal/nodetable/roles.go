@@ -71,3 +71,22 @@ func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) {
 	t.queueLocked(Transition[P]{Node: n, From: n.state, To: n.state, Cause: CauseRole,
 		Reason: fmt.Sprintf("%s (was %s)", why, from), RoleFrom: from, RoleTo: r})
 }
+
+// SetLagging records whether replica n is further behind its primary than the caller allows
+// (lbd's maxReplicationLagSeconds): a lagging node leaves the pick indexes, so it takes no new
+// connection and statement mode binds no read to it, until it catches up; its state is left
+// alone. It reports whether that changed.
+func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n.lagging == lagging || t.nodes[n.addr] != n {
+		return false
+	}
+	n.lagging = lagging
+	if lagging {
+		t.unindexLocked(n)
+	} else if n.state == Up && !n.standby {
+		t.indexLocked(n)
+	}
+	return true
+}

@@ -242,3 +242,33 @@ func TestTiesAcrossRolesAreSharedByNode(t *testing.T) {
 		}
 	}
 }
+
+// A lagging replica takes no pick until it catches up; with every replica lagging, reads go to
+// the primary.
+func TestLaggingReplicaTakesNoReads(t *testing.T) {
+	h := withRoles(t, role.Any, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica))
+	r := h.node("r:1")
+	if !h.tab.SetLagging(r, true) || h.tab.SetLagging(r, true) {
+		t.Fatal("SetLagging does not report the change once")
+	}
+	for range 4 {
+		if n := h.tab.PickInUseFor(role.Any, nil); n == nil || n.Addr() != "p:1" {
+			t.Fatalf("read pick with the replica lagging = %v, want the primary", n)
+		}
+	}
+	if v, _ := h.view("r:1"); !v.Lagging || v.State != Up {
+		t.Fatalf("lagging replica view %+v, want lagging and still up", v)
+	}
+	h.tab.SetLagging(r, false)
+	if n := h.tab.PickInUseFor(role.Any, nil); n == nil || n.Addr() != "r:1" {
+		t.Fatalf("read pick once the replica caught up = %v, want r:1 (the primary holds four claims)", n)
+	}
+	// A lagging node that goes down and recovers stays out until it catches up.
+	h.tab.SetLagging(r, true)
+	h.tab.Probed(r, h.tick(), errRefused, 0)
+	h.tab.Probed(r, h.tick(), nil, 0)
+	h.tab.Probed(r, h.tick(), nil, 0)
+	if h.state("r:1") != Up || h.tab.PickInUseFor(role.ReplicaOnly, nil) != nil {
+		t.Fatal("a recovered lagging replica took a pick")
+	}
+}
