@@ -26,6 +26,8 @@ type node struct {
 	// roleErr is the latest failed role check's error, nil once one answered; kept for the
 	// error of a Connect that found no node of its target's roles.
 	roleErr atomic.Pointer[error]
+	// splitReads and splitWrites count the statements readWriteSplit ran here, by class.
+	splitReads, splitWrites atomic.Uint64
 	// lag is the replica's latest lag behind its primary, nanoseconds (maxReplicationLagSeconds).
 	lag atomic.Int64
 

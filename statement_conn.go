@@ -239,6 +239,7 @@ func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driv
 	if err != nil {
 		return nil, err
 	}
+	l.c.countRouted(p, write)
 	res, err := p.ExecContext(ctx, query, args)
 	if err == nil && write {
 		l.captureAfter(ctx, p)
@@ -264,6 +265,7 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 	if err != nil {
 		return nil, err
 	}
+	l.c.countRouted(p, write)
 	rows, err := p.QueryContext(ctx, query, args)
 	if err == nil && write {
 		l.captureAfter(ctx, p)

@@ -149,6 +149,7 @@ func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.l.c.countRouted(p, s.write)
 	return s.l.c.statementOn(ctx, p, s.q)
 }
 

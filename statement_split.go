@@ -59,6 +59,18 @@ type rywScope struct {
 
 type rywKey struct{}
 
+// primaryKey marks a context whose statements go to the primary (OnPrimary).
+type primaryKey struct{}
+
+// OnPrimary returns a context whose statements go to the primary with readWriteSplit, reads
+// included, as gorm.io/plugin/dbresolver's clause.Write does: for a read that must see the
+// latest write of another process, or a report that must not run on a lagging replica. A read
+// sent there does not start a read-your-writes window. Without readWriteSplit it changes
+// nothing.
+func OnPrimary(ctx context.Context) context.Context {
+	return context.WithValue(ctx, primaryKey{}, true)
+}
+
 // ReadYourWrites returns a context whose statements form a read-your-writes scope of their own
 // (with readWriteSplit): after a write made with it, or with a context derived from it, reads
 // made with it go to the primary for readAfterWriteMillis; other callers' reads are not
@@ -85,6 +97,9 @@ func (c *Connector) route(ctx context.Context, query string) (target role.Target
 	}
 	if !sqlclass.ReplicaRead(query) {
 		return writeTarget, true
+	}
+	if ctx.Value(primaryKey{}) != nil {
+		return writeTarget, false
 	}
 	if c.split.causal.on {
 		return readTarget, false // a read of a scope with a position waits on the replica (awaitPosition)
@@ -119,4 +134,17 @@ func (c *Connector) txTarget(ctx context.Context, opts driver.TxOptions) role.Ta
 		return readTarget
 	}
 	return writeTarget
+}
+
+// countRouted counts a statement of the split on the node it runs on: a read when it was
+// routed as one (to any node), a write otherwise.
+func (c *Connector) countRouted(p *conn, write bool) {
+	if !c.split.on || p == nil {
+		return
+	}
+	if write {
+		p.node.splitWrites.Add(1)
+	} else {
+		p.node.splitReads.Add(1)
+	}
 }

@@ -62,6 +62,9 @@ type NodeStats struct {
 	// up. ReplicationLag is its latest lag (0 when not checked).
 	Lagging        bool
 	ReplicationLag time.Duration
+	// Reads and Writes count the statements readWriteSplit ran on the node: those routed as
+	// reads, and the others (0 without the split).
+	Reads, Writes uint64
 
 	Open int // open physical connections, including dials in progress (probe connection excluded)
 	// Idle counts, of Open, the connections not in use: idle in database/sql's pool (connection
@@ -111,7 +114,8 @@ func (c *Connector) Stats() Stats {
 		n := v.Node.Payload()
 		s := &out[i]
 		*s = NodeStats{
-			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, ReplicationLag: time.Duration(n.lag.Load()), Open: v.Open, InUse: v.InUse,
+			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, ReplicationLag: time.Duration(n.lag.Load()),
+			Reads: n.splitReads.Load(), Writes: n.splitWrites.Load(), Open: v.Open, InUse: v.InUse,
 			Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, PassiveSignals: v.Signals, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
