@@ -49,6 +49,7 @@ type conn struct {
 	state     atomic.Int32
 	retired   atomic.Bool
 	inTx      atomic.Bool           // between BeginTx and the end of Commit or Rollback
+	epoch     uint64                // the node's Epoch when the connection was adopted (see retireBefore)
 	broken    atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 
 	// Statement mode: the queries prepared on this physical connection, and the prepared-set

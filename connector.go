@@ -419,7 +419,7 @@ func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn 
 // first operation answers driver.ErrBadConn with nothing sent (conn.enter), and database/sql
 // dials again.
 func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
-	w := &conn{dc: mc, tc: tc, node: n, connector: c}
+	w := &conn{dc: mc, tc: tc, node: n, connector: c, epoch: n.tn.Epoch()}
 	n.track(w)
 	c.table.Dialed(n.tn, nil)
 	if s := c.table.State(n.tn); s != nodetable.Up {

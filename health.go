@@ -298,12 +298,12 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
-		n.retireAll(RetireNodeDown)
+		n.retireBefore(RetireNodeDown, t.Seq)
 		if t.Cause != nodetable.CauseProbe {
 			c.triggerProbe(n)
 		}
 	case nodetable.Draining:
-		n.retireAll(RetireNodeDraining)
+		n.retireBefore(RetireNodeDraining, t.Seq)
 		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
 			c.prober.Remove(t)
 		}

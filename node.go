@@ -81,10 +81,15 @@ func (n *node) snapshotConns() []*conn {
 
 // retireAll marks every connection of the node retired: idle ones close at once, in-use ones
 // at their next return to the pool. It returns how many closed at once.
-func (n *node) retireAll(why RetireReason) int {
+func (n *node) retireAll(why RetireReason) int { return n.retireBefore(why, ^uint64(0)) }
+
+// retireBefore is retireAll for the connections opened before the node's state change numbered
+// seq (Transition.Seq): a down transition handled after the node came back must not retire the
+// connections opened since.
+func (n *node) retireBefore(why RetireReason, seq uint64) int {
 	closed := 0
 	for _, c := range n.snapshotConns() {
-		if c.retire(why) {
+		if c.epoch < seq && c.retire(why) {
 			closed++
 		}
 	}

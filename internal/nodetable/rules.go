@@ -158,9 +158,9 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	} else {
 		t.unindexLocked(n)
 	}
-	n.transitions.Add(1)
+	seq := n.transitions.Add(1)
 	n.transitionsBy[cause].Add(1)
-	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role})
+	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role, Seq: seq})
 }
 
 // forgetLocked drops a drained node from the table and queues its Forgot transition.

@@ -211,6 +211,10 @@ type Node[P any] struct {
 // Addr returns the node's "host:port".
 func (n *Node[P]) Addr() string { return n.addr }
 
+// Epoch returns how many state changes the node has had, without the mutex: a caller stamps
+// what it opens with it, to tell later whether it predates a transition (Transition.Seq).
+func (n *Node[P]) Epoch() uint64 { return n.transitions.Load() }
+
 // Payload returns what the caller hangs off the node; it never changes.
 func (n *Node[P]) Payload() P { return n.payload }
 
@@ -223,7 +227,11 @@ type Transition[P any] struct {
 	// RoleFrom and RoleTo are the node's role before and after; they differ only for a role
 	// change (Cause CauseRole), which leaves the state alone (From == To).
 	RoleFrom, RoleTo nodes.Role
-	Forgot           bool // the draining node closed its last connection and left the table
+	// Seq numbers the node's state changes: the node's Epoch right after this one (0 for a
+	// role change or a forgotten node). A connection opened at an Epoch at or above it was
+	// opened after the change.
+	Seq    uint64
+	Forgot bool // the draining node closed its last connection and left the table
 }
 
 // ErrNoUpNodeLeft is returned (wrapped) by SetNodes when applying the new list would remove
