@@ -14,6 +14,7 @@ import (
 
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // quiet keeps the background loops out of a test's way: no probe or rebalance round runs
@@ -147,4 +148,18 @@ func waitForTransition(t testing.TB, c *lbd.Connector, logs *logRecorder, addr s
 		return s == to && len(lines) > 0
 	})
 	return lines[0]
+}
+
+// waitForRoles waits until the role checks have given every proxy of cl the role want says
+// for its index.
+func waitForRoles(t testing.TB, c *lbd.Connector, cl *lbdtest.Cluster, want func(i int) nodes.Role) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the role checks", func() bool {
+		for i, p := range cl.Proxies() {
+			if ns, _ := c.Stats().Node(p.Addr()); ns.Role != want(i) {
+				return false
+			}
+		}
+		return true
+	})
 }

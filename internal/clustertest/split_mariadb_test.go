@@ -37,24 +37,10 @@ func delayReplica(t *testing.T, rAdmin *sql.DB, delay time.Duration) {
 }
 
 // splitOverPair opens a Connector with the read/write split over the pair's primary and
-// replica.
+// replica; see splitOverPairConnector.
 func splitOverPair(t *testing.T, params string) *sql.DB {
 	t.Helper()
-	pCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"))
-	rCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&%s",
-		pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, params)
-	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	waitFor(t, 5*time.Second, "the role checks", func() bool {
-		p, _ := c.Stats().Node(pCfg.Addr)
-		r, _ := c.Stats().Node(rCfg.Addr)
-		return p.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
-	})
+	db, _ := splitOverPairConnector(t, params)
 	return db
 }
 

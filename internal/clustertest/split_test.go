@@ -29,14 +29,11 @@ func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector
 		fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	waitFor(t, 5*time.Second, "the role checks", func() bool {
-		for i, p := range cl.Proxies() {
-			ns, _ := c.Stats().Node(p.Addr())
-			if want := map[bool]nodes.Role{true: nodes.RolePrimary, false: nodes.RoleReplica}[i == 0]; ns.Role != want {
-				return false
-			}
+	waitForRoles(t, c, cl, func(i int) nodes.Role {
+		if i == 0 {
+			return nodes.RolePrimary
 		}
-		return true
+		return nodes.RoleReplica
 	})
 	exec := func(ctx context.Context, q string, args ...any) error {
 		_, err := db.ExecContext(ctx, q, args...)

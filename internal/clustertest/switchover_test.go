@@ -120,14 +120,11 @@ func roleCluster(t *testing.T, failover time.Duration) (*lbdtest.Cluster, []*lbd
 		fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	waitFor(t, 5*time.Second, "the role checks", func() bool {
-		for i, p := range cl.Proxies() {
-			ns, _ := c.Stats().Node(p.Addr())
-			if want := map[bool]nodes.Role{true: nodes.RolePrimary, false: nodes.RoleStandby}[i < 2]; ns.Role != want {
-				return false
-			}
+	waitForRoles(t, c, cl, func(i int) nodes.Role {
+		if i < 2 {
+			return nodes.RolePrimary
 		}
-		return true
+		return nodes.RoleStandby
 	})
 	return cl, a, b, db, c
 }
