@@ -47,12 +47,28 @@ func newStmt(c *conn, st driver.Stmt) driver.Stmt {
 	return &stmt{c: c, st: ds}
 }
 
+// Close closes the statement on the server. database/sql also closes statements of a connection
+// that sits idle in its pool (Stmt.Close, and the connection's own final close after a failed
+// checkout), while lbd may be closing that idle connection from another goroutine (a node went
+// down, a rebalance): the statement claims the connection for the write, as a checkout would,
+// and when lbd has closed it already, the statement is gone with it and nothing is written.
 func (s *stmt) Close() (err error) {
 	if err := s.c.brokenErr(); err != nil {
 		return nil // closed with its connection
 	}
-	defer s.c.contain(&err)
-	return s.c.observe(s.st.Close())
+	c := s.c
+	from := c.state.Load()
+	switch {
+	case from == connClosed:
+		return nil // lbd closed the connection, and the statement with it
+	case from == connIdle || from == connFresh:
+		if !c.state.CompareAndSwap(from, connInUse) {
+			return nil // lbd closed it just now
+		}
+		defer c.state.CompareAndSwap(connInUse, from) // idle again, unless Close came meanwhile
+	}
+	defer c.contain(&err)
+	return c.observe(s.st.Close())
 }
 
 func (s *stmt) NumInput() int { return s.st.NumInput() }
