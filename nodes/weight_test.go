@@ -14,7 +14,7 @@ func TestDocumentWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A weight key is matched in canonical form; 0 and absent are the default (Weight 0).
-	if got := fmt.Sprint(d.Nodes(d.Proxy)); got != "[{10.0.0.1:3306  3 false} {10.0.0.2:3306  0 false} {10.0.0.3:3306  0 false}]" {
+	if got := fmt.Sprint(d.Nodes(d.Proxy)); got != "[{10.0.0.1:3306  3 unknown false} {10.0.0.2:3306  0 unknown false} {10.0.0.3:3306  0 unknown false}]" {
 		t.Fatalf("Nodes(proxy) = %s", got)
 	}
 	if got := d.Nodes(d.AZProxy["az1"]); got[0].Weight != 2 {
