@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/configserver"
+	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -142,4 +146,89 @@ func TestCacheRoleRoundTrip(t *testing.T) {
 			t.Errorf("%s: load = %v, want an error about the role", name, err)
 		}
 	}
+}
+
+// TestRolesSteerAConnector: lbd's config-server serves the roles over HTTP, lbremote hands them
+// to a Connector with target=primary and no role check. Every new connection goes to the
+// document's primary; a switchover written into the document moves them to the new one and
+// retires the old primary's; a Connector started while the config-server is down takes the
+// last roles from the disk cache and still sends its connections to the primary.
+func TestRolesSteerAConnector(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	a := cl.Addrs()
+	doc := func(primary, replica string) *nodes.Document {
+		return &nodes.Document{Schema: "s", Proxy: a, Role: map[string]string{primary: "primary", replica: "replica"}}
+	}
+	mem, err := configserver.NewMemory(doc(a[0], a[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := configserver.New(context.Background(), configserver.Config{Backend: mem, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	cfg := Config{Servers: []string{strings.TrimPrefix(hs.URL, "http://")}, Schema: "s", CacheDir: t.TempDir(),
+		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	open := func() (*sql.DB, *lbd.Connector) {
+		t.Helper()
+		src, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := testkit.Started(lbd.NewConnector(sourceDSN(cl)+"&target=primary",
+			lbd.WithLogger(slog.New(slog.DiscardHandler)), lbd.WithWarmup(0), lbd.WithSource(src)))
+		if err != nil {
+			t.Fatalf("NewConnector: %v", err)
+		}
+		db := sql.OpenDB(c)
+		db.SetMaxIdleConns(8)
+		t.Cleanup(func() { db.Close() })
+		return db, c
+	}
+	// onlyOn checks out four connections at once and checks that they all opened on want.
+	onlyOn := func(db *sql.DB, c *lbd.Connector, want string) {
+		t.Helper()
+		var conns []*sql.Conn
+		for range 4 {
+			cn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cn.PingContext(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, cn)
+		}
+		for _, addr := range a {
+			ns, _ := c.Stats().Node(addr)
+			if addr == want && ns.Open != 4 || addr != want && ns.Open != 0 {
+				t.Errorf("%s (role %s) has %d open connections, want 4 on the primary %s and none elsewhere", addr, ns.Role, ns.Open, want)
+			}
+		}
+		for _, cn := range conns {
+			cn.Close()
+		}
+	}
+
+	db, c := open()
+	onlyOn(db, c, a[0])
+	if err := mem.Put(doc(a[1], a[0])); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the old primary's connections to be retired", func() bool {
+		ns, _ := c.Stats().Node(a[0])
+		return ns.Role == nodes.RoleReplica && ns.Open == 0
+	})
+	onlyOn(db, c, a[1])
+	db.Close()
+
+	hs.Close() // every config-server gone: the next Connector starts from the cache
+	db2, c2 := open()
+	if ns, _ := c2.Stats().Node(a[1]); ns.Role != nodes.RolePrimary {
+		t.Fatalf("started from the cache with %s as %s, want primary", a[1], ns.Role)
+	}
+	onlyOn(db2, c2, a[1])
 }
