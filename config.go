@@ -43,6 +43,11 @@ type Config struct {
 	// nodes.DefaultWeight. New connections go by weighted least-connections: a node of weight 2
 	// holds twice the connections of a node of weight 1.
 	Weights map[string]int
+	// Roles holds the role of each entry of Nodes written "host:port#role" or
+	// "host:port*weight#role" (nodes.RolePrimary, RoleReplica or RoleStandby), keyed by its
+	// canonical address; a node not in it has an unknown role. Without a RoleCheck these are
+	// the nodes' roles, which Target picks by; with one, the check's answers replace them.
+	Roles map[string]nodes.Role
 	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
 	// a DNS name), trimmed, in DSN order; the source validates them.
 	SourceAddrs []string
@@ -177,6 +182,7 @@ func cloneConfig(cfg *Config) *Config {
 	cp.MySQL = cfg.MySQL.Clone()
 	cp.Nodes = slices.Clone(cfg.Nodes)
 	cp.Weights = maps.Clone(cfg.Weights)
+	cp.Roles = maps.Clone(cfg.Roles)
 	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
 	cp.SourceParams = maps.Clone(cfg.SourceParams)
 	return &cp
@@ -228,6 +234,14 @@ func (c *Config) settle() error {
 		}
 		if w < 1 || w > nodes.MaxWeight {
 			return fmt.Errorf("lbd: Weights[%q] is %d; it must be from 1 to %d (write the proxy as host:port*weight)", addr, w, nodes.MaxWeight)
+		}
+	}
+	for addr, r := range c.Roles {
+		if !slices.Contains(c.Nodes, addr) {
+			return fmt.Errorf("lbd: Roles names %q, which is not in Nodes; give roles only to listed proxies", addr)
+		}
+		if r == nodes.RoleUnknown || r >= nodes.NumRoles {
+			return fmt.Errorf("lbd: Roles[%q] is %s; it must be nodes.RolePrimary, RoleReplica or RoleStandby (write the proxy as host:port#role; leave it out of Roles when its role is not known)", addr, r)
 		}
 	}
 	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {

@@ -183,6 +183,9 @@ func TestConfigSettingsOutOfRange(t *testing.T) {
 		{"warmup", func(c *Config) { c.Warmup = -time.Second }, "warmup is -1s; it must be from 0 (off)"},
 		{"weight range", func(c *Config) { c.Weights = map[string]int{"127.0.0.1:1": 0} }, `Weights["127.0.0.1:1"] is 0; it must be from 1 to 65535`},
 		{"weight unlisted", func(c *Config) { c.Weights = map[string]int{"127.0.0.2:1": 2} }, `Weights names "127.0.0.2:1", which is not in Nodes`},
+		{"role unknown", func(c *Config) { c.Roles = map[string]nodes.Role{"127.0.0.1:1": nodes.RoleUnknown} }, `Roles["127.0.0.1:1"] is unknown; it must be nodes.RolePrimary, RoleReplica or RoleStandby`},
+		{"role out of range", func(c *Config) { c.Roles = map[string]nodes.Role{"127.0.0.1:1": 9} }, `Roles["127.0.0.1:1"] is unknown`},
+		{"role unlisted", func(c *Config) { c.Roles = map[string]nodes.Role{"127.0.0.2:1": nodes.RolePrimary} }, `Roles names "127.0.0.2:1", which is not in Nodes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ParseDSN("u:p@lb(127.0.0.1:1)/db")

@@ -103,7 +103,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		my.Addr = strings.Join(cfg.SourceAddrs, ",")
 	default:
-		if cfg.Nodes, cfg.Weights, err = parseNodes(my.Addr); err != nil {
+		if cfg.Nodes, cfg.Weights, cfg.Roles, err = parseNodes(my.Addr); err != nil {
 			return nil, err
 		}
 		my.Addr = strings.Join(cfg.Nodes, ",")
@@ -172,21 +172,21 @@ func withPlaceholderAddr(dsn string) string {
 }
 
 // parseNodes splits the address list of an lb(...) DSN into validated, canonical host:port
-// entries (see nodes.Canonical) and the weights of the entries written host:port*weight (nil
-// when none is).
-func parseNodes(addrs string) (list []string, weights map[string]int, err error) {
+// entries (see nodes.Canonical), the weights of the entries written host:port*weight and the
+// roles of those written host:port#role or host:port*weight#role (nil when none is).
+func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, err error) {
 	seen := make(map[string]bool)
 	for raw := range strings.SplitSeq(addrs, ",") {
 		entry := strings.TrimSpace(raw)
 		if entry == "" {
-			return nil, nil, checkNodeAddr(entry)
+			return nil, nil, nil, checkNodeAddr(entry)
 		}
 		n, err := nodes.ParseEntry(entry)
 		if err != nil {
-			return nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+			return nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
 		}
 		if seen[n.Addr] {
-			return nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
+			return nil, nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
 		}
 		seen[n.Addr] = true
 		list = append(list, n.Addr)
@@ -196,15 +196,21 @@ func parseNodes(addrs string) (list []string, weights map[string]int, err error)
 			}
 			weights[n.Addr] = n.Weight
 		}
+		if n.Role != nodes.RoleUnknown {
+			if roles == nil {
+				roles = make(map[string]nodes.Role)
+			}
+			roles[n.Addr] = n.Role
+		}
 	}
-	return list, weights, nil
+	return list, weights, roles, nil
 }
 
-// staticList is the DSN's node list with its weights, as a node source reports one.
-func staticList(addrs []string, weights map[string]int) []nodes.Node {
-	out := make([]nodes.Node, len(addrs))
-	for i, a := range addrs {
-		out[i] = nodes.Node{Addr: a, Weight: weights[a]}
+// staticList is the DSN's node list with its weights and roles, as a node source reports one.
+func staticList(c *Config) []nodes.Node {
+	out := make([]nodes.Node, len(c.Nodes))
+	for i, a := range c.Nodes {
+		out[i] = nodes.Node{Addr: a, Weight: c.Weights[a], Role: c.Roles[a]}
 	}
 	return out
 }
@@ -230,7 +236,7 @@ func (c *Config) FormatDSN() string {
 		my.Net = Network
 	}
 	entries := make([]string, 0, len(c.Nodes)+len(c.SourceAddrs))
-	for _, n := range staticList(c.Nodes, c.Weights) {
+	for _, n := range staticList(c) {
 		entries = append(entries, n.Entry())
 	}
 	my.Addr = strings.Join(append(entries, c.SourceAddrs...), ",")

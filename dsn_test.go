@@ -89,6 +89,20 @@ var dsnCases = []struct {
 			eq(t, "weights", c.Weights == nil, true)
 		},
 	},
+	{
+		name: "roles",
+		dsn:  "u:p@lb(10.0.0.1:2883#primary, [fd00::1]:2883*3#Replica,db.example:1,10.0.0.4:1*2)/db?target=primary",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "10.0.0.1:2883", "[fd00::1]:2883", "db.example:1", "10.0.0.4:1")
+			eq(t, "roles", fmt.Sprint(c.Roles), "map[10.0.0.1:2883:primary [fd00::1]:2883:replica]")
+			eq(t, "weights", fmt.Sprint(c.Weights), "map[10.0.0.4:1:2 [fd00::1]:2883:3]")
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:2883#primary,[fd00::1]:2883*3#replica,db.example:1,10.0.0.4:1*2)/db?target=primary")
+		},
+	},
+	{name: "role unknown word", dsn: "u:p@lb(10.0.0.1:1#writer)/db", wantErr: `has role "writer", want primary, replica or standby after '#'`},
+	{name: "role empty", dsn: "u:p@lb(10.0.0.1:1#)/db", wantErr: `has role ""`},
+	{name: "role before weight", dsn: "u:p@lb(10.0.0.1:1#replica*2)/db", wantErr: "write the weight first: host:port*weight#role"},
+	{name: "role duplicate", dsn: "u:p@lb(10.0.0.1:1#primary,10.0.0.1:01#replica)/db", wantErr: "listed twice"},
 	{name: "weight zero", dsn: "u:p@lb(10.0.0.1:1*0)/db", wantErr: `has weight "0", want a whole number from 1 to 65535 after '*'`},
 	{name: "weight too large", dsn: "u:p@lb(10.0.0.1:1*65536)/db", wantErr: `has weight "65536"`},
 	{name: "weight not a number", dsn: "u:p@lb(10.0.0.1:1*2.5)/db", wantErr: `has weight "2.5"`},
@@ -284,7 +298,7 @@ func roundTrip(t *testing.T, dsn string) {
 	}
 	if c1.MySQL.FormatDSN() != c2.MySQL.FormatDSN() ||
 		strings.Join(c1.Nodes, ",") != strings.Join(c2.Nodes, ",") ||
-		fmt.Sprint(c1.Weights) != fmt.Sprint(c2.Weights) || c1.Warmup != c2.Warmup ||
+		fmt.Sprint(c1.Weights) != fmt.Sprint(c2.Weights) || fmt.Sprint(c1.Roles) != fmt.Sprint(c2.Roles) || c1.Warmup != c2.Warmup ||
 		c1.CheckHealthInterval != c2.CheckHealthInterval || c1.CheckHealthTimeout != c2.CheckHealthTimeout ||
 		c1.CheckBalanceInterval != c2.CheckBalanceInterval || c1.RecoverCheckCount != c2.RecoverCheckCount ||
 		c1.FatalErrorThreshold != c2.FatalErrorThreshold || c1.FatalErrorWindow != c2.FatalErrorWindow ||

@@ -137,7 +137,7 @@ func (c *Connector) staticNodes() []nodes.Node {
 	if c.start != nil {
 		return nil
 	}
-	return staticList(c.cfg.Nodes, c.cfg.Weights)
+	return staticList(c.cfg)
 }
 
 func (c *Connector) useHealth(src nodes.Source) {

@@ -132,6 +132,7 @@ func cloneDoc(d *nodes.Document) *nodes.Document {
 	c.AZList = cloneListMap(d.AZList)
 	c.AZProxy = cloneListMap(d.AZProxy)
 	c.Weight = maps.Clone(d.Weight)
+	c.Role = maps.Clone(d.Role)
 	return &c
 }
 

@@ -18,12 +18,13 @@ import (
 //
 //	{"schema":"im_user","auth.enable":true,"api.keys":["k1"],"proxy":["10.0.0.1:2883","10.0.0.2:2883"],
 //	 "az.list":{"az1":["10.1.0.0/16"]},"az.proxy":{"az1":["10.1.0.5:2883"]},"proxy.policy":"az",
-//	 "weight":{"10.0.0.2:2883":2}}
+//	 "weight":{"10.0.0.2:2883":2},"role":{"10.0.0.1:2883":"primary","10.0.0.2:2883":"replica"}}
 //
-// The az.* fields and proxy.policy are lbd's AZ extension, and weight its weighted
+// The az.* fields and proxy.policy are lbd's AZ extension, weight its weighted
 // least-connections: proxy address → weight from 0 to MaxWeight, 0 or absent meaning
-// DefaultWeight (as a DNS SRV weight of 0 does here). lb-driver's Java server ignores fields it
-// does not know.
+// DefaultWeight (as a DNS SRV weight of 0 does here), and role its roles: proxy address →
+// "primary", "replica" or "standby" (see ParseRole), absent meaning RoleUnknown (a role check,
+// when configured, finds it). lb-driver's Java server ignores fields it does not know.
 type Document struct {
 	Schema      string              `json:"schema"`
 	AuthEnable  bool                `json:"auth.enable,omitempty"`
@@ -33,20 +34,26 @@ type Document struct {
 	AZProxy     map[string][]string `json:"az.proxy,omitempty"`     // AZ name → that AZ's proxies
 	ProxyPolicy string              `json:"proxy.policy,omitempty"` // "default" (everyone gets proxy) or "az"
 	Weight      map[string]int      `json:"weight,omitempty"`       // proxy address → weight; absent: DefaultWeight
+	Role        map[string]string   `json:"role,omitempty"`         // proxy address → role name; absent: RoleUnknown
 }
 
 // Nodes returns the entries of list (the document's proxy or one of its az.proxy lists) as
-// nodes with the weights the document gives them. The document must be valid.
+// nodes with the weights and roles the document gives them. The document must be valid.
 func (d *Document) Nodes(list []string) []Node {
-	byAddr := make(map[string]int, len(d.Weight))
+	weights := make(map[string]int, len(d.Weight))
 	for a, w := range d.Weight {
 		c, _ := Canonical(a)
-		byAddr[c] = w
+		weights[c] = w
+	}
+	roles := make(map[string]Role, len(d.Role))
+	for a, name := range d.Role {
+		c, _ := Canonical(a)
+		roles[c], _ = ParseRole(name)
 	}
 	out := make([]Node, len(list))
 	for i, a := range list {
 		c, _ := Canonical(a)
-		out[i] = Node{Addr: a, Weight: byAddr[c]}
+		out[i] = Node{Addr: a, Weight: weights[c], Role: roles[c]}
 	}
 	return out
 }
@@ -68,7 +75,7 @@ type rawDocument struct {
 // lb-driver's config-server: schema required; proxy present, non-empty, every entry host:port;
 // auth.enable needs at least one api key. lbd adds: az.proxy entries valid, az.list entries valid
 // CIDR blocks, proxy.policy "default", "az" or absent, every weight from 0 to MaxWeight and
-// for a proxy the document lists.
+// every role primary, replica or standby, each for a proxy the document lists and given once.
 func ParseDocument(data []byte, wantSchema string) (*Document, error) {
 	var raw rawDocument
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -125,6 +132,9 @@ func (d *Document) Validate(wantSchema string) error {
 	if err := d.checkWeights(); err != nil {
 		return err
 	}
+	if err := d.checkRoles(); err != nil {
+		return err
+	}
 	switch d.ProxyPolicy {
 	case "", PolicyDefault, PolicyAZ:
 	default:
@@ -136,7 +146,25 @@ func (d *Document) Validate(wantSchema string) error {
 // checkWeights refuses a weight out of range, or one for an address the document does not
 // list (a typo there would silently leave the proxy at the default weight).
 func (d *Document) checkWeights() error {
-	if len(d.Weight) == 0 {
+	return checkPerProxy(d, "weight", d.Weight, func(w int) error { return CheckWeight(w) })
+}
+
+// checkRoles refuses a role that is not primary, replica or standby, or one for an address the
+// document does not list (a typo there would silently leave the proxy's role unknown).
+func (d *Document) checkRoles() error {
+	return checkPerProxy(d, "role", d.Role, func(name string) error {
+		if r, err := ParseRole(name); err != nil || r == RoleUnknown {
+			return fmt.Errorf("role %s: want \"primary\", \"replica\" or \"standby\" (leave the proxy out of role when its role is not known)", quote(name))
+		}
+		return nil
+	})
+}
+
+// checkPerProxy checks one of the document's maps keyed by proxy address (field names it in
+// errors): every key a listed proxy, no proxy under two spellings, every value accepted by
+// check.
+func checkPerProxy[V any](d *Document, field string, m map[string]V, check func(V) error) error {
+	if len(m) == 0 {
 		return nil
 	}
 	listed := make(map[string]bool)
@@ -146,21 +174,21 @@ func (d *Document) checkWeights() error {
 			listed[c] = true
 		}
 	}
-	seen := make(map[string]string, len(d.Weight))
-	for _, a := range slices.Sorted(maps.Keys(d.Weight)) {
+	seen := make(map[string]string, len(m))
+	for _, a := range slices.Sorted(maps.Keys(m)) {
 		c, err := Canonical(a)
 		if err != nil {
-			return fmt.Errorf("nodes: schema %q: weight: %w", d.Schema, errors.New(strings.TrimPrefix(err.Error(), "nodes: ")))
+			return fmt.Errorf("nodes: schema %q: %s: %w", d.Schema, field, errors.New(strings.TrimPrefix(err.Error(), "nodes: ")))
 		}
 		if !listed[c] {
-			return fmt.Errorf("nodes: schema %q: weight names %s, which neither proxy nor az.proxy lists", d.Schema, quote(a))
+			return fmt.Errorf("nodes: schema %q: %s names %s, which neither proxy nor az.proxy lists", d.Schema, field, quote(a))
 		}
 		if other, dup := seen[c]; dup {
-			return fmt.Errorf("nodes: schema %q: weight names one proxy twice: %s and %s", d.Schema, quote(other), quote(a))
+			return fmt.Errorf("nodes: schema %q: %s names one proxy twice: %s and %s", d.Schema, field, quote(other), quote(a))
 		}
 		seen[c] = a
-		if err := CheckWeight(d.Weight[a]); err != nil {
-			return fmt.Errorf("nodes: schema %q: weight of %s: %w", d.Schema, quote(a), errors.New(strings.TrimPrefix(err.Error(), "nodes: ")))
+		if err := check(m[a]); err != nil {
+			return fmt.Errorf("nodes: schema %q: %s of %s: %w", d.Schema, field, quote(a), errors.New(strings.TrimPrefix(err.Error(), "nodes: ")))
 		}
 	}
 	return nil

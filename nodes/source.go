@@ -27,8 +27,10 @@ type Node struct {
 	// config-server and etcd documents carry one in their "weight" map; a static DSN list
 	// spells it "host:port*weight".
 	Weight int
-	// Role is what the node is for, as the source knows it; RoleUnknown when it does not. With
-	// a role check configured, the check's answer replaces it.
+	// Role is what the node is for, as the source knows it; RoleUnknown when it does not. The
+	// config-server and etcd documents carry it in their "role" map; a static DSN list spells
+	// it "host:port#role" ("host:port*weight#role" with a weight); DNS has none. With a role
+	// check configured, the check's answer replaces it.
 	Role Role
 	// Standby nodes are probed and keep their state, but take no new connection. The
 	// config-server client marks its AZ's nodes standby while it has fallen back to the

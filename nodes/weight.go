@@ -11,14 +11,35 @@ import (
 // address or port, so an entry cannot be read two ways.
 const WeightSep = '*'
 
-// ParseEntry reads one static-list entry, "host:port" or "host:port*weight", into a Node with a
-// canonical address (see Canonical). The weight is a decimal number from 1 to MaxWeight; an
-// entry without one has Weight 0 (DefaultWeight). A weight of 0 is refused here, unlike from a
-// source: written by hand it would most likely mean "no traffic", which lbd has no weight for.
+// RoleSep separates an address, or its weight, from its role in an entry of a static list:
+// "10.0.0.1:2883#replica", "10.0.0.1:2883*3#replica". Like '*', '#' appears in no host name,
+// IPv6 address or port; and it is none of the characters the DSN itself splits on ('@' between
+// user and address, '/', '?', ',', '(' and ')').
+const RoleSep = '#'
+
+// ParseEntry reads one static-list entry, "host:port", "host:port*weight", "host:port#role" or
+// "host:port*weight#role" (the weight first), into a Node with a canonical address (see
+// Canonical). The weight is a decimal number from 1 to MaxWeight; an entry without one has
+// Weight 0 (DefaultWeight). A weight of 0 is refused here, unlike from a source: written by hand
+// it would most likely mean "no traffic", which lbd has no weight for. The role is one ParseRole
+// reads other than "": primary, replica or standby; an entry without one has RoleUnknown.
 func ParseEntry(entry string) (Node, error) {
 	entry = strings.TrimSpace(entry)
-	addr, w, hasWeight := strings.Cut(entry, string(WeightSep))
+	rest, roleName, hasRole := strings.Cut(entry, string(RoleSep))
+	addr, w, hasWeight := strings.Cut(rest, string(WeightSep))
 	n := Node{}
+	if hasRole {
+		if strings.ContainsRune(roleName, WeightSep) {
+			return Node{}, fmt.Errorf("nodes: %s has its weight after its role; write the weight first: host:port%cweight%crole",
+				quote(entry), WeightSep, RoleSep)
+		}
+		r, err := ParseRole(roleName)
+		if err != nil || r == RoleUnknown {
+			return Node{}, fmt.Errorf("nodes: %s has role %s, want primary, replica or standby after %q (host:port%crole, or host:port%cweight%crole; leave \"%c...\" out when the role is not known)",
+				quote(addr), quote(roleName), RoleSep, RoleSep, WeightSep, RoleSep, RoleSep)
+		}
+		n.Role = r
+	}
 	if hasWeight {
 		v, err := strconv.Atoi(w)
 		if err != nil || v < 1 || v > MaxWeight || strings.TrimLeft(w, "0123456789") != "" {
@@ -35,11 +56,15 @@ func ParseEntry(entry string) (Node, error) {
 	return n, nil
 }
 
-// Entry returns the static-list spelling of n that ParseEntry reads back: its address, and
-// "*weight" when it has a weight.
+// Entry returns the static-list spelling of n that ParseEntry reads back: its address,
+// "*weight" when it has a weight, and "#role" when its role is known.
 func (n Node) Entry() string {
-	if n.Weight == 0 {
-		return n.Addr
+	e := n.Addr
+	if n.Weight != 0 {
+		e += string(WeightSep) + strconv.Itoa(n.Weight)
 	}
-	return n.Addr + string(WeightSep) + strconv.Itoa(n.Weight)
+	if n.Role != RoleUnknown {
+		e += string(RoleSep) + n.Role.String()
+	}
+	return e
 }

@@ -197,7 +197,8 @@ func (s *Source) parse(value []byte, rev int64) (nodes.Set, error) {
 	return set, nil
 }
 
-// sortedEntries is the set in a form that tells sets apart by addresses and weights, not order.
+// sortedEntries is the set in a form that tells sets apart by addresses, weights and roles, not
+// order.
 func sortedEntries(set nodes.Set) []string {
 	out := make([]string, len(set.Nodes))
 	for i, n := range set.Nodes {

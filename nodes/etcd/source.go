@@ -35,7 +35,7 @@ type Source struct {
 
 	// Owned by the follow goroutine once Start has returned.
 	update    func(nodes.Set)
-	current   []string // sorted entries (address and weight) of the set the Connector has
+	current   []string // sorted entries (address, weight, role) of the set the Connector has
 	seenRev   int64    // newest etcd revision reflected in current/problem
 	reachable bool     // whether the latest read reached etcd
 	problem   string   // the key's current bad condition, "" when its document is valid

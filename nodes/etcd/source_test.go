@@ -266,3 +266,24 @@ func TestWeightsFollow(t *testing.T) {
 		t.Fatalf("update has weight %d for 10.0.0.2:2883, want 5", w)
 	}
 }
+
+// TestRolesFollow: the document's roles reach the set, and a change of role alone (a
+// switchover written into the document) is a new set.
+func TestRolesFollow(t *testing.T) {
+	srv := startEtcd(t)
+	srv.put(testKey, `{"schema":"im_user","proxy":["10.0.0.1:2883","10.0.0.2:2883"],"role":{"10.0.0.1:2883":"primary","10.0.0.2:2883":"replica"}}`)
+	src := newSource(t, srv, &logs{}, time.Hour)
+	var got updates
+	set, err := src.Start(context.Background(), got.Push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Nodes[0].Role != nodes.RolePrimary || set.Nodes[1].Role != nodes.RoleReplica {
+		t.Fatalf("Start = %+v, want roles primary and replica", set.Nodes)
+	}
+	srv.put(testKey, `{"schema":"im_user","proxy":["10.0.0.1:2883","10.0.0.2:2883"],"role":{"10.0.0.1:2883":"replica","10.0.0.2:2883":"primary"}}`)
+	waitFor(t, 5*time.Second, "the swapped roles", func() bool { return got.Len() == 1 })
+	if n := got.Last().Nodes; n[0].Role != nodes.RoleReplica || n[1].Role != nodes.RolePrimary {
+		t.Fatalf("update = %+v, want roles replica and primary", n)
+	}
+}

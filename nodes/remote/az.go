@@ -71,29 +71,28 @@ func (s *Source) setMode(m mode) {
 // unreachable, and it is the az nodes' recovery that ends it.
 func (s *Source) compose() nodes.Set {
 	if s.fb.mode != modeDegraded {
-		return nodes.Set{Nodes: weighted(s.az.list, s.az.weights), Version: s.az.md5}
+		return nodes.Set{Nodes: s.az.nodes(false), Version: s.az.md5}
 	}
 	inAZ := make(map[string]bool, len(s.az.list))
 	for _, a := range s.az.list {
 		inAZ[a] = true
 	}
 	out := make([]nodes.Node, 0, len(s.def.list)+len(s.az.list))
-	for _, a := range s.def.list {
-		if !inAZ[a] {
-			out = append(out, nodes.Node{Addr: a, Weight: s.def.weights[a]})
+	for _, n := range s.def.nodes(false) {
+		if !inAZ[n.Addr] {
+			out = append(out, n)
 		}
 	}
-	for _, a := range s.az.list {
-		out = append(out, nodes.Node{Addr: a, Standby: true, Weight: s.az.weights[a]})
-	}
+	out = append(out, s.az.nodes(true)...)
 	return nodes.Set{Nodes: out, Version: "default:" + s.def.md5 + "+az:" + s.az.md5}
 }
 
-// weighted is list as nodes with their weights (canonical address → weight; absent: default).
-func weighted(list []string, weights map[string]int) []nodes.Node {
-	out := make([]nodes.Node, len(list))
-	for i, a := range list {
-		out[i] = nodes.Node{Addr: a, Weight: weights[a]}
+// nodes is v's list as nodes with the weights and roles the config-server gave (absent: the
+// default weight, an unknown role), marked standby when standby is true.
+func (v *variant) nodes(standby bool) []nodes.Node {
+	out := make([]nodes.Node, len(v.list))
+	for i, a := range v.list {
+		out[i] = nodes.Node{Addr: a, Weight: v.weights[a], Role: v.roles[a], Standby: standby}
 	}
 	return out
 }
@@ -238,7 +237,7 @@ func (s *Source) defaultFromCache() {
 			"lbd: ignoring a corrupt config-server node list cache file", "file", path, "error", err.Error())
 		return
 	}
-	s.def.list, s.def.weights, s.def.md5, s.def.have = slices.Clone(cf.Nodes), cf.Weights, cf.MD5, true
+	s.def.list, s.def.weights, s.def.roles, s.def.md5, s.def.have = slices.Clone(cf.Nodes), cf.Weights, cf.roles, cf.MD5, true
 	s.notes.emit(slog.LevelWarn, "lbd: no config-server gave the default set; using the one cached by an earlier poll",
 		"cache_file", path, "cached_at", cf.SavedAt.Format(time.RFC3339), "nodes", len(cf.Nodes))
 }

@@ -46,7 +46,14 @@ type cacheFile struct {
 	// Weights are the weights the config-server gave (canonical address → weight); absent in
 	// files of older releases and for lists without weights.
 	Weights map[string]int `json:"weights,omitempty"`
-	SavedAt time.Time      `json:"savedAt"`
+	// Roles are the roles the config-server gave (canonical address → "primary", "replica" or
+	// "standby"), kept so that a Connector started while every config-server is down still
+	// sends writes to the last known primary; absent in files of older releases and for lists
+	// without roles.
+	Roles   map[string]string `json:"roles,omitempty"`
+	SavedAt time.Time         `json:"savedAt"`
+
+	roles map[string]nodes.Role // Roles, read by load
 }
 
 // maxCacheFile bounds what is read from a cache file: one list, as large as an answer may be,
@@ -67,7 +74,7 @@ func (c *diskCache) path(variant string) string {
 // synced, then renamed over the old one (a symbolic link planted there is replaced, not
 // followed). The directory is created with mode 0700; one that others can write is refused
 // (errUnsafeCache). The list and md5 are checked as load checks them.
-func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, now time.Time) error {
+func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, roles map[string]nodes.Role, now time.Time) error {
 	if err := checkCached(md5, list); err != nil {
 		return fmt.Errorf("refusing to cache an unusable list: %v", err)
 	}
@@ -84,6 +91,7 @@ func (c *diskCache) save(variant, md5 string, list []string, weights map[string]
 		MD5:     md5,
 		Nodes:   list,
 		Weights: weights,
+		Roles:   roleNames(roles),
 		SavedAt: now.UTC(),
 	}, "", "  ")
 	if err != nil {
@@ -190,7 +198,29 @@ func (c *diskCache) load(variant string) (cacheFile, string, error) {
 			return cacheFile{}, path, fmt.Errorf("holds a weight %d for %q, not a listed node's weight from 0 to %d", w, clip(a), nodes.MaxWeight)
 		}
 	}
+	for a, name := range cf.Roles {
+		r, err := nodes.ParseRole(name)
+		if err != nil || r == nodes.RoleUnknown || !slices.Contains(cf.Nodes, a) {
+			return cacheFile{}, path, fmt.Errorf("holds a role %q for %q, not a listed node's primary, replica or standby", clip(name), clip(a))
+		}
+		if cf.roles == nil {
+			cf.roles = make(map[string]nodes.Role, len(cf.Roles))
+		}
+		cf.roles[a] = r
+	}
 	// In the spelling answers are handed on in (a file of an older release may differ).
 	cf.Nodes = nodes.Set{Nodes: nodes.StaticAddrs(cf.Nodes...)}.Canonical().Addrs()
 	return cf, path, nil
+}
+
+// roleNames is roles as the cache file writes them; nil when there are none.
+func roleNames(roles map[string]nodes.Role) map[string]string {
+	if len(roles) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(roles))
+	for a, r := range roles {
+		out[a] = r.String()
+	}
+	return out
 }

@@ -106,10 +106,11 @@ type query struct {
 
 // answer is a config-server's usable answer.
 type answer struct {
-	unchanged bool           // code 304: the client's md5 is current
-	md5       string         // code 200: the list's version
-	list      []string       // code 200: the list, validated, in the server's order
-	weights   map[string]int // code 200: canonical address → weight, for the listed nodes that have one; nil when none
+	unchanged bool                  // code 304: the client's md5 is current
+	md5       string                // code 200: the list's version
+	list      []string              // code 200: the list, validated, in the server's order
+	weights   map[string]int        // code 200: canonical address → weight, for the listed nodes that have one; nil when none
+	roles     map[string]nodes.Role // code 200: canonical address → role, for the listed nodes that have one; nil when none
 }
 
 // wireAnswer is the JSON body; lb-driver's config-server writes code, md5 and data, and
@@ -121,6 +122,8 @@ type wireAnswer struct {
 	Msg  string            `json:"msg"`
 	// Weight is lbd's config-server's: proxy address → weight (see nodes.Document.Weight).
 	Weight map[string]json.RawMessage `json:"weight"`
+	// Role is lbd's config-server's: proxy address → role name (see nodes.Document.Role).
+	Role map[string]json.RawMessage `json:"role"`
 }
 
 // fetch asks one config-server for the schema's list. The request carries the md5 the client
@@ -240,13 +243,17 @@ func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *S
 	if err != nil {
 		return answer{}, newServerError(srv, ErrMalformedEntry, "weight", err.Error())
 	}
+	roles, err := decodeRoles(w.Role, seen)
+	if err != nil {
+		return answer{}, newServerError(srv, ErrMalformedEntry, "role", err.Error())
+	}
 	md5 := strings.TrimSpace(w.MD5)
 	if md5 == "" {
 		md5 = nodes.ListMD5(spelled) // what lb-driver's config-server would have sent
 	} else if err := checkMD5(md5); err != nil {
 		return answer{}, newServerError(srv, ErrBadAnswer, "md5", err.Error())
 	}
-	return answer{md5: md5, list: list, weights: weights}, nil
+	return answer{md5: md5, list: list, weights: weights, roles: roles}, nil
 }
 
 // decodeWeights checks an answer's weight map against its list (seen: canonical address →
@@ -277,6 +284,38 @@ func decodeWeights(raw map[string]json.RawMessage, seen map[string]string) (map[
 		if w == 0 {
 			delete(out, a)
 		}
+	}
+	return out, nil
+}
+
+// decodeRoles checks an answer's role map against its list (seen: canonical address →
+// spelling) and returns it keyed by canonical address: every key a listed node, once, every
+// value "primary", "replica" or "standby".
+func decodeRoles(raw map[string]json.RawMessage, seen map[string]string) (map[string]nodes.Role, error) {
+	var out map[string]nodes.Role
+	for a, v := range raw {
+		canon, err := nodes.Canonical(a)
+		if err != nil {
+			return nil, fmt.Errorf("role for %q: %s", clip(a), clip(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
+		if _, listed := seen[canon]; !listed {
+			return nil, fmt.Errorf("role for %q, which the answer does not list", clip(a))
+		}
+		var name string
+		r := nodes.RoleUnknown
+		if json.Unmarshal(v, &name) == nil {
+			r, _ = nodes.ParseRole(name)
+		}
+		if r == nodes.RoleUnknown {
+			return nil, fmt.Errorf("role %s for %q is not \"primary\", \"replica\" or \"standby\"", clip(string(bytes.TrimSpace(v))), clip(a))
+		}
+		if _, dup := out[canon]; dup {
+			return nil, fmt.Errorf("two roles for %q", clip(a))
+		}
+		if out == nil {
+			out = make(map[string]nodes.Role)
+		}
+		out[canon] = r
 	}
 	return out, nil
 }

@@ -52,7 +52,8 @@ type variant struct {
 	policy   string // the policy query parameter
 	cacheKey string // names the variant in the disk cache
 	list     []string
-	weights  map[string]int // canonical address → weight, from the config-server's answer; nil when none
+	weights  map[string]int        // canonical address → weight, from the config-server's answer; nil when none
+	roles    map[string]nodes.Role // canonical address → role, likewise
 	md5      string
 	have     bool
 }
@@ -172,7 +173,7 @@ func (s *Source) startFromCache(errs []*ServerError) error {
 		s.notes.emit(slog.LevelWarn, "lbd: ignoring a corrupt config-server node list cache file", "file", path, "error", err.Error())
 		return fail(fmt.Sprintf(", and the cached list is unusable (%s: %v)", path, err))
 	}
-	s.az.list, s.az.weights, s.az.md5, s.az.have = slices.Clone(cf.Nodes), cf.Weights, cf.MD5, true
+	s.az.list, s.az.weights, s.az.roles, s.az.md5, s.az.have = slices.Clone(cf.Nodes), cf.Weights, cf.roles, cf.MD5, true
 	s.notes.startedFromCache(errs, path, cf.SavedAt, len(cf.Nodes))
 	return nil
 }
