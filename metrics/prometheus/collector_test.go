@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -22,15 +23,17 @@ import (
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // setup runs the scripted sequence over a two-proxy cluster with a Collector registered from
-// the start, next to database/sql's own collector.
+// the start, next to database/sql's own collector; then the second proxy turns replica, and
+// setup waits for the role check to see it.
 func setup(t *testing.T) (*prometheus.Registry, *lbd.Connector, clusterkit.Sequence) {
 	cl := lbdtest.NewCluster(t, 2)
-	c, err := lbd.NewConnector(cl.DSN(""), append(clusterkit.SequenceOptions(), lbd.WithLogger(slog.New(slog.DiscardHandler)))...)
+	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), append(clusterkit.SequenceOptions(), lbd.WithLogger(slog.New(slog.DiscardHandler)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,13 @@ func setup(t *testing.T) (*prometheus.Registry, *lbd.Connector, clusterkit.Seque
 	t.Cleanup(col.Close)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(col, collectors.NewDBStatsCollector(db, "test"))
-	return reg, c, clusterkit.RunSequence(t, cl, db, c)
+	seq := clusterkit.RunSequence(t, cl, db, c)
+	cl.Proxy(1).SetRole(lbdtest.Replica)
+	testkit.WaitFor(t, 10*time.Second, "the second node seen as a replica", func() bool {
+		ns, _ := c.Stats().Node(cl.Proxy(1).Addr())
+		return ns.Role == nodes.RoleReplica
+	})
+	return reg, c, seq
 }
 
 // series gathers reg into name → labels ("k=v,k=v" sorted by name, db_name left out) → value; a
@@ -81,7 +90,7 @@ func value(typ dto.MetricType, m *dto.Metric) float64 {
 }
 
 // TestCollectorMatchesStats checks every series against Stats after the scripted sequence:
-// dials, a fatal error, a node down and up again.
+// dials, a fatal error, a node down and up again, and a role change.
 func TestCollectorMatchesStats(t *testing.T) {
 	reg, c, seq := setup(t)
 	before := c.Stats()
@@ -97,14 +106,16 @@ func TestCollectorMatchesStats(t *testing.T) {
 	for _, n := range after.Nodes {
 		node := "node=" + n.Addr
 		for name, want := range map[string]float64{
-			"lbd_node_up":                  b2f(n.State == lbd.StateUp),
-			"lbd_node_standby":             b2f(n.Standby),
-			"lbd_node_open_connections":    float64(n.Open),
-			"lbd_node_idle_connections":    float64(n.Idle),
-			"lbd_node_in_use_connections":  float64(n.InUse),
-			"lbd_node_dials_total":         float64(n.Dials),
-			"lbd_node_dial_failures_total": float64(n.DialFailures),
-			"lbd_node_fatal_errors_total":  float64(n.FatalErrors),
+			"lbd_node_up":                    b2f(n.State == lbd.StateUp),
+			"lbd_node_standby":               b2f(n.Standby),
+			"lbd_node_open_connections":      float64(n.Open),
+			"lbd_node_idle_connections":      float64(n.Idle),
+			"lbd_node_in_use_connections":    float64(n.InUse),
+			"lbd_node_dials_total":           float64(n.Dials),
+			"lbd_node_dial_failures_total":   float64(n.DialFailures),
+			"lbd_node_fatal_errors_total":    float64(n.FatalErrors),
+			"lbd_node_weight":                float64(n.Weight),
+			"lbd_node_passive_signals_total": float64(n.PassiveSignals),
 		} {
 			if v, ok := got[name][node]; !ok || v != want {
 				t.Errorf("%s{%s} = %v (present %v), Stats %v", name, node, v, ok, want)
@@ -113,6 +124,23 @@ func TestCollectorMatchesStats(t *testing.T) {
 		for _, s := range []lbd.NodeState{lbd.StateUp, lbd.StateDown, lbd.StateDraining} {
 			if v := got["lbd_node_state"][node+",state="+s.String()]; v != b2f(n.State == s) {
 				t.Errorf("lbd_node_state{%s,state=%s} = %v, node is %v", node, s, v, n.State)
+			}
+		}
+		// One info series per node, labelled with the role Stats gives.
+		for r := range nodes.Role(nodes.NumRoles) {
+			v, ok := got["lbd_node_info"][node+",role="+r.String()]
+			if want := r == n.Role; ok != want || (ok && v != 1) {
+				t.Errorf("lbd_node_info{%s,role=%s} = %v (present %v), Stats role %v", node, r, v, ok, n.Role)
+			}
+		}
+		// Warm-up moves on with the clock while we read: the scrape lies between the snapshots.
+		b, _ := before.Node(n.Addr)
+		for name, rng := range map[string][2]float64{
+			"lbd_node_warmup_ratio":     {b.Warmup, n.Warmup},
+			"lbd_node_effective_weight": {b.EffectiveWeight, n.EffectiveWeight},
+		} {
+			if v, ok := got[name][node]; !ok || v < rng[0] || v > rng[1] {
+				t.Errorf("%s{%s} = %v (present %v), Stats %v..%v", name, node, v, ok, rng[0], rng[1])
 			}
 		}
 		for r := range lbd.NumRetireReasons {
@@ -129,7 +157,6 @@ func TestCollectorMatchesStats(t *testing.T) {
 		}
 		// Probes run on while we read: the scrape lies between the two snapshots, and the
 		// histogram is told of a probe just after the table counts it.
-		b, _ := before.Node(n.Addr)
 		probes, hist := got["lbd_node_probes_total"][node], got["lbd_node_probe_duration_seconds_count"][node]
 		if hist == 0 {
 			hist = got["lbd_node_probe_duration_seconds"][node]
@@ -157,6 +184,12 @@ func TestCollectorMatchesStats(t *testing.T) {
 	if got["lbd_node_transitions_total"]["cause=probe,"+down] != 2 || got["lbd_node_up"][down] != 1 {
 		t.Errorf("%s: probe transitions %v, up %v; want 2 (down, up) and 1", seq.Down,
 			got["lbd_node_transitions_total"]["cause=probe,"+down], got["lbd_node_up"][down])
+	}
+	if got["lbd_node_info"][fatal+",role=primary"] != 1 || got["lbd_node_info"][down+",role=replica"] != 1 {
+		t.Errorf("lbd_node_info %v: want %s primary and %s replica", got["lbd_node_info"], seq.Fatal, seq.Down)
+	}
+	if got["lbd_node_transitions_total"]["cause=role,"+down] < 1 {
+		t.Errorf("%s: no role transition counted after it turned replica", seq.Down)
 	}
 	if got["lbd_node_retired_connections_total"][down+",reason=node_down"] < 1 {
 		t.Errorf("%s: no connection retired as node_down", seq.Down)
