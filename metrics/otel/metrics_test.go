@@ -2,6 +2,7 @@ package lbdotel
 
 import (
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -77,12 +78,11 @@ func key(pool, host string, port int, more ...attribute.KeyValue) string {
 	return set.Encoded(enc)
 }
 
-// TestMetricsMatchStats runs the scripted sequence (dials, a fatal error, a node down and up),
-// turns the second proxy replica under roleCheck=mysql, and checks every data point the SDK's
-// manual reader collects against Stats.
+// TestMetricsMatchStats runs the scripted sequence (dials, a fatal error, a node down and up)
+// and checks every data point the SDK's manual reader collects against Stats.
 func TestMetricsMatchStats(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), append(clusterkit.SequenceOptions(), lbd.WithLogger(slog.New(slog.DiscardHandler)))...)
+	c, err := lbd.NewConnector(cl.DSN(""), append(clusterkit.SequenceOptions(), lbd.WithLogger(slog.New(slog.DiscardHandler)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +95,8 @@ func TestMetricsMatchStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registered := c.Stats() // probes before it are not in the histogram
 	seq := clusterkit.RunSequence(t, cl, db, c)
-	cl.Proxy(1).SetRole(lbdtest.Replica)
-	testkit.WaitFor(t, 10*time.Second, "the second node seen as a replica", func() bool {
-		ns, _ := c.Stats().Node(cl.Proxy(1).Addr())
-		return ns.Role == nodes.RoleReplica
-	})
 
 	before := c.Stats()
 	got, gotF := points(t, reader)
@@ -175,8 +171,9 @@ func TestMetricsMatchStats(t *testing.T) {
 		if v := got["lbd.node.probes"][k()]; v < int64(b.Probes) || v > int64(n.Probes) {
 			t.Errorf("%s probes %d, Stats %d..%d", n.Addr, v, b.Probes, n.Probes)
 		}
-		if v := got["lbd.node.probe.duration"][k()]; v < int64(b.Probes)-1 || v > int64(n.Probes) {
-			t.Errorf("%s probe durations %d, Stats %d..%d", n.Addr, v, b.Probes, n.Probes)
+		r, _ := registered.Node(n.Addr)
+		if v := got["lbd.node.probe.duration"][k()]; v < int64(b.Probes-r.Probes)-1 || v > int64(n.Probes) {
+			t.Errorf("%s probe durations %d, Stats %d-%d..%d", n.Addr, v, b.Probes, r.Probes, n.Probes)
 		}
 	}
 	fatalPool, downPool := seq.Fatal+"/"+dbName, seq.Down+"/"+dbName
@@ -186,11 +183,8 @@ func TestMetricsMatchStats(t *testing.T) {
 	if v := got["lbd.node.transitions"][key(downPool, "127.0.0.1", portOf(t, seq.Down), TransitionCauseKey.String("probe"))]; v != 2 {
 		t.Errorf("%s probe transitions %d, want 2 (down, up)", seq.Down, v)
 	}
-	if v := got["lbd.node.role"][key(downPool, "127.0.0.1", portOf(t, seq.Down), NodeRoleKey.String("replica"))]; v != 1 {
-		t.Errorf("%s lbd.node.role replica = %d, want 1", seq.Down, v)
-	}
-	if v := got["lbd.node.role"][key(fatalPool, "127.0.0.1", portOf(t, seq.Fatal), NodeRoleKey.String("primary"))]; v != 1 {
-		t.Errorf("%s lbd.node.role primary = %d, want 1", seq.Fatal, v)
+	if v := got["lbd.node.role"][key(downPool, "127.0.0.1", portOf(t, seq.Down), NodeRoleKey.String("unknown"))]; v != 1 {
+		t.Errorf("%s lbd.node.role unknown = %d, want 1 (no role check)", seq.Down, v)
 	}
 
 	// After Close nothing more is reported.
@@ -203,6 +197,65 @@ func TestMetricsMatchStats(t *testing.T) {
 	if got, _ := points(t, reader); len(got["lbd.node.dials"]) != 0 {
 		t.Errorf("after Close the callback still reports: %v", got["lbd.node.dials"])
 	}
+}
+
+// TestRoleGauge runs the role check (roleCheck=mysql) over a primary and a proxy turned
+// replica: lbd.node.role is 1 for each node's role and 0 for the others.
+func TestRoleGauge(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), lbd.WithLogger(slog.New(slog.DiscardHandler)),
+		lbd.WithCheckHealthInterval(20*time.Millisecond), lbd.WithCheckHealthTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(t.Context())
+	m, err := Register(c, mp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	waitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
+	cl.Proxy(1).SetRole(lbdtest.Replica)
+	waitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
+
+	got, _ := points(t, reader)
+	db := c.Config().MySQL.DBName
+	for i, want := range []nodes.Role{nodes.RolePrimary, nodes.RoleReplica} {
+		addr := cl.Proxy(i).Addr()
+		for r := range nodes.Role(nodes.NumRoles) {
+			w := int64(0)
+			if r == want {
+				w = 1
+			}
+			v, ok := got["lbd.node.role"][key(addr+"/"+db, "127.0.0.1", portOf(t, addr), NodeRoleKey.String(r.String()))]
+			if !ok || v != w {
+				t.Errorf("%s lbd.node.role %s = %d (present %v), want %d", addr, r, v, ok, w)
+			}
+		}
+	}
+	if n := len(got["lbd.node.role"]); n != 2*nodes.NumRoles {
+		t.Errorf("%d lbd.node.role points, want %d", n, 2*nodes.NumRoles)
+	}
+}
+
+// waitRoles waits until the role check has found the nodes' roles to be want, in order.
+func waitRoles(t *testing.T, c *lbd.Connector, want ...nodes.Role) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the roles %v", want), func() bool {
+		st := c.Stats()
+		if len(st.Nodes) != len(want) {
+			return false
+		}
+		for i, n := range st.Nodes {
+			if n.Role != want[i] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func portOf(t *testing.T, addr string) int {

@@ -3,6 +3,7 @@ package lbdprom
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -29,11 +30,12 @@ import (
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // setup runs the scripted sequence over a two-proxy cluster with a Collector registered from
-// the start, next to database/sql's own collector; then the second proxy turns replica, and
-// setup waits for the role check to see it.
-func setup(t *testing.T) (*prometheus.Registry, *lbd.Connector, clusterkit.Sequence) {
+// the start, next to database/sql's own collector. registered is the Stats taken just after
+// the Collector was (probes before it are not in the histograms).
+func setup(t *testing.T) (reg *prometheus.Registry, c *lbd.Connector, seq clusterkit.Sequence, registered lbd.Stats) {
 	cl := lbdtest.NewCluster(t, 2)
-	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), append(clusterkit.SequenceOptions(), lbd.WithLogger(slog.New(slog.DiscardHandler)))...)
+	var err error
+	c, err = lbd.NewConnector(cl.DSN(""), append(clusterkit.SequenceOptions(), lbd.WithLogger(slog.New(slog.DiscardHandler)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,15 +43,56 @@ func setup(t *testing.T) (*prometheus.Registry, *lbd.Connector, clusterkit.Seque
 	t.Cleanup(func() { db.Close() })
 	col := NewCollector(c, Options{ConstLabels: prometheus.Labels{"db_name": "test"}})
 	t.Cleanup(col.Close)
-	reg := prometheus.NewPedanticRegistry()
+	reg = prometheus.NewPedanticRegistry()
 	reg.MustRegister(col, collectors.NewDBStatsCollector(db, "test"))
-	seq := clusterkit.RunSequence(t, cl, db, c)
+	registered = c.Stats()
+	return reg, c, clusterkit.RunSequence(t, cl, db, c), registered
+}
+
+// TestCollectorShowsRoles runs the role check (roleCheck=mysql) over a primary and a proxy
+// turned replica: lbd_node_info carries each node's role, one series per node, and the
+// switchover is counted as a role transition.
+func TestCollectorShowsRoles(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), lbd.WithLogger(slog.New(slog.DiscardHandler)),
+		lbd.WithCheckHealthInterval(20*time.Millisecond), lbd.WithCheckHealthTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	col := NewCollector(c, Options{})
+	defer col.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	waitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
 	cl.Proxy(1).SetRole(lbdtest.Replica)
-	testkit.WaitFor(t, 10*time.Second, "the second node seen as a replica", func() bool {
-		ns, _ := c.Stats().Node(cl.Proxy(1).Addr())
-		return ns.Role == nodes.RoleReplica
+	waitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
+
+	got := series(t, reg)
+	first, second := "node="+cl.Proxy(0).Addr(), "node="+cl.Proxy(1).Addr()
+	if info := got["lbd_node_info"]; len(info) != 2 || info[first+",role=primary"] != 1 || info[second+",role=replica"] != 1 {
+		t.Errorf("lbd_node_info %v: want %s primary and %s replica, one series each", info, first, second)
+	}
+	if v := got["lbd_node_transitions_total"]["cause=role,"+second]; v != 2 {
+		t.Errorf("%s: %v role transitions, want 2 (unknown to primary, primary to replica)", second, v)
+	}
+}
+
+// waitRoles waits until the role check has found the nodes' roles to be want, in order.
+func waitRoles(t *testing.T, c *lbd.Connector, want ...nodes.Role) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the roles %v", want), func() bool {
+		st := c.Stats()
+		if len(st.Nodes) != len(want) {
+			return false
+		}
+		for i, n := range st.Nodes {
+			if n.Role != want[i] {
+				return false
+			}
+		}
+		return true
 	})
-	return reg, c, seq
 }
 
 // series gathers reg into name → labels ("k=v,k=v" sorted by name, db_name left out) → value; a
@@ -90,9 +133,9 @@ func value(typ dto.MetricType, m *dto.Metric) float64 {
 }
 
 // TestCollectorMatchesStats checks every series against Stats after the scripted sequence:
-// dials, a fatal error, a node down and up again, and a role change.
+// dials, a fatal error, a node down and up again.
 func TestCollectorMatchesStats(t *testing.T) {
-	reg, c, seq := setup(t)
+	reg, c, seq, registered := setup(t)
 	before := c.Stats()
 	got := series(t, reg)
 	after := c.Stats()
@@ -164,8 +207,9 @@ func TestCollectorMatchesStats(t *testing.T) {
 		if probes < float64(b.Probes) || probes > float64(n.Probes) {
 			t.Errorf("probes_total{%s} = %v, Stats %d..%d", node, probes, b.Probes, n.Probes)
 		}
-		if hist < float64(b.Probes)-1 || hist > float64(n.Probes) {
-			t.Errorf("probe histogram count{%s} = %v, Stats %d..%d", node, hist, b.Probes, n.Probes)
+		r, _ := registered.Node(n.Addr)
+		if hist < float64(b.Probes-r.Probes)-1 || hist > float64(n.Probes) {
+			t.Errorf("probe histogram count{%s} = %v, Stats %d-%d..%d", node, hist, b.Probes, r.Probes, n.Probes)
 		}
 		if pf := got["lbd_node_probe_failures_total"][node]; pf < float64(b.ProbeFailures) || pf > float64(n.ProbeFailures) {
 			t.Errorf("probe_failures_total{%s} = %v, Stats %d..%d", node, pf, b.ProbeFailures, n.ProbeFailures)
@@ -185,11 +229,8 @@ func TestCollectorMatchesStats(t *testing.T) {
 		t.Errorf("%s: probe transitions %v, up %v; want 2 (down, up) and 1", seq.Down,
 			got["lbd_node_transitions_total"]["cause=probe,"+down], got["lbd_node_up"][down])
 	}
-	if got["lbd_node_info"][fatal+",role=primary"] != 1 || got["lbd_node_info"][down+",role=replica"] != 1 {
-		t.Errorf("lbd_node_info %v: want %s primary and %s replica", got["lbd_node_info"], seq.Fatal, seq.Down)
-	}
-	if got["lbd_node_transitions_total"]["cause=role,"+down] < 1 {
-		t.Errorf("%s: no role transition counted after it turned replica", seq.Down)
+	if got["lbd_node_info"][fatal+",role=unknown"] != 1 || got["lbd_node_info"][down+",role=unknown"] != 1 {
+		t.Errorf("lbd_node_info %v: want both nodes of role unknown (no role check)", got["lbd_node_info"])
 	}
 	if got["lbd_node_retired_connections_total"][down+",reason=node_down"] < 1 {
 		t.Errorf("%s: no connection retired as node_down", seq.Down)
@@ -213,7 +254,7 @@ func TestPromtoolChecksScrape(t *testing.T) {
 		}
 		t.Skip("promtool not found: install Debian's prometheus package (apt-get install prometheus) to run this check")
 	}
-	reg, _, _ := setup(t)
+	reg, _, _, _ := setup(t)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
