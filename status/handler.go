@@ -1,7 +1,7 @@
 // Package status serves an embeddable, read-only status page for an lbd Connector, as
 // net/http/pprof, expvar and gRPC's channelz do for their own state: every node with its state,
-// connections, dials, retirements, probes and transitions by cause, the latest state changes
-// with their reasons, and a chart of open connections per node over the last minutes. The same
+// role, weight and effective weight, slow-start progress, connections, dials, retirements,
+// passive signals, probes and transitions by cause, the latest state changes with their reasons, and a chart of open connections per node over the last minutes. The same
 // data is served as JSON (?format=json).
 //
 // The page is one HTML document with its style and a small script inline; it loads nothing

@@ -14,6 +14,7 @@ import (
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
@@ -96,6 +97,11 @@ func TestPageAndJSON(t *testing.T) {
 	for i, n := range r.Nodes {
 		if n.Addr != st.Nodes[i].Addr || n.Open != st.Nodes[i].Open || n.Dials != st.Nodes[i].Dials || n.State != "up" {
 			t.Errorf("node %d: %+v, Stats %+v", i, n, st.Nodes[i])
+		}
+		if sn := st.Nodes[i]; n.Role != sn.Role.String() || n.Role != "unknown" || n.Weight != sn.Weight || n.Weight != 1 ||
+			n.Warmup != sn.Warmup || n.EffectiveWeight != sn.EffectiveWeight || n.PassiveSignals != sn.PassiveSignals {
+			t.Errorf("node %d: role %q weight %d warmup %v effective %v passive %d; Stats %v %d %v %v %d (no roleCheck: unknown, weight 1)",
+				i, n.Role, n.Weight, n.Warmup, n.EffectiveWeight, n.PassiveSignals, sn.Role, sn.Weight, sn.Warmup, sn.EffectiveWeight, sn.PassiveSignals)
 		}
 		if len(n.TransitionsBy) != lbd.NumTransitionCauses || len(n.RetiredBy) != int(lbd.NumRetireReasons) {
 			t.Errorf("node %d keys: transitions_by %v retired_by %v", i, n.TransitionsBy, n.RetiredBy)
@@ -188,5 +194,43 @@ func TestHistoryKeepsTheLatest(t *testing.T) {
 		if want := i + 2; s.Open["a:1"] != want || !s.At.Equal(t0.Add(time.Duration(want)*time.Second)) {
 			t.Errorf("sample %d = %+v, want the one with %d open", i, s, want)
 		}
+	}
+}
+
+// TestReportCarriesRolesAndWeights turns a Stats snapshot with a role, a failing role check, a
+// warming node and a role change into the document, and reads back its JSON names.
+func TestReportCarriesRolesAndWeights(t *testing.T) {
+	at := time.Unix(1000, 0).UTC()
+	st := lbd.Stats{
+		Nodes: []lbd.NodeStats{
+			{Addr: "a:1", Role: nodes.RoleReplica, Weight: 10, Warmup: 0.25, EffectiveWeight: 2.5, PassiveSignals: 3},
+			{Addr: "b:1", Role: nodes.RoleUnknown, RoleError: "role check: access denied", Weight: 1, Warmup: 1, EffectiveWeight: 1},
+		},
+		Recent: []lbd.Transition{{At: at, Node: "a:1", From: lbd.StateUp, To: lbd.StateUp, Cause: lbd.CauseRole,
+			Reason: "role changed", RoleFrom: nodes.RolePrimary, RoleTo: nodes.RoleReplica}},
+	}
+	b, err := json.Marshal(report(st, at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Nodes  []map[string]any `json:"nodes"`
+		Recent []map[string]any `json:"recent"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []map[string]any{
+		{"role": "replica", "role_error": "", "weight": 10.0, "warmup": 0.25, "effective_weight": 2.5, "passive_signals": 3.0},
+		{"role": "unknown", "role_error": "role check: access denied", "weight": 1.0, "warmup": 1.0, "effective_weight": 1.0, "passive_signals": 0.0},
+	} {
+		for k, v := range want {
+			if got, ok := doc.Nodes[i][k]; !ok || got != v {
+				t.Errorf("nodes[%d].%s = %v (present %v), want %v", i, k, got, ok, v)
+			}
+		}
+	}
+	if r := doc.Recent[0]; r["cause"] != "role" || r["role_from"] != "primary" || r["role_to"] != "replica" {
+		t.Errorf("recent[0] = %v, want cause role, primary to replica", r)
 	}
 }

@@ -19,38 +19,48 @@ type Report struct {
 	History History      `json:"history"`
 }
 
-// Node is one node's row of the table (see lbd.NodeStats). RetiredBy and TransitionsBy are
-// keyed by the names lbd.RetireReason and lbd.TransitionCause give; roles do not exist in lbd
-// yet, so there is no role column.
+// Node is one node's row of the table (see lbd.NodeStats). Role is nodes.Role's name
+// ("primary", "replica", "standby", "unknown"); RetiredBy and TransitionsBy are keyed by the
+// names lbd.RetireReason and lbd.TransitionCause give. Warmup is the slow-start progress from 0
+// to 1; EffectiveWeight is Weight × max(Warmup, 0.1), what new connections go by.
 type Node struct {
-	Addr          string            `json:"addr"`
-	State         string            `json:"state"`
-	Standby       bool              `json:"standby"`
-	Open          int               `json:"open"`
-	Idle          int               `json:"idle"`
-	InUse         int               `json:"in_use"`
-	Dials         uint64            `json:"dials"`
-	DialFailures  uint64            `json:"dial_failures"`
-	Retired       uint64            `json:"retired"`
-	RetiredBy     map[string]uint64 `json:"retired_by"`
-	FatalErrors   uint64            `json:"fatal_errors"`
-	Transitions   uint64            `json:"transitions"`
-	TransitionsBy map[string]uint64 `json:"transitions_by"`
-	Probes        uint64            `json:"probes"`
-	ProbeFailures uint64            `json:"probe_failures"`
-	LastProbe     float64           `json:"last_probe_seconds"`
-	LastError     string            `json:"last_error"`
+	Addr            string            `json:"addr"`
+	State           string            `json:"state"`
+	Standby         bool              `json:"standby"`
+	Role            string            `json:"role"`
+	RoleError       string            `json:"role_error"` // the latest failed role check ("" when none)
+	Weight          int               `json:"weight"`
+	Warmup          float64           `json:"warmup"`
+	EffectiveWeight float64           `json:"effective_weight"`
+	PassiveSignals  uint64            `json:"passive_signals"`
+	Open            int               `json:"open"`
+	Idle            int               `json:"idle"`
+	InUse           int               `json:"in_use"`
+	Dials           uint64            `json:"dials"`
+	DialFailures    uint64            `json:"dial_failures"`
+	Retired         uint64            `json:"retired"`
+	RetiredBy       map[string]uint64 `json:"retired_by"`
+	FatalErrors     uint64            `json:"fatal_errors"`
+	Transitions     uint64            `json:"transitions"`
+	TransitionsBy   map[string]uint64 `json:"transitions_by"`
+	Probes          uint64            `json:"probes"`
+	ProbeFailures   uint64            `json:"probe_failures"`
+	LastProbe       float64           `json:"last_probe_seconds"`
+	LastError       string            `json:"last_error"`
 }
 
-// Transition is one state change (see lbd.Transition).
+// Transition is one state change (see lbd.Transition). RoleFrom and RoleTo differ for a role
+// change (cause "role") only.
 type Transition struct {
-	At      time.Time `json:"at"`
-	Node    string    `json:"node"`
-	From    string    `json:"from"`
-	To      string    `json:"to"`
-	Cause   string    `json:"cause"`
-	Reason  string    `json:"reason"`
-	Removed bool      `json:"removed"`
+	At       time.Time `json:"at"`
+	Node     string    `json:"node"`
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	Cause    string    `json:"cause"`
+	Reason   string    `json:"reason"`
+	Removed  bool      `json:"removed"`
+	RoleFrom string    `json:"role_from"`
+	RoleTo   string    `json:"role_to"`
 }
 
 // History is the open connections per node, sampled every Interval seconds, oldest first.
@@ -71,7 +81,9 @@ func report(st lbd.Stats, now time.Time) Report {
 		Nodes: make([]Node, len(st.Nodes)), Recent: make([]Transition, len(st.Recent))}
 	for i, n := range st.Nodes {
 		r.Nodes[i] = Node{
-			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Open: n.Open, Idle: n.Idle, InUse: n.InUse,
+			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Role: n.Role.String(), RoleError: n.RoleError,
+			Weight: n.Weight, Warmup: n.Warmup, EffectiveWeight: n.EffectiveWeight, PassiveSignals: n.PassiveSignals,
+			Open: n.Open, Idle: n.Idle, InUse: n.InUse,
 			Dials: n.Dials, DialFailures: n.DialFailures, Retired: n.Retired, FatalErrors: n.FatalErrors,
 			Transitions: n.Transitions, Probes: n.Probes, ProbeFailures: n.ProbeFailures,
 			LastProbe: n.LastProbe.Seconds(), LastError: n.LastError,
@@ -86,7 +98,7 @@ func report(st lbd.Stats, now time.Time) Report {
 	}
 	for i, t := range st.Recent {
 		r.Recent[i] = Transition{At: t.At, Node: t.Node, From: t.From.String(), To: t.To.String(),
-			Cause: t.Cause.String(), Reason: t.Reason, Removed: t.Removed}
+			Cause: t.Cause.String(), Reason: t.Reason, Removed: t.Removed, RoleFrom: t.RoleFrom.String(), RoleTo: t.RoleTo.String()}
 	}
 	return r
 }

@@ -11,18 +11,27 @@
 //	db.client.connection.count        {connection}  observable up-down counter, db.client.connection.state idle|used
 //	db.client.connection.create_time  s             histogram: each dial and MySQL handshake, failed ones included
 //	lbd.node.state                    {node}        observable gauge: 1 for the node's lbd.node.state (up, down, draining), 0 for the others
+//	lbd.node.role                     {node}        observable gauge: 1 for the node's lbd.node.role (nodes.Role: unknown, primary, replica, standby), 0 for the others
+//	lbd.node.weight                   1             observable gauge: the node's weight from its source or the DSN
+//	lbd.node.warmup                   1             observable gauge: slow-start progress, 0 as the node comes up to 1 once warm
+//	lbd.node.weight.effective         1             observable gauge: what new connections go by, weight × max(warm-up, 0.1)
 //	lbd.node.dials                    {dial}        observable counter: successful dials
 //	lbd.node.dial.failures            {dial}        observable counter: failed dials
 //	lbd.node.connection.retirements   {connection}  observable counter, lbd.retire.reason (lbd.RetireReason)
 //	lbd.node.fatal_errors             {error}       observable counter: errors judged fatal to a connection
+//	lbd.node.passive_signals          {signal}      observable counter: what the application's statements saw against the node
 //	lbd.node.probes                   {probe}       observable counter
 //	lbd.node.probe.failures           {probe}       observable counter
 //	lbd.node.transitions              {transition}  observable counter, lbd.transition.cause (lbd.TransitionCause)
 //	lbd.node.probe.duration           s             histogram: each health probe, failed ones included
 //
 // Observable instruments read one Stats snapshot per collection; the histograms are fed by an
-// lbd.Observer (one call per probe and per dial, nothing per statement). lbd has no node roles
-// yet, so no data point carries a role.
+// lbd.Observer (one call per probe and per dial, nothing per statement).
+//
+// The role is reported as the state is, one data point per role with 1 for the current one,
+// rather than as an attribute of every instrument: a switchover then changes two values and
+// ends no time series (an exporter keyed by attributes, Prometheus' among them, would
+// otherwise start every series of the node again under the new role).
 package lbdotel
 
 import (
@@ -40,6 +49,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // ScopeName is the instrumentation scope of the Meter lbdotel takes from the MeterProvider.
@@ -48,6 +58,7 @@ const ScopeName = "github.com/lbd-go/lbd/metrics/otel"
 // Attribute keys of lbd's own instruments.
 const (
 	NodeStateKey       = attribute.Key("lbd.node.state")
+	NodeRoleKey        = attribute.Key("lbd.node.role")
 	RetireReasonKey    = attribute.Key("lbd.retire.reason")
 	TransitionCauseKey = attribute.Key("lbd.transition.cause")
 )
@@ -78,6 +89,8 @@ type Metrics struct {
 	count                                     dbconv.ClientConnectionCountObservable
 	state, dials, dialFailures, retired       metric.Int64Observable
 	fatal, probes, probeFailures, transitions metric.Int64Observable
+	role, weight, passive                     metric.Int64Observable
+	warmup, effectiveWeight                   metric.Float64Observable
 	createTime                                dbconv.ClientConnectionCreateTime
 	probeDuration                             metric.Float64Histogram
 }
@@ -121,6 +134,20 @@ func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics
 	m.state, err = meter.Int64ObservableGauge("lbd.node.state", metric.WithUnit("{node}"),
 		metric.WithDescription("1 for the node's current state (lbd.node.state up, down or draining), 0 for the others."))
 	check(err)
+	m.role, err = meter.Int64ObservableGauge("lbd.node.role", metric.WithUnit("{node}"),
+		metric.WithDescription("1 for the node's current role (lbd.node.role unknown, primary, replica or standby), 0 for the others."))
+	check(err)
+	m.weight, err = meter.Int64ObservableGauge("lbd.node.weight", metric.WithUnit("1"),
+		metric.WithDescription("The node's weight from its source or the DSN (1 when none was given)."))
+	check(err)
+	m.warmup, err = meter.Float64ObservableGauge("lbd.node.warmup", metric.WithUnit("1"),
+		metric.WithDescription("The node's slow-start progress: 0 as it comes up, 1 once warm (1 with slow start off)."))
+	check(err)
+	m.effectiveWeight, err = meter.Float64ObservableGauge("lbd.node.weight.effective", metric.WithUnit("1"),
+		metric.WithDescription("The weight new connections go by: lbd.node.weight times max(lbd.node.warmup, 0.1)."))
+	check(err)
+	m.passive = counter("lbd.node.passive_signals", "{signal}",
+		"What the application's statements saw against the node (a lost connection, a statement timeout, stalled statements).")
 	m.dials = counter("lbd.node.dials", "{dial}", "Successful dials of application connections to the node.")
 	m.dialFailures = counter("lbd.node.dial.failures", "{dial}", "Failed dials to the node (refused, timed out, handshake failed).")
 	m.retired = counter("lbd.node.connection.retirements", "{connection}", "Connections to the node lbd retired, by lbd.retire.reason.")
@@ -138,7 +165,7 @@ func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics
 		return nil, fmt.Errorf("lbdotel: %w", errors.Join(errs...))
 	}
 	m.reg, err = meter.RegisterCallback(m.observe, m.count.Inst(), m.state, m.dials, m.dialFailures, m.retired,
-		m.fatal, m.probes, m.probeFailures, m.transitions)
+		m.fatal, m.probes, m.probeFailures, m.transitions, m.role, m.weight, m.warmup, m.effectiveWeight, m.passive)
 	if err != nil {
 		return nil, fmt.Errorf("lbdotel: %w", err)
 	}
@@ -197,6 +224,17 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 			}
 			o.ObserveInt64(m.state, v, with(a, NodeStateKey.String(s.String())))
 		}
+		for r := range nodes.Role(nodes.NumRoles) {
+			v := int64(0)
+			if n.Role == r {
+				v = 1
+			}
+			o.ObserveInt64(m.role, v, with(a, NodeRoleKey.String(r.String())))
+		}
+		o.ObserveInt64(m.weight, int64(n.Weight), with(a))
+		o.ObserveFloat64(m.warmup, n.Warmup, with(a))
+		o.ObserveFloat64(m.effectiveWeight, n.EffectiveWeight, with(a))
+		o.ObserveInt64(m.passive, int64(n.PassiveSignals), with(a))
 		o.ObserveInt64(m.dials, int64(n.Dials), with(a))
 		o.ObserveInt64(m.dialFailures, int64(n.DialFailures), with(a))
 		for why, v := range n.RetiredBy {

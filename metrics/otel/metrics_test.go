@@ -2,10 +2,12 @@ package lbdotel
 
 import (
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -15,6 +17,7 @@ import (
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 var enc = attribute.DefaultEncoder()
@@ -22,14 +25,14 @@ var enc = attribute.DefaultEncoder()
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // points collects reader into instrument name → attributes (encoded, sorted) → value; a
-// histogram's value is its count.
-func points(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]int64 {
+// histogram's value is its count. Float gauges go to floats, keyed the same way.
+func points(t *testing.T, reader *sdkmetric.ManualReader) (ints map[string]map[string]int64, floats map[string]map[string]float64) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(t.Context(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]map[string]int64{}
+	out, outF := map[string]map[string]int64{}, map[string]map[string]float64{}
 	for _, sm := range rm.ScopeMetrics {
 		if sm.Scope.Name != ScopeName {
 			t.Errorf("scope %q, want %q", sm.Scope.Name, ScopeName)
@@ -45,6 +48,13 @@ func points(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]
 				for _, p := range d.DataPoints {
 					m[p.Attributes.Encoded(enc)] = p.Value
 				}
+			case metricdata.Gauge[float64]:
+				f := map[string]float64{}
+				for _, p := range d.DataPoints {
+					f[p.Attributes.Encoded(enc)] = p.Value
+				}
+				outF[mt.Name] = f
+				continue
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					m[p.Attributes.Encoded(enc)] = int64(p.Count)
@@ -55,7 +65,7 @@ func points(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]
 			out[mt.Name] = m
 		}
 	}
-	return out
+	return out, outF
 }
 
 // key is a node's attributes with more, as the reader's points are keyed.
@@ -85,10 +95,11 @@ func TestMetricsMatchStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	registered := c.Stats() // probes before it are not in the histogram
 	seq := clusterkit.RunSequence(t, cl, db, c)
 
 	before := c.Stats()
-	got := points(t, reader)
+	got, gotF := points(t, reader)
 	after := c.Stats()
 	dbName := c.Config().MySQL.DBName
 	for i, n := range after.Nodes {
@@ -107,6 +118,8 @@ func TestMetricsMatchStats(t *testing.T) {
 			"lbd.node.dials":                   {k(): int64(n.Dials)},
 			"lbd.node.dial.failures":           {k(): int64(n.DialFailures)},
 			"lbd.node.fatal_errors":            {k(): int64(n.FatalErrors)},
+			"lbd.node.weight":                  {k(): int64(n.Weight)},
+			"lbd.node.passive_signals":         {k(): int64(n.PassiveSignals)},
 			"db.client.connection.create_time": {k(): int64(n.Dials + n.DialFailures)},
 		} {
 			for attrs, v := range want {
@@ -124,6 +137,25 @@ func TestMetricsMatchStats(t *testing.T) {
 				t.Errorf("%s lbd.node.state %s = %d (present %v), want %d", n.Addr, s, v, ok, want)
 			}
 		}
+		for r := range nodes.Role(nodes.NumRoles) {
+			want := int64(0)
+			if n.Role == r {
+				want = 1
+			}
+			if v, ok := got["lbd.node.role"][k(NodeRoleKey.String(r.String()))]; !ok || v != want {
+				t.Errorf("%s lbd.node.role %s = %d (present %v), want %d (Stats %v)", n.Addr, r, v, ok, want, n.Role)
+			}
+		}
+		// Warm-up moves on with the clock while we read.
+		b, _ := before.Node(n.Addr)
+		for name, rng := range map[string][2]float64{
+			"lbd.node.warmup":           {b.Warmup, n.Warmup},
+			"lbd.node.weight.effective": {b.EffectiveWeight, n.EffectiveWeight},
+		} {
+			if v, ok := gotF[name][k()]; !ok || v < rng[0] || v > rng[1] {
+				t.Errorf("%s %s = %v (present %v), Stats %v..%v", n.Addr, name, v, ok, rng[0], rng[1])
+			}
+		}
 		for r := range lbd.NumRetireReasons {
 			if v, ok := got["lbd.node.connection.retirements"][k(RetireReasonKey.String(r.String()))]; !ok || v != int64(n.RetiredBy[r]) {
 				t.Errorf("%s retirements %s = %d (present %v), Stats %d", n.Addr, r, v, ok, n.RetiredBy[r])
@@ -136,12 +168,12 @@ func TestMetricsMatchStats(t *testing.T) {
 			}
 		}
 		// Probes run on while we read.
-		b, _ := before.Node(n.Addr)
 		if v := got["lbd.node.probes"][k()]; v < int64(b.Probes) || v > int64(n.Probes) {
 			t.Errorf("%s probes %d, Stats %d..%d", n.Addr, v, b.Probes, n.Probes)
 		}
-		if v := got["lbd.node.probe.duration"][k()]; v < int64(b.Probes)-1 || v > int64(n.Probes) {
-			t.Errorf("%s probe durations %d, Stats %d..%d", n.Addr, v, b.Probes, n.Probes)
+		r, _ := registered.Node(n.Addr)
+		if v := got["lbd.node.probe.duration"][k()]; v < int64(b.Probes-r.Probes)-1 || v > int64(n.Probes) {
+			t.Errorf("%s probe durations %d, Stats %d-%d..%d", n.Addr, v, b.Probes, r.Probes, n.Probes)
 		}
 	}
 	fatalPool, downPool := seq.Fatal+"/"+dbName, seq.Down+"/"+dbName
@@ -151,6 +183,9 @@ func TestMetricsMatchStats(t *testing.T) {
 	if v := got["lbd.node.transitions"][key(downPool, "127.0.0.1", portOf(t, seq.Down), TransitionCauseKey.String("probe"))]; v != 2 {
 		t.Errorf("%s probe transitions %d, want 2 (down, up)", seq.Down, v)
 	}
+	if v := got["lbd.node.role"][key(downPool, "127.0.0.1", portOf(t, seq.Down), NodeRoleKey.String("unknown"))]; v != 1 {
+		t.Errorf("%s lbd.node.role unknown = %d, want 1 (no role check)", seq.Down, v)
+	}
 
 	// After Close nothing more is reported.
 	if err := m.Close(); err != nil {
@@ -159,9 +194,68 @@ func TestMetricsMatchStats(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := points(t, reader); len(got["lbd.node.dials"]) != 0 {
+	if got, _ := points(t, reader); len(got["lbd.node.dials"]) != 0 {
 		t.Errorf("after Close the callback still reports: %v", got["lbd.node.dials"])
 	}
+}
+
+// TestRoleGauge runs the role check (roleCheck=mysql) over a primary and a proxy turned
+// replica: lbd.node.role is 1 for each node's role and 0 for the others.
+func TestRoleGauge(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 2)
+	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), lbd.WithLogger(slog.New(slog.DiscardHandler)),
+		lbd.WithCheckHealthInterval(20*time.Millisecond), lbd.WithCheckHealthTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(t.Context())
+	m, err := Register(c, mp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	waitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
+	cl.Proxy(1).SetRole(lbdtest.Replica)
+	waitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
+
+	got, _ := points(t, reader)
+	db := c.Config().MySQL.DBName
+	for i, want := range []nodes.Role{nodes.RolePrimary, nodes.RoleReplica} {
+		addr := cl.Proxy(i).Addr()
+		for r := range nodes.Role(nodes.NumRoles) {
+			w := int64(0)
+			if r == want {
+				w = 1
+			}
+			v, ok := got["lbd.node.role"][key(addr+"/"+db, "127.0.0.1", portOf(t, addr), NodeRoleKey.String(r.String()))]
+			if !ok || v != w {
+				t.Errorf("%s lbd.node.role %s = %d (present %v), want %d", addr, r, v, ok, w)
+			}
+		}
+	}
+	if n := len(got["lbd.node.role"]); n != 2*nodes.NumRoles {
+		t.Errorf("%d lbd.node.role points, want %d", n, 2*nodes.NumRoles)
+	}
+}
+
+// waitRoles waits until the role check has found the nodes' roles to be want, in order.
+func waitRoles(t *testing.T, c *lbd.Connector, want ...nodes.Role) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the roles %v", want), func() bool {
+		st := c.Stats()
+		if len(st.Nodes) != len(want) {
+			return false
+		}
+		for i, n := range st.Nodes {
+			if n.Role != want[i] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func portOf(t *testing.T, addr string) int {

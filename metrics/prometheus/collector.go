@@ -5,8 +5,17 @@
 // Every series carries the node label ("host:port"). Gauges and counters are read from one
 // Stats snapshot per scrape; the probe and dial latency histograms are fed by an lbd.Observer
 // the Collector registers on the Connector (one call per probe and per dial, nothing per
-// statement; with no Collector, nothing is timed at all). lbd has no node roles yet, so no
-// series carries a role label.
+// statement; with no Collector, nothing is timed at all).
+//
+// The node's role (primary, replica, standby, unknown) is not a label of every series: a
+// switchover would end each series of the node and start another under the new role, breaking
+// rate() over the counters and doubling the node's series for the lookback window. It is the
+// label of one info-style gauge, lbd_node_info{node,role} = 1, as Prometheus advises for a
+// changing string attribute; a query that wants the role joins it on node, for example
+//
+//	sum by (role) (lbd_node_open_connections * on (node) group_left (role) lbd_node_info)
+//
+// On a role change the old info series ends and the new one starts: one series churns, not all.
 //
 // Register it next to client_golang's collectors.NewDBStatsCollector for the *sql.DB, which
 // exports database/sql's own pool (waits, lifetime closes) under go_sql_*:
@@ -48,6 +57,7 @@ type Collector struct {
 	logical, up, state, standby, open, idle, inUse *prometheus.Desc
 	dials, dialFailures, retired, fatal, probes    *prometheus.Desc
 	probeFailures, transitions                     *prometheus.Desc
+	info, weight, effectiveWeight, warmup, passive *prometheus.Desc
 	probeSeconds, dialSeconds                      *prometheus.HistogramVec
 
 	mu    sync.Mutex      // guards known
@@ -60,16 +70,21 @@ var _ prometheus.Collector = (*Collector)(nil)
 // exports (all but lbd_logical_connections per node, label node):
 //
 //	lbd_logical_connections                  gauge    connections database/sql holds open
+//	lbd_node_info{role}                      gauge    1, with the node's role (nodes.Role): primary, replica, standby, unknown
 //	lbd_node_up                              gauge    1 while the node takes new connections
 //	lbd_node_state{state}                    gauge    1 for the node's state: up, down or draining
 //	lbd_node_standby                         gauge    1 while the node is a standby
 //	lbd_node_open_connections                gauge    open physical connections, dials included
 //	lbd_node_idle_connections                gauge    of those, idle
 //	lbd_node_in_use_connections              gauge    of those, in use
+//	lbd_node_weight                          gauge    the node's weight from its source or the DSN
+//	lbd_node_warmup_ratio                    gauge    slow-start progress, 0 as the node comes up to 1 once warm
+//	lbd_node_effective_weight                gauge    what new connections go by: weight × max(warm-up, 0.1)
 //	lbd_node_dials_total                     counter  successful dials
 //	lbd_node_dial_failures_total             counter  failed dials
 //	lbd_node_retired_connections_total{reason} counter connections retired, by lbd.RetireReason
 //	lbd_node_fatal_errors_total              counter  errors judged fatal to a connection
+//	lbd_node_passive_signals_total           counter  what the application's statements saw against the node
 //	lbd_node_probes_total                    counter  probes run
 //	lbd_node_probe_failures_total            counter  probes failed
 //	lbd_node_transitions_total{cause}        counter  state changes, by lbd.TransitionCause
@@ -89,23 +104,30 @@ func NewCollector(c *lbd.Connector, opts Options) *Collector {
 	col := &Collector{
 		c:       c,
 		logical: prometheus.NewDesc("lbd_logical_connections", "Connections database/sql holds open through lbd: logical ones in statement mode, physical ones in connection mode.", nil, opts.ConstLabels),
+		info:    desc("lbd_node_info", "1, with the node's role (primary, replica, standby, unknown) as a label: join on node to carry the role to other series.", "role"),
 		up:      desc("lbd_node_up", "1 while the node is up (takes new connections), 0 while down or draining."),
 		state:   desc("lbd_node_state", "1 for the node's current state (up, down, draining), 0 for the others.", "state"),
 		standby: desc("lbd_node_standby", "1 while the node is a standby: probed, but taking no new connection."),
 		open:    desc("lbd_node_open_connections", "Open physical connections to the node, dials in progress included, the probe connection excluded."),
 		idle:    desc("lbd_node_idle_connections", "Open physical connections to the node that are idle."),
 		inUse:   desc("lbd_node_in_use_connections", "Open physical connections to the node that are in use."),
-		dials:   desc("lbd_node_dials_total", "Successful dials of application connections to the node."),
+		weight:  desc("lbd_node_weight", "The node's weight from its source or the DSN (1 when none was given)."),
+		warmup:  desc("lbd_node_warmup_ratio", "The node's slow-start progress: 0 as it comes up, 1 once warm (1 with slow start off)."),
+		effectiveWeight: desc("lbd_node_effective_weight",
+			"The weight new connections go by: lbd_node_weight times max(lbd_node_warmup_ratio, 0.1)."),
+		passive: desc("lbd_node_passive_signals_total",
+			"What the application's statements saw against the node (a lost connection, a statement timeout, stalled statements)."),
+		dials: desc("lbd_node_dials_total", "Successful dials of application connections to the node."),
 		dialFailures: desc("lbd_node_dial_failures_total",
 			"Failed dials to the node (refused, timed out, handshake failed)."),
 		retired: desc("lbd_node_retired_connections_total",
-			"Connections to the node lbd retired, by reason (node_down, node_draining, fatal, rebalance, tx_end_failed).", "reason"),
+			"Connections to the node lbd retired, by reason (node_down, node_draining, fatal, rebalance, tx_end_failed, role).", "reason"),
 		fatal:  desc("lbd_node_fatal_errors_total", "Errors on the node's connections that the exception sorter judged fatal."),
 		probes: desc("lbd_node_probes_total", "Health probes of the node."),
 		probeFailures: desc("lbd_node_probe_failures_total",
 			"Failed health probes of the node."),
 		transitions: desc("lbd_node_transitions_total",
-			"State changes of the node, by the signal that decided them (probe, dial, fatal, node_list, ...).", "cause"),
+			"State changes of the node, by the signal that decided them (probe, dial, fatal, node_list, role, panic, passive).", "cause"),
 		probeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lbd_node_probe_duration_seconds", Help: "How long each health probe of the node took, failed ones included.",
 			Buckets: probeBuckets, ConstLabels: opts.ConstLabels}, []string{"node"}),
@@ -134,7 +156,8 @@ func (col *Collector) Close() { col.remove() }
 // Describe implements prometheus.Collector.
 func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{col.logical, col.up, col.state, col.standby, col.open, col.idle, col.inUse,
-		col.dials, col.dialFailures, col.retired, col.fatal, col.probes, col.probeFailures, col.transitions} {
+		col.dials, col.dialFailures, col.retired, col.fatal, col.probes, col.probeFailures, col.transitions,
+		col.info, col.weight, col.warmup, col.effectiveWeight, col.passive} {
 		ch <- d
 	}
 	col.probeSeconds.Describe(ch)
@@ -159,6 +182,7 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range st.Nodes {
 		a := n.Addr
 		present[a] = true
+		gauge(col.info, 1, a, n.Role.String())
 		gauge(col.up, b2f(n.State == lbd.StateUp), a)
 		for _, s := range nodeStates {
 			gauge(col.state, b2f(n.State == s), a, s.String())
@@ -167,12 +191,16 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(col.open, float64(n.Open), a)
 		gauge(col.idle, float64(n.Idle), a)
 		gauge(col.inUse, float64(n.InUse), a)
+		gauge(col.weight, float64(n.Weight), a)
+		gauge(col.warmup, n.Warmup, a)
+		gauge(col.effectiveWeight, n.EffectiveWeight, a)
 		counter(col.dials, n.Dials, a)
 		counter(col.dialFailures, n.DialFailures, a)
 		for why, v := range n.RetiredBy {
 			counter(col.retired, v, a, lbd.RetireReason(why).String())
 		}
 		counter(col.fatal, n.FatalErrors, a)
+		counter(col.passive, n.PassiveSignals, a)
 		counter(col.probes, n.Probes, a)
 		counter(col.probeFailures, n.ProbeFailures, a)
 		for cause, v := range n.TransitionsBy {

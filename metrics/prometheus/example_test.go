@@ -43,10 +43,13 @@ func ExampleNewCollector() {
 	// lbd_logical_connections 1
 	// lbd_node_dial_failures_total 2
 	// lbd_node_dials_total 2
+	// lbd_node_effective_weight 2
 	// lbd_node_fatal_errors_total 2
 	// lbd_node_idle_connections 2
 	// lbd_node_in_use_connections 2
+	// lbd_node_info 2
 	// lbd_node_open_connections 2
+	// lbd_node_passive_signals_total 2
 	// lbd_node_probe_failures_total 2
 	// lbd_node_probes_total 2
 	// lbd_node_retired_connections_total 12
@@ -54,4 +57,6 @@ func ExampleNewCollector() {
 	// lbd_node_state 6
 	// lbd_node_transitions_total 14
 	// lbd_node_up 2
+	// lbd_node_warmup_ratio 2
+	// lbd_node_weight 2
 }

@@ -3,7 +3,9 @@ package browsertest
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -36,18 +38,29 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// row is one node's row as the browser shows it.
+// row is one node's row as the browser shows it: the text of its cells under the headers
+// "open", "role", "weight / effective", "warm-up" and "passive signals".
 type row struct {
-	Node  string `json:"node"`
-	State string `json:"state"`
-	Open  string `json:"open"`
+	Node    string `json:"node"`
+	State   string `json:"state"`
+	Open    string `json:"open"`
+	Role    string `json:"role"`
+	Weight  string `json:"weight"`
+	Warmup  string `json:"warmup"`
+	Passive string `json:"passive"`
 }
 
-const readRows = `Array.from(document.querySelectorAll("#nodes tbody tr[data-node]")).map(tr => ({
-	node: tr.dataset.node, state: tr.dataset.state, open: tr.children[2].textContent}))`
+const readRows = `(() => {
+	const heads = Array.from(document.querySelectorAll("#nodes thead th")).map(th => th.textContent);
+	const cell = (tr, head) => heads.indexOf(head) < 0 ? "no column " + head : tr.children[heads.indexOf(head)].textContent;
+	return Array.from(document.querySelectorAll("#nodes tbody tr[data-node]")).map(tr => ({
+		node: tr.dataset.node, state: tr.dataset.state, open: cell(tr, "open"), role: cell(tr, "role"),
+		weight: cell(tr, "weight / effective"), warmup: cell(tr, "warm-up"), passive: cell(tr, "passive signals")}));
+})()`
 
 // TestStatusPageInChromium loads the page of a three-proxy Connector in headless Chromium,
-// checks that it shows every node, its chart and its header, stops a proxy and waits, without
+// checks that it shows every node, its chart and its header, and the role the role check found
+// (the third proxy plays a replica, roleCheck=mysql), stops a proxy and waits, without
 // a reload, for the page to show the node down and the transition with its reason (the
 // page's own polling is what must bring them). A
 // screenshot is written to the test's temp dir (and to LBD_STATUS_SCREENSHOT when set).
@@ -55,7 +68,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	browser := chromium(t)
 
 	cl := lbdtest.NewCluster(t, 3)
-	c, err := lbd.NewConnector(cl.DSN(""), lbd.WithLogger(slog.New(slog.DiscardHandler)),
+	cl.Proxy(2).SetRole(lbdtest.Replica)
+	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), lbd.WithLogger(slog.New(slog.DiscardHandler)),
 		lbd.WithCheckHealthInterval(50*time.Millisecond), lbd.WithCheckHealthTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +106,19 @@ func TestStatusPageInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#nodes tbody tr[data-node]`))); err != nil {
 		t.Fatalf("load the page: %v", err)
 	}
-	rows := evaluate[[]row](ctx, t, readRows)
+	// The role check rides on the probes: the page must show each role once it has run.
+	var rows []row
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows = evaluate[[]row](ctx, t, readRows)
+		if len(rows) == 3 && rows[0].Role == "primary" && rows[1].Role == "primary" && rows[2].Role == "replica" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not show the roles primary, primary, replica within 20 s: %+v", rows)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	summary := evaluate[string](ctx, t, `document.getElementById("summary").textContent`)
 	lines := evaluate[int](ctx, t, `document.querySelectorAll("#chart polyline").length`)
 	if len(rows) != 3 || lines != 3 {
@@ -102,6 +128,13 @@ func TestStatusPageInChromium(t *testing.T) {
 		// States may flap on a loaded machine (probes every 50 ms); the connections held stay.
 		if rows[i].Node != p.Addr() || rows[i].Open != "2" || (rows[i].State != "up" && rows[i].State != "down") {
 			t.Errorf("row %d = %+v, want %s with 2 open", i, rows[i], p.Addr())
+		}
+		// Weight 1 (none given); a node listed at start is warm, but one that flapped warms up
+		// again: the effective weight must follow the warm-up the row shows.
+		var eff, warm float64
+		if _, err := fmt.Sscanf(rows[i].Weight+" "+rows[i].Warmup, "1 / %f %f%%", &eff, &warm); err != nil ||
+			warm < 0 || warm > 100 || math.Abs(eff-max(warm/100, 0.1)) > 0.011 || rows[i].Passive != "0" {
+			t.Errorf("row %d = %+v (%v): want weight 1 / max(warm-up, 0.1), 0 passive signals", i, rows[i], err)
 		}
 	}
 	if want := "balance mode connection"; !contains(summary, want) {
@@ -114,7 +147,7 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	var recent string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for {
 		rows = evaluate[[]row](ctx, t, readRows)
 		recent = evaluate[string](ctx, t, `document.querySelector("#recent tbody").textContent`)
