@@ -34,6 +34,39 @@ type probeTarget struct {
 	// The prober runs Probe and Report on one goroutine, which alone touches confirming.
 	confirm    atomic.Int64
 	confirming bool
+
+	// running is the scheduled probe in flight, nil when none: a confirmation asked for while
+	// it runs turns it into the confirming probe (confirmRunning), so that a probe which began
+	// just as the node hung cannot hold the verdict back for its whole timeout.
+	runMu   sync.Mutex
+	running *runningProbe
+}
+
+// runningProbe is one scheduled probe in flight.
+type runningProbe struct {
+	start    time.Time
+	cancel   context.CancelCauseFunc
+	upgraded bool // a confirmation was asked for while it ran: its verdict confirms
+	timer    *time.Timer
+}
+
+// errConfirmDeadline ends a running probe that a confirmation turned into a confirming one, once
+// the confirmation's deadline has passed.
+var errConfirmDeadline = errors.New("lbd: probe not answered within the confirming deadline")
+
+// confirmRunning turns the scheduled probe in flight, if any, into the confirming probe: it now
+// ends at most d after it began, and its result confirms or clears the suspicion. It reports
+// whether there was one.
+func (p *probeTarget) confirmRunning(d time.Duration) bool {
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	r := p.running
+	if r == nil || r.upgraded {
+		return r != nil
+	}
+	r.upgraded = true
+	r.timer = time.AfterFunc(max(time.Until(r.start.Add(d)), 0), func() { r.cancel(errConfirmDeadline) })
+	return true
 }
 
 // Probe implements detect.Target: it runs probeQuery on the node's dedicated probe connection,
@@ -59,6 +92,23 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 		p.confirming = true
+	} else {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		r := &runningProbe{start: time.Now(), cancel: cancel}
+		p.runMu.Lock()
+		p.running = r
+		p.runMu.Unlock()
+		defer func() {
+			p.runMu.Lock()
+			p.running = nil
+			if r.timer != nil {
+				r.timer.Stop()
+			}
+			p.confirming = r.upgraded
+			p.runMu.Unlock()
+			cancel(nil)
+		}()
 	}
 	reused := p.conn != nil
 	lost, err := p.probeOnce(ctx)

@@ -106,7 +106,11 @@ func (c *Connector) suspect(n *node, signal string) {
 	if t == nil || c.prober == nil || !c.table.Suspect(n.tn, c.cfg.clock.Now(), signal) {
 		return
 	}
-	t.confirm.Store(c.stallBase.Load())
+	d := c.stallBase.Load()
+	if t.confirmRunning(time.Duration(d)) {
+		return // the probe in flight confirms, under the confirming deadline from its start
+	}
+	t.confirm.Store(d)
 	c.prober.Trigger(t)
 }
 
