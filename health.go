@@ -135,12 +135,6 @@ func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
 	}
 	bound := p.tc.limitTo(ctx)
 	err = p.query(ctx)
-	if err == nil {
-		err = p.checkRole(ctx)
-	}
-	if err == nil {
-		err = p.checkLag(ctx)
-	}
 	if late := bound.lift(); err != nil || late {
 		lost = !late && connectionLost(err)
 		switch {
@@ -170,7 +164,8 @@ func connectionLost(err error) bool {
 	return false
 }
 
-// query runs the probe query, turning a panic of go-sql-driver's parser into an error.
+// query runs the probe query, then the role and lag checks when configured, turning a panic
+// of go-sql-driver's parser in any of them into an error.
 func (p *probeTarget) query(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -178,6 +173,12 @@ func (p *probeTarget) query(ctx context.Context) (err error) {
 		}
 	}()
 	err = runProbeQuery(ctx, p.conn)
+	if err == nil {
+		err = p.checkRole(ctx)
+	}
+	if err == nil {
+		err = p.checkLag(ctx)
+	}
 	if err != nil {
 		if perr := p.tc.protocolErr(); perr != nil {
 			err = perr

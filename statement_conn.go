@@ -230,53 +230,56 @@ func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 // ExecContext implements driver.ExecerContext.
 func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	eff := sqlclass.Classify(query)
-	var write bool
-	l.want, write = l.c.route(ctx, query)
-	p, err := l.bind(ctx, eff)
-	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
-	}
+	p, write, err := l.bindFor(ctx, query, eff)
 	if err != nil {
 		return nil, err
 	}
-	l.c.countRouted(p, write)
 	res, err := p.ExecContext(ctx, query, args)
-	if err == nil && write {
-		l.captureAfter(ctx, p)
-	}
-	if err != driver.ErrSkip { // database/sql prepares the statement and runs it as such
-		l.after(eff, err)
-		if write {
-			l.c.noteWrite(ctx)
-		}
-	}
+	l.ran(ctx, p, eff, write, err)
 	return res, err
 }
 
 // QueryContext implements driver.QueryerContext.
 func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	eff := sqlclass.Classify(query)
-	var write bool
-	l.want, write = l.c.route(ctx, query)
-	p, err := l.bind(ctx, eff)
-	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
-	}
+	p, write, err := l.bindFor(ctx, query, eff)
 	if err != nil {
 		return nil, err
 	}
-	l.c.countRouted(p, write)
 	rows, err := p.QueryContext(ctx, query, args)
+	l.ran(ctx, p, eff, write, err)
+	return rows, err
+}
+
+// bindFor binds the physical connection a statement with text query and effects eff runs on:
+// the target the read/write split routes it to, and, for a causal read, after its scope's
+// position was reached there. write reports whether the statement counts as a write.
+func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Effect) (p *conn, write bool, err error) {
+	l.want, write = l.c.route(ctx, query)
+	p, err = l.bind(ctx, eff)
+	if err == nil {
+		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
+	}
+	if err == nil {
+		l.c.countRouted(p, write)
+	}
+	return p, write, err
+}
+
+// ran records what a statement that ran on p with effects eff did to the session and, for a
+// write, to its scope's read-your-writes state. driver.ErrSkip means it did not run (database/sql
+// prepares it and runs it as such).
+func (l *logicalConn) ran(ctx context.Context, p *conn, eff sqlclass.Effect, write bool, err error) {
+	if err == driver.ErrSkip {
+		return
+	}
 	if err == nil && write {
 		l.captureAfter(ctx, p)
 	}
-	if err != driver.ErrSkip {
-		l.after(eff, err)
-		if write {
-			l.c.noteWrite(ctx)
-		}
+	l.after(eff, err)
+	if write {
+		l.c.noteWrite(ctx)
 	}
-	return rows, err
 }
 
 // keepsResult binds a call that changes nothing a following LAST_INSERT_ID(), ROW_COUNT() or

@@ -141,15 +141,11 @@ func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
-	s.l.want, s.write = s.l.c.route(ctx, s.query)
-	p, err := s.l.bind(ctx, s.eff)
-	if err == nil {
-		p, err = s.l.awaitPosition(ctx, p, func() (*conn, error) { return s.l.bind(ctx, s.eff) })
-	}
+	p, write, err := s.l.bindFor(ctx, s.query, s.eff)
 	if err != nil {
 		return nil, err
 	}
-	s.l.c.countRouted(p, s.write)
+	s.write = write
 	return s.l.c.statementOn(ctx, p, s.q)
 }
 
@@ -159,13 +155,7 @@ func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 		return nil, err
 	}
 	res, err := st.ExecContext(ctx, args)
-	if err == nil && s.write {
-		s.l.captureAfter(ctx, s.l.phys)
-	}
-	s.l.after(s.eff, err)
-	if s.write {
-		s.l.c.noteWrite(ctx)
-	}
+	s.l.ran(ctx, s.l.phys, s.eff, s.write, err)
 	return res, err
 }
 
@@ -175,13 +165,7 @@ func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 		return nil, err
 	}
 	rows, err := st.QueryContext(ctx, args)
-	if err == nil && s.write {
-		s.l.captureAfter(ctx, s.l.phys)
-	}
-	s.l.after(s.eff, err)
-	if s.write {
-		s.l.c.noteWrite(ctx)
-	}
+	s.l.ran(ctx, s.l.phys, s.eff, s.write, err)
 	return rows, err
 }
 

@@ -339,12 +339,8 @@ func TestReloadCoalesced(t *testing.T) {
 	if limit := 1 + int(elapsed/interval); len(starts) > limit || len(starts) == 0 {
 		t.Errorf("30 calls in %v made %d reads, want 1 to %d", elapsed, len(starts), limit)
 	}
-	// The server spaces reads from the moment it starts one; the backend notes the start when
-	// its goroutine runs, which on a loaded machine can be some milliseconds later for one read
-	// and not the next. A tenth of the interval covers that skew and still catches reads that
-	// are not spaced.
 	for i := 1; i < len(starts); i++ {
-		if gap := starts[i].Sub(starts[i-1]); gap < interval-interval/10 {
+		if gap := starts[i].Sub(starts[i-1]); gap < interval {
 			t.Errorf("reads %d and %d started %v apart, want at least %v", i-1, i, gap, interval)
 		}
 	}

@@ -29,11 +29,11 @@ type reloader struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu        sync.Mutex
-	pending   *reloadRound // the round callers join; nil when nobody waits
-	running   bool         // the loop goroutine is alive
-	lastStart time.Time
-	closed    bool
+	mu      sync.Mutex
+	pending *reloadRound // the round callers join; nil when nobody waits
+	running bool         // the loop goroutine is alive
+	lastEnd time.Time    // when the latest read returned; the next starts at least interval later
+	closed  bool
 }
 
 // reloadRound is one read of the store shared by its callers; err is set before done closes.
@@ -90,7 +90,7 @@ func (r *reloader) loop() {
 			r.finish(errServerClosed)
 			return
 		}
-		if wait := r.interval - time.Since(r.lastStart); wait > 0 && !r.lastStart.IsZero() {
+		if wait := r.interval - time.Since(r.lastEnd); wait > 0 && !r.lastEnd.IsZero() {
 			r.mu.Unlock()
 			t := time.NewTimer(wait)
 			select {
@@ -103,12 +103,17 @@ func (r *reloader) loop() {
 			continue // callers arriving during the wait join the same round
 		}
 		r.pending = nil
-		r.lastStart = time.Now()
 		r.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(r.ctx, reloadTimeout)
 		err := r.reload(ctx)
 		cancel()
+		// Spacing from the end, not the start: the store's own view of when a read began is
+		// never later than its end, so two reads are interval apart however late the store
+		// notes a start.
+		r.mu.Lock()
+		r.lastEnd = time.Now()
+		r.mu.Unlock()
 		if err != nil && r.ctx.Err() != nil {
 			err = errServerClosed
 		}

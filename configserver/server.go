@@ -58,8 +58,9 @@ type Config struct {
 	// served for /health/offline to answer HTTP 500 ("still busy"). Zero means
 	// DefaultDrainWindow (10 s).
 	DrainWindow time.Duration
-	// ReloadInterval is the shortest time between the starts of two reads of the store asked
-	// for by /reload or Server.Reload, so /reload cannot hammer the store. Zero means
+	// ReloadInterval is the shortest time from the end of one read of the store asked for by
+	// /reload or Server.Reload to the start of the next, so /reload cannot hammer the store and
+	// two reads start at least that far apart. Zero means
 	// DefaultReloadInterval (1 s); a negative value means no spacing (concurrent calls still
 	// share one read).
 	ReloadInterval time.Duration

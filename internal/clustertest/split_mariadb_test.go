@@ -36,6 +36,26 @@ func delayReplica(t *testing.T, rAdmin *sql.DB, delay time.Duration) {
 	})
 }
 
+// delayedPairTable creates a table named after prefix on the pair's primary, waits for it on the
+// replica, then holds the replica delay behind the primary until the test ends; it returns the
+// primary, the replica's admin handle and the table.
+func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary, rAdmin *sql.DB, table string) {
+	t.Helper()
+	primary, replica := mariaDBPair(t)
+	rAdmin = mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	table = fmt.Sprintf("%s_%d", prefix, os.Getpid())
+	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
+	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+		_, err := replica.Exec("SELECT 1 FROM " + table)
+		return err == nil
+	})
+	delayReplica(t, rAdmin, delay)
+	return primary, rAdmin, table
+}
+
 // splitOverPair opens a Connector with the read/write split over the pair's primary and
 // replica; see splitOverPairConnector.
 func splitOverPair(t *testing.T, params string) *sql.DB {
@@ -70,18 +90,7 @@ func staleReads(t *testing.T, db *sql.DB, table string, tries int) int {
 // write sometimes misses it (it ran on the replica); with readAfterWriteMillis above the delay
 // it never does.
 func TestReadYourWritesOnADelayedReplica(t *testing.T) {
-	primary, replica := mariaDBPair(t)
-	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	table := fmt.Sprintf("lbd_delay_%d", os.Getpid())
-	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
-		_, err := replica.Exec("SELECT 1 FROM " + table)
-		return err == nil
-	})
-	delayReplica(t, rAdmin, time.Second)
+	_, _, table := delayedPairTable(t, "lbd_delay", time.Second)
 
 	off := staleReads(t, splitOverPair(t, "readAfterWriteMillis=0"), table, 20)
 	on := staleReads(t, splitOverPair(t, "readAfterWriteMillis=2000"), table, 20)
@@ -119,18 +128,7 @@ func splitOverPairConnector(t *testing.T, params string) (*sql.DB, *lbd.Connecto
 // the replica until it applied the write, and sees it; with a bound shorter than the delay it
 // runs on the primary instead, and sees it too.
 func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
-	primary, replica := mariaDBPair(t)
-	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	table := fmt.Sprintf("lbd_gtidread_%d", os.Getpid())
-	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
-		_, err := replica.Exec("SELECT 1 FROM " + table)
-		return err == nil
-	})
-	delayReplica(t, rAdmin, time.Second)
+	_, _, table := delayedPairTable(t, "lbd_gtidread", time.Second)
 
 	db, c := splitOverPairConnector(t, "readConsistency=gtid&readAfterWriteMillis=3000")
 	if stale := staleReads(t, db, table, 5); stale != 0 {
@@ -158,18 +156,7 @@ func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
 // the reads (Stats says it lags), reads right after their write go to the primary and see it,
 // and once the delay is lifted the replica takes reads again.
 func TestLaggingReplicaIsLeftOutOfReads(t *testing.T) {
-	primary, replica := mariaDBPair(t)
-	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	table := fmt.Sprintf("lbd_lag_%d", os.Getpid())
-	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
-		_, err := replica.Exec("SELECT 1 FROM " + table)
-		return err == nil
-	})
-	delayReplica(t, rAdmin, 3*time.Second)
+	primary, rAdmin, table := delayedPairTable(t, "lbd_lag", 3*time.Second)
 	db, c := splitOverPairConnector(t, "readAfterWriteMillis=0&maxReplicationLagSeconds=1")
 	rAddr := mustAddr(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
 	ctx := context.Background()

@@ -47,12 +47,9 @@ func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
 	t.deliver()
 }
 
-// Role returns n's current role.
-func (t *Table[P]) Role(n *Node[P]) nodes.Role {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return n.role
-}
+// Role returns n's current role with one atomic load and no mutex: statement mode's split asks
+// it for the bound connection at every statement.
+func (t *Table[P]) Role(n *Node[P]) nodes.Role { return nodes.Role(n.roleNow.Load()) }
 
 // setRoleLocked gives n role r, moving it between the pick indexes, and queues the role change
 // (none when r is n's role already).
@@ -64,6 +61,7 @@ func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) {
 	indexed := n.byOpen.Indexed()
 	t.unindexLocked(n)
 	n.role = r
+	n.roleNow.Store(uint32(r))
 	if indexed || (n.state == Up && !n.standby) {
 		t.indexLocked(n)
 	}

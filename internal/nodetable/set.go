@@ -36,6 +36,7 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 
 func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
 	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role, warmth: 1, warmIdx: -1}
+	n.roleNow.Store(uint32(want.Role))
 	n.byOpen.Value, n.byInUse.Value = n, n
 	t.setWeightLocked(n, want.Weight)
 	p, err := build(n)

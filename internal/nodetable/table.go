@@ -185,11 +185,12 @@ type Node[P any] struct {
 	warmIdx      int       // place in Table.warming, -1 when not warming
 
 	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow (written with it held).
-	stateNow  atomic.Int32 // state, for IsUp without the mutex
-	downAt    int          // index in Table.downs while down
-	failSeq   uint64       // Table.failSeq of the latest failure held against the node; 0 before any
-	panicBusy bool         // a panic-mode dial of the node is in flight
-	panicAt   time.Time    // when the latest panic-mode dial of the node started
+	stateNow  atomic.Int32  // state, for IsUp without the mutex
+	roleNow   atomic.Uint32 // role, for Role without the mutex (written with the mutex held)
+	downAt    int           // index in Table.downs while down
+	failSeq   uint64        // Table.failSeq of the latest failure held against the node; 0 before any
+	panicBusy bool          // a panic-mode dial of the node is in flight
+	panicAt   time.Time     // when the latest panic-mode dial of the node started
 
 	suspect   string    // the passive signal awaiting its confirming probe; "" when none
 	suspectAt time.Time // when it was noted

@@ -94,14 +94,20 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 		return ok && n.State == lbd.StateUp
 	})
 	up := time.Since(written)
+	upAt := time.Now()
 	waitFor(t, 5*time.Second, "connections on the third proxy", func() bool {
 		n, _ := nodeOpen(c, addrs[2])
 		return n > 0
 	})
 	// The pool keeps every connection idle (no lifetime, idle limit = open limit), so only the
-	// rebalancer can move one onto the new proxy: reaching it at all is the verdict. How soon is
-	// logged, not judged; on a loaded machine one round more or less is noise.
+	// rebalancer moves one onto the new proxy, and it must do so within two of its rounds after
+	// the proxy came up. Rounds are counted from the rebalancer's log lines, not from the clock:
+	// a round logs one line per node it retired from, all at once, and rounds are a balance
+	// interval apart.
 	moved := time.Since(written)
+	if rounds := rebalanceRounds(l, upAt); rounds > 2 {
+		t.Errorf("connections reached the third proxy after %d rebalancing rounds, want within two of it being up", rounds)
+	}
 	t.Logf("third proxy up %v after the write, holding connections after %v (balance interval %v)", up.Round(time.Millisecond), moved.Round(time.Millisecond), balanceInterval)
 
 	srv.put(testKey, doc("im_user", addrs[1], addrs[2]))
@@ -183,4 +189,21 @@ func TestEtcdOutageUnderLoad(t *testing.T) {
 	if n, m := l.Count("etcd unreachable"), l.Count("reachable again"); n != 1 || m != 1 {
 		t.Fatalf("%d unreachable and %d reachable-again lines, want 1 each:\n%s", n, m, l.All())
 	}
+}
+
+// rebalanceRounds counts the rebalancing rounds that retired connections since since: the
+// rebalancer's log lines, lines less than half a balance interval apart counting as one round.
+func rebalanceRounds(l *logs, since time.Time) int {
+	rounds := 0
+	var last time.Time
+	for _, line := range l.Match("lbd: rebalanced") {
+		if line.At.Before(since) {
+			continue
+		}
+		if last.IsZero() || line.At.Sub(last) >= balanceInterval/2 {
+			rounds++
+		}
+		last = line.At
+	}
+	return rounds
 }

@@ -1,0 +1,44 @@
+package lbd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+)
+
+// The role check is read from a proxy like any answer: every fault of the catalogue, sent in
+// answer to it, ends the probe within its timeout without a panic, and leaves no role behind
+// that the proxy did not give (the fake answers 1: a replica).
+func TestRoleCheckAgainstHostileAnswers(t *testing.T) {
+	answer := func(q string) *mysqlfake.Result {
+		if strings.Contains(q, "@@global.read_only") {
+			return &mysqlfake.Result{Columns: []string{"@@global.read_only"}, Rows: [][]string{{"1"}}}
+		}
+		return mysqlfake.DefaultAnswer(q)
+	}
+	for _, f := range mysqlfake.Catalogue() {
+		if f.Phase.Connection() || f.Heavy {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			srv := mysqlfake.Start(t, mysqlfake.Config{Answer: answer, StallTimeout: 5 * time.Second})
+			f.Match = mysqlfake.QueryContains("@@global.read_only")
+			srv.AddFault(f)
+			_, c := openFakeDB(t, []*mysqlfake.Server{srv}, "roleCheck=mysql", quiet()...)
+			target := &probeTarget{owner: c, n: c.table.Nodes(nil)[0].Payload()}
+			t.Cleanup(func() { target.Close() })
+			start := time.Now()
+			err := probeOnce(target, time.Second) // a panic here fails the test
+			if took := time.Since(start); took > 3*time.Second {
+				t.Fatalf("probe took %v against a 1 s timeout (err %v)", took, err)
+			}
+			// The catalogue's values are 1 and 2, never 0: no broken answer may pass for a primary.
+			if r := c.table.Role(c.table.Nodes(nil)[0]); r.String() == "primary" {
+				t.Fatalf("a broken answer made the node a primary (err %v)", err)
+			}
+		})
+	}
+}
