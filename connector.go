@@ -19,6 +19,7 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/ring"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -44,12 +45,12 @@ type Connector struct {
 	start *sourceStart  // the node source's background start; nil for a static list
 	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
-	recent      recentFatal   // latest fatal errors, for NodeOfError
-	observers   observers     // AddObserver's list
-	transitions transitionLog // latest state changes, for Stats.Recent
-	stmt        statementMode // statement mode's logical connections and prepared statements
-	applyMu     sync.Mutex    // serialises node-list changes (SetNodes and source updates)
-	stallBase   atomic.Int64  // the stall threshold now, in nanoseconds: a confirming probe's deadline
+	recent      recentFatal            // latest fatal errors, for NodeOfError
+	observers   observers              // AddObserver's list
+	transitions *ring.Ring[Transition] // latest state changes, for Stats.Recent
+	stmt        statementMode          // statement mode's logical connections and prepared statements
+	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
+	stallBase   atomic.Int64           // the stall threshold now, in nanoseconds: a confirming probe's deadline
 
 	trq transitionQueue // state changes on their way to transitionLoop
 
@@ -107,12 +108,13 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, err // settle checked it; kept for the parsed form
 	}
 	c := &Connector{
-		cfg:   run,
-		roles: roles,
-		stop:  make(chan struct{}),
-		ready: make(chan struct{}),
-		topo:  newTopologySignal(),
-		trq:   transitionQueue{wake: make(chan struct{}, 1)},
+		cfg:         run,
+		roles:       roles,
+		stop:        make(chan struct{}),
+		ready:       make(chan struct{}),
+		topo:        newTopologySignal(),
+		trq:         transitionQueue{wake: make(chan struct{}, 1)},
+		transitions: ring.New[Transition](recentTransitions),
 	}
 	table, err := nodetable.New(nodetable.Config[*node]{
 		Target:             roles.target,

@@ -136,7 +136,7 @@ func (c *Connector) Stats() Stats {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
 	}
-	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.list(),
+	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
 		ReadsToPrimaryAfterWrite: c.split.rywReads.Load(), Causal: c.causalStats()}
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {

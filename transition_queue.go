@@ -22,7 +22,7 @@ type transitionQueue struct {
 // appending here keeps that order. Stats.Recent lists the transition at once, so that it agrees
 // with the states Stats shows; the log line and the retiring follow on transitionLoop.
 func (c *Connector) queueTransition(t nodetable.Transition[*node]) {
-	c.transitions.add(Transition{At: c.cfg.clock.Now(), Node: t.Node.Payload().addr, From: NodeState(t.From),
+	c.transitions.Add(Transition{At: c.cfg.clock.Now(), Node: t.Node.Payload().addr, From: NodeState(t.From),
 		To: NodeState(t.To), Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot,
 		RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
 	q := &c.trq

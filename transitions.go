@@ -1,7 +1,6 @@
 package lbd
 
 import (
-	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
@@ -56,30 +55,3 @@ type Transition struct {
 
 // recentTransitions is how many transitions Stats.Recent keeps, over all nodes.
 const recentTransitions = 64
-
-// transitionLog keeps the latest recentTransitions transitions, oldest first.
-type transitionLog struct {
-	mu   sync.Mutex
-	ring [recentTransitions]Transition
-	next int // where the next one goes
-	n    int // how many are kept, up to len(ring)
-}
-
-func (l *transitionLog) add(x Transition) {
-	l.mu.Lock()
-	l.ring[l.next] = x
-	l.next = (l.next + 1) % len(l.ring)
-	l.n = min(l.n+1, len(l.ring))
-	l.mu.Unlock()
-}
-
-// list returns the kept transitions, oldest first, in a new slice.
-func (l *transitionLog) list() []Transition {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]Transition, 0, l.n)
-	for i := range l.n {
-		out = append(out, l.ring[(l.next-l.n+i+len(l.ring))%len(l.ring)])
-	}
-	return out
-}

@@ -2,7 +2,6 @@ package lbd
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -37,26 +36,5 @@ func TestStatsRecordsTransitionsWithCause(t *testing.T) {
 	}
 	if got := CauseNodeList.String(); got != "node_list" {
 		t.Errorf("CauseNodeList prints %q", got)
-	}
-}
-
-// The log keeps the latest transitions, oldest first, however many came before.
-func TestTransitionLogKeepsTheLatest(t *testing.T) {
-	var l transitionLog
-	if got := l.list(); len(got) != 0 {
-		t.Fatalf("empty log lists %d", len(got))
-	}
-	total := recentTransitions + 6
-	for i := range total {
-		l.add(Transition{Node: fmt.Sprint(i)})
-	}
-	got := l.list()
-	if len(got) != recentTransitions {
-		t.Fatalf("%d kept, want %d", len(got), recentTransitions)
-	}
-	for i, x := range got {
-		if want := fmt.Sprint(total - recentTransitions + i); x.Node != want {
-			t.Fatalf("entry %d is %s, want %s", i, x.Node, want)
-		}
 	}
 }
