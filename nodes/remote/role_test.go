@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/configserver"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
@@ -27,17 +25,7 @@ func TestRolesFromTheConfigServer(t *testing.T) {
 		return &nodes.Document{Schema: "s", Proxy: []string{"10.0.0.1:2883", "10.0.0.2:2883", "10.0.0.3:2883"},
 			Role: map[string]string{primary: "primary", replica: "replica"}}
 	}
-	mem, err := configserver.NewMemory(doc("10.0.0.1:2883", "10.0.0.2:2883"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := configserver.New(context.Background(), configserver.Config{Backend: mem, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	mem, hs := realConfigServer(t, doc("10.0.0.1:2883", "10.0.0.2:2883"))
 	cacheDir := t.TempDir()
 	cfg := Config{Servers: []string{strings.TrimPrefix(hs.URL, "http://")}, Schema: "s", CacheDir: cacheDir,
 		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
@@ -159,17 +147,7 @@ func TestRolesSteerAConnector(t *testing.T) {
 	doc := func(primary, replica string) *nodes.Document {
 		return &nodes.Document{Schema: "s", Proxy: a, Role: map[string]string{primary: "primary", replica: "replica"}}
 	}
-	mem, err := configserver.NewMemory(doc(a[0], a[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := configserver.New(context.Background(), configserver.Config{Backend: mem, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	mem, hs := realConfigServer(t, doc(a[0], a[1]))
 	cfg := Config{Servers: []string{strings.TrimPrefix(hs.URL, "http://")}, Schema: "s", CacheDir: t.TempDir(),
 		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 	open := func() (*sql.DB, *lbd.Connector) {

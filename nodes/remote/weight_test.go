@@ -21,17 +21,7 @@ func TestWeightsFromTheConfigServer(t *testing.T) {
 		return &nodes.Document{Schema: "s", Proxy: []string{"10.0.0.1:2883", "10.0.0.2:2883"},
 			Weight: map[string]int{"10.0.0.2:2883": w}}
 	}
-	mem, err := configserver.NewMemory(doc(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := configserver.New(context.Background(), configserver.Config{Backend: mem, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	mem, hs := realConfigServer(t, doc(3))
 	cacheDir := t.TempDir()
 	cfg := Config{Servers: []string{strings.TrimPrefix(hs.URL, "http://")}, Schema: "s", CacheDir: cacheDir,
 		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
@@ -102,4 +92,22 @@ func TestDecodeWeightsRefusesBadAnswers(t *testing.T) {
 	if len(a.weights) != 1 || a.weights["10.0.0.2:1"] != 4 {
 		t.Fatalf("answer weights %v err %v, want only 10.0.0.2:1's 4", a.weights, err)
 	}
+}
+
+// realConfigServer runs lbd's config-server over doc, kept in memory, behind a test HTTP
+// server; both close when the test ends. Put on the returned store changes what it serves.
+func realConfigServer(t *testing.T, doc *nodes.Document) (*configserver.Memory, *httptest.Server) {
+	t.Helper()
+	mem, err := configserver.NewMemory(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := configserver.New(context.Background(), configserver.Config{Backend: mem, ProbeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return mem, hs
 }
