@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // TestWrappedConnKeepsOptionalInterfaces type-asserts, on a live connection, every interface
@@ -32,13 +33,13 @@ func TestWrappedConnKeepsOptionalInterfaces(t *testing.T) {
 				t.Errorf("live connection lacks %s", name)
 			}
 		}
-		w, ok := dc.(*conn)
+		w, ok := dc.(*physical.Conn)
 		if !ok {
-			t.Fatalf("live connection is %T, want *conn", dc)
+			t.Fatalf("live connection is %T, want *physical.Conn", dc)
 		}
 		// The socket under go-sql-driver must stay a syscall.Conn for its liveness check.
 		t.Run("socket", func(t *testing.T) {
-			nodeConns := w.node.snapshotConns()
+			nodeConns := w.Node().Conns()
 			if len(nodeConns) != 1 {
 				t.Fatalf("node tracks %d conns, want 1", len(nodeConns))
 			}
@@ -48,9 +49,9 @@ func TestWrappedConnKeepsOptionalInterfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &trackedConn{}
+	tc := &physical.Socket{}
 	if _, ok := any(tc).(syscall.Conn); !ok {
-		t.Fatal("trackedConn is not a syscall.Conn")
+		t.Fatal("physical.Socket is not a syscall.Conn")
 	}
 }
 
@@ -65,9 +66,9 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w *conn
-	cn.Raw(func(dc any) error { w = dc.(*conn); return nil })
-	if w.retire(RetireRebalance) {
+	var w *physical.Conn
+	cn.Raw(func(dc any) error { w = dc.(*physical.Conn); return nil })
+	if w.Retire(physical.Rebalance) {
 		t.Fatal("retire closed an in-use connection")
 	}
 	if _, err := tx.Exec("SELECT 1"); err != nil {
@@ -88,16 +89,16 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	var idle []*conn
+	idle := 0
 	for _, tn := range c.table.Nodes(nil) {
-		for _, x := range tn.Payload().snapshotConns() {
-			if x.isIdle() {
-				idle = append(idle, x)
+		for _, x := range tn.Payload().Conns() {
+			if x.RetireIfIdle(physical.Rebalance) {
+				idle++
 			}
 		}
 	}
-	if len(idle) != 1 || !idle[0].retireIfIdle(RetireRebalance) {
-		t.Fatalf("want exactly one idle connection to retire, found %d", len(idle))
+	if idle != 1 {
+		t.Fatalf("want exactly one idle connection to retire, retired %d", idle)
 	}
 	if got := c.Stats().Open(); got != 0 {
 		t.Fatalf("open = %d after retiring the idle connection, want 0", got)
@@ -125,8 +126,8 @@ func TestFreshConnectionIsRetiredAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := dc.(*conn)
-	if !w.retire(RetireRebalance) {
+	w := dc.(*physical.Conn)
+	if !w.Retire(physical.Rebalance) {
 		t.Fatal("a fresh connection was not closed at once")
 	}
 	if got := c.Stats().Nodes[0].Open; got != 0 {

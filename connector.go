@@ -19,6 +19,7 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/ring"
 )
 
@@ -116,7 +117,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		trq:         transitionQueue{wake: make(chan struct{}, 1)},
 		transitions: ring.New[Transition](recentTransitions),
 	}
-	table, err := nodetable.New(nodetable.Config[*node]{
+	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,
 		RoleCheck:          roles.check.Query() != "",
 		RecoverCount:       run.RecoverCheckCount,
@@ -174,13 +175,15 @@ func fixedTLSName(cfg *Config) string {
 // newNode builds the node the table is adding as tn, with its go-sql-driver connector, dialing
 // through the lb network with the node's own address and, with TLS, its own host name. It is
 // the table's Build: it runs under the table's mutex and does no I/O.
-func (c *Connector) newNode(tn *tableNode) (*node, error) {
+func (c *Connector) newNode(tn *tableNode) (*physical.Node, error) {
 	my := c.nodeConfig(tn.Addr())
 	connector, err := mysql.NewConnector(my)
 	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
 	}
-	return newNode(tn, connector), nil
+	n := &node{c: c, addr: tn.Addr(), tn: tn}
+	n.phys = physical.NewNode(c.table, tn, connector, n)
+	return n.phys, nil
 }
 
 // nodeConfig is the go-sql-driver config for one node.
@@ -235,8 +238,8 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
 // moving on to the next best when a dial fails, and in panic mode when none is up.
-func (c *Connector) connectPhysical(ctx context.Context) (*conn, error) {
-	return c.tryNodes(ctx, c.table.Pick, c.table.PanicPick, func(n *node, panicDial bool) (*conn, error) {
+func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error) {
+	return c.tryNodes(ctx, c.table.Pick, c.table.PanicPick, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		return c.connectNode(ctx, n, panicDial)
 	})
 }
@@ -246,7 +249,7 @@ func (c *Connector) connectPhysical(ctx context.Context) (*conn, error) {
 // When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
 // (panic mode: none is up). It applies Connect's error rules.
 func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode,
-	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *node, panicDial bool) (*conn, error)) (*conn, error) {
+	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -291,7 +294,7 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 		if exception.SameOnEveryNode(err) {
 			return nil, err
 		}
-		failures = append(failures, &NodeError{Addr: n.addr, State: state, Err: err})
+		failures = append(failures, &NodeError{Addr: n.Addr(), State: state, Err: err})
 		if callerGaveUp(ctx) {
 			cause := ctx.Err()
 			if cause == nil {
@@ -328,13 +331,13 @@ func (c *Connector) connectError(tried []*NodeError, allDown bool) error {
 // dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
 // cut short when the Connector closes. A panic-mode dial (panicDial) that succeeds brings its
 // node up before the connection is adopted, so the connection is not retired at once.
-func (c *Connector) connectNode(ctx context.Context, n *node, panicDial bool) (*conn, error) {
-	t := &dialTicket{node: n, table: c.table}
+func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDial bool) (*physical.Conn, error) {
+	n := nodeOf(pn)
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
-	dctx, cancel := context.WithTimeout(context.WithValue(ctx, ticketKey{}, t), timeout)
+	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(c.stopCtx, cancel)()
 	var began time.Time
@@ -342,22 +345,22 @@ func (c *Connector) connectNode(ctx context.Context, n *node, panicDial bool) (*
 	if obs != nil {
 		began = time.Now()
 	}
-	dc, err := safeConnect(dctx, n.connector, t)
+	dc, sock, err := physical.Connect(dctx, pn, true)
 	if obs != nil {
 		c.observeDial(obs, n.addr, time.Since(began), err)
 	}
 	if err == nil {
-		if mc, ok := dc.(fullConn); ok {
+		if mc, ok := dc.(physical.FullConn); ok {
 			if panicDial {
 				c.table.PanicDialed(n.tn, nil)
 			}
-			return c.adopt(n, mc, t.conn), nil
+			return pn.Adopt(mc, sock), nil
 		}
 		dc.Close()
 		err = fmt.Errorf("lbd: go-sql-driver returned an unexpected connection type %T", dc)
 	}
-	if t.conn != nil {
-		t.conn.Close() // gives the count back once, even if go-sql-driver closed it already
+	if sock != nil {
+		sock.Close() // gives the count back once, even if go-sql-driver closed it already
 	} else {
 		c.table.Release(n.tn)
 	}
@@ -391,43 +394,6 @@ func callerGaveUp(ctx context.Context) bool {
 	}
 	deadline, ok := ctx.Deadline()
 	return ok && !time.Now().Before(deadline)
-}
-
-// safeConnect runs go-sql-driver's Connect for ticket t. When the proxy broke the protocol (the
-// guard stopped a packet, or go-sql-driver panicked on one the guard let through) the error
-// wraps ErrProtocol and names the node, and the socket is closed: nothing of the attempt stays
-// behind but, after a panic, go-sql-driver's watcher goroutine, which only go-sql-driver can
-// stop (the guard checks every packet of the handshake so that this does not happen).
-func safeConnect(ctx context.Context, dc driver.Connector, t *dialTicket) (conn driver.Conn, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			conn, err = nil, protocolError(t.node.addr, fmt.Errorf("go-sql-driver could not parse the handshake: %v", r))
-			if t.conn != nil {
-				t.conn.Close()
-			}
-		}
-	}()
-	conn, err = dc.Connect(ctx)
-	if err != nil && t.conn != nil {
-		if perr := t.conn.protocolErr(); perr != nil {
-			err = perr
-		}
-	}
-	return conn, err
-}
-
-// adopt wraps a new physical connection and registers it with its node. A node that went down
-// or started draining while the dial was in flight gets the connection retired at once: its
-// first operation answers driver.ErrBadConn with nothing sent (conn.enter), and database/sql
-// dials again.
-func (c *Connector) adopt(n *node, mc fullConn, tc *trackedConn) *conn {
-	w := &conn{dc: mc, tc: tc, node: n, connector: c, epoch: n.tn.Epoch()}
-	n.track(w)
-	c.table.Dialed(n.tn, nil)
-	if s := c.table.State(n.tn); s != nodetable.Up {
-		w.markRetired(retireReasonFor(NodeState(s)))
-	}
-	return w
 }
 
 // Driver implements driver.Connector.

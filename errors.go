@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -104,9 +105,4 @@ func (e *ConnectError) Unwrap() []error {
 // columns than any server sends, or a packet go-sql-driver could not parse. The physical
 // connection is closed underneath and never reused, and the failure counts against the node like
 // a fatal error. Test with errors.Is(err, lbd.ErrProtocol).
-var ErrProtocol = errors.New("lbd: the proxy broke the MySQL protocol")
-
-// protocolError is what the application sees when the proxy at addr broke the protocol.
-func protocolError(addr string, cause error) error {
-	return fmt.Errorf("%w: proxy %s: %w; lbd closed the connection", ErrProtocol, addr, cause)
-}
+var ErrProtocol = physical.ErrProtocol

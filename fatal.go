@@ -7,6 +7,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/errtree"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // onConnError is told every error a connection returns. A fatal error (per the exception
@@ -15,12 +16,12 @@ import (
 // bring its probe forward.
 //
 // A protocol violation (ErrProtocol) is fatal whatever the sorter says.
-func (c *Connector) onConnError(w *conn, err error) {
+func (c *Connector) onConnError(w *physical.Conn, err error) {
 	if !errors.Is(err, ErrProtocol) && !c.cfg.Sorter.IsFatal(err) {
 		return
 	}
-	w.markRetired(RetireFatal)
-	n := w.node
+	w.MarkRetired(physical.Fatal)
+	n := nodeOf(w.Node())
 	now := c.cfg.clock.Now()
 	c.recent.add(err, n.addr, now)
 	c.table.Fatal(n.tn, now, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // probeQuery is the health check lb-driver sends; the comment lets proxies and the server's
@@ -26,8 +27,8 @@ const probeQuery = "/* ping */ SELECT 1"
 type probeTarget struct {
 	owner *Connector
 	n     *node
-	conn  driver.Conn  // the dedicated probe connection; owned by the prober's goroutine
-	tc    *trackedConn // its socket
+	conn  driver.Conn      // the dedicated probe connection; owned by the prober's goroutine
+	sock  *physical.Socket // its socket
 
 	// confirm is the deadline, in nanoseconds, of the next probe when a passive signal asked
 	// for it (0: a scheduled probe); confirming tells Report that the probe just run was one.
@@ -123,19 +124,21 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 // not have.
 func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
 	if p.conn == nil {
-		t := &dialTicket{node: p.n} // uncounted: probes are not application load
-		pc, err := safeConnect(context.WithValue(ctx, ticketKey{}, t), p.n.connector, t)
+		pc, sock, err := physical.Connect(ctx, p.n.phys, false) // uncounted: probes are not application load
+		if err != nil && sock != nil {
+			sock.Close()
+		}
 		if exception.SameOnEveryNode(err) {
 			return false, nil // the proxy is alive and answering; Connect reports the error to the caller
 		}
 		if err != nil {
 			return false, err
 		}
-		p.conn, p.tc = pc, t.conn
+		p.conn, p.sock = pc, sock
 	}
-	bound := p.tc.limitTo(ctx)
+	bound := p.sock.LimitTo(ctx)
 	err = p.query(ctx)
-	if late := bound.lift(); err != nil || late {
+	if late := bound.Lift(); err != nil || late {
 		lost = !late && connectionLost(err)
 		switch {
 		case err != nil && late:
@@ -169,7 +172,7 @@ func connectionLost(err error) bool {
 func (p *probeTarget) query(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = protocolError(p.n.addr, fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
+			err = physical.ProtocolError(p.n.addr, fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
 		}
 	}()
 	err = runProbeQuery(ctx, p.conn)
@@ -180,7 +183,7 @@ func (p *probeTarget) query(ctx context.Context) (err error) {
 		err = p.checkLag(ctx)
 	}
 	if err != nil {
-		if perr := p.tc.protocolErr(); perr != nil {
+		if perr := p.sock.ProtocolErr(); perr != nil {
 			err = perr
 		}
 	}
@@ -193,10 +196,10 @@ func (p *probeTarget) Close() error {
 	if p.conn == nil {
 		return nil
 	}
-	p.tc.limit(time.Now().Add(quitTimeout))
-	closeQuietly(p.conn)
-	p.tc.Close()
-	p.conn, p.tc = nil, nil
+	p.sock.Limit(time.Now().Add(physical.QuitTimeout))
+	physical.CloseQuietly(p.conn)
+	p.sock.Close()
+	p.conn, p.sock = nil, nil
 	return nil
 }
 
@@ -305,7 +308,7 @@ func (c *Connector) startLoops() error {
 		return fmt.Errorf("lbd: %w", err)
 	}
 	for _, tn := range c.table.Nodes(nil) {
-		c.startProbing(tn.Payload())
+		c.startProbing(at(tn))
 	}
 	c.rebal.Start()
 	c.loops.Add(1)
@@ -328,8 +331,8 @@ func (c *Connector) startLoops() error {
 // no stale connection is handed out after it recovers) and its in-use ones at their next
 // return; a draining node stops being probed. Checkouts do not wait for it: from the moment
 // the table shows a node not up, a checkout of its connections answers driver.ErrBadConn.
-func (c *Connector) onTransition(t nodetable.Transition[*node]) {
-	n := t.Node.Payload()
+func (c *Connector) onTransition(t nodetable.Transition[*physical.Node]) {
+	n := at(t.Node)
 	if t.Forgot {
 		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
 		return
@@ -349,12 +352,12 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
 	switch t.To {
 	case nodetable.Down:
-		n.retireBefore(RetireNodeDown, t.Seq)
+		n.phys.RetireBefore(physical.NodeDown, t.Seq)
 		if t.Cause != nodetable.CauseProbe {
 			c.triggerProbe(n)
 		}
 	case nodetable.Draining:
-		n.retireBefore(RetireNodeDraining, t.Seq)
+		n.phys.RetireBefore(physical.NodeDraining, t.Seq)
 		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
 			c.prober.Remove(t)
 		}
@@ -365,7 +368,7 @@ func (c *Connector) onTransition(t nodetable.Transition[*node]) {
 type rebalanceCluster struct {
 	c     *Connector
 	mu    sync.Mutex              // guards views between rounds
-	views []nodetable.View[*node] // reused from round to round
+	views []nodetable.View[*physical.Node] // reused from round to round
 }
 
 // Loads implements detect.Cluster over the up nodes.
@@ -381,7 +384,7 @@ func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	clear(p.views) // drop node handles until the next round
 	p.mu.Unlock()
 	for i := start; i < len(buf); i++ {
-		idle, retiring := buf[i].Node.(*node).connCounts()
+		idle, retiring := buf[i].Node.(*physical.Node).ConnCounts()
 		buf[i].Idle = idle
 		buf[i].Open -= retiring // already on their way out; do not retire them twice
 	}
@@ -390,11 +393,11 @@ func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 
 // Retire implements detect.Cluster.
 func (p *rebalanceCluster) Retire(n any, max int) int {
-	return n.(*node).retireSurplus(max)
+	return n.(*physical.Node).RetireSurplus(max)
 }
 
 func (c *Connector) logRebalance(retired []detect.Retired) {
 	for _, r := range retired {
-		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*node).addr, "retired", r.Count)
+		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*physical.Node).Addr(), "retired", r.Count)
 	}
 }

@@ -21,7 +21,7 @@ func probeOnce(target *probeTarget, timeout time.Duration) error {
 func newProbeTarget(t *testing.T, srv *mysqlfake.Server) *probeTarget {
 	t.Helper()
 	_, c := openFakeDB(t, []*mysqlfake.Server{srv}, "", quiet()...)
-	target := &probeTarget{owner: c, n: c.table.Nodes(nil)[0].Payload()}
+	target := &probeTarget{owner: c, n: at(c.table.Nodes(nil)[0])}
 	t.Cleanup(func() { target.Close() })
 	return target
 }

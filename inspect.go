@@ -18,8 +18,8 @@ func init() {
 	inspect.ServerStatements = func(c any) int {
 		total := 0
 		for _, tn := range c.(*Connector).table.Nodes(nil) {
-			for _, p := range tn.Payload().snapshotConns() {
-				total += len(p.prepared)
+			for _, p := range tn.Payload().Conns() {
+				total += len(p.Prepared)
 			}
 		}
 		return total

@@ -49,7 +49,7 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	added, err := c.table.SetNodes(c.roles.seedRoles(set.Canonical().Nodes), c.newNode)
 	for _, tn := range added {
 		c.cfg.Logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
-		n := tn.Payload()
+		n := at(tn)
 		c.startProbing(n)
 		c.triggerProbe(n)
 	}

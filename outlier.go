@@ -5,11 +5,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // Passive outlier detection: what the application's own statements see brings a proxy's probe
@@ -44,40 +43,11 @@ const (
 	stallBackoffMax = 6
 )
 
-// flight counts the statements on the wire on one node and those answered: the stall loop's
-// view of it. The stall* fields belong to the stall loop's goroutine alone.
-type flight struct {
-	inFlight atomic.Int64
-	landed   atomic.Uint64
-
-	stallLanded   uint64    // landed at the last reading
-	stallProgress time.Time // when the node was last seen making progress (or idle)
-	stallBackoff  uint      // the threshold is doubled this many times
-}
-
-// depart counts one statement going on the wire.
-func (f *flight) depart() { f.inFlight.Add(1) }
-
-// land counts the end of a statement departed earlier; one that ended with *errp answered by
-// the server (nil, or a server error) is progress, one whose connection failed is not.
-func (f *flight) land(errp *error) {
-	f.inFlight.Add(-1)
-	if err := *errp; err == nil || err == driver.ErrSkip || isServerAnswer(err) {
-		f.landed.Add(1)
-	}
-}
-
-// isServerAnswer reports an error the server (or proxy) sent as a MySQL ERR packet.
-func isServerAnswer(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me)
-}
-
 // passiveSignal names what err tells against the node that carried the statement, or returns
 // "" when it tells nothing: a server's answer, the application's own cancellation, an error
 // lbd or database/sql produced before anything was sent.
 func passiveSignal(err error) string {
-	if err == nil || err == driver.ErrSkip || err == driver.ErrBadConn || isServerAnswer(err) || errors.Is(err, ErrProtocol) {
+	if err == nil || err == driver.ErrSkip || err == driver.ErrBadConn || physical.IsServerAnswer(err) || errors.Is(err, ErrProtocol) {
 		return ""
 	}
 	switch _, reason := exception.Classify(err); reason {
@@ -93,9 +63,9 @@ func passiveSignal(err error) string {
 
 // onStatementError is told every error a statement on w returned, before the exception sorter
 // judges it: a passive signal against w's node asks for a confirming probe.
-func (c *Connector) onStatementError(w *conn, err error) {
+func (c *Connector) onStatementError(w *physical.Conn, err error) {
 	if s := passiveSignal(err); s != "" {
-		c.suspect(w.node, s)
+		c.suspect(nodeOf(w.Node()), s)
 	}
 }
 
@@ -138,7 +108,7 @@ func (c *Connector) watchStalls() {
 		tns = c.table.Nodes(tns[:0])
 		ns = ns[:0]
 		for _, tn := range tns {
-			ns = append(ns, tn.Payload())
+			ns = append(ns, at(tn))
 		}
 		c.stallBase.Store(int64(w.tick(c.cfg.clock.Now(), ns, c.suspect)))
 		clear(tns)
@@ -164,15 +134,15 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 	var inFlight, answered int64
 	progressing := 0
 	for _, n := range nodes {
-		f := &n.flight
-		k, l := f.inFlight.Load(), f.landed.Load()
-		if l != f.stallLanded {
+		f := &n.phys.Flight
+		k, l := f.InFlight.Load(), f.Landed.Load()
+		if l != f.StallLanded {
 			progressing++
 			inFlight += max(k, 0)
-			answered += int64(l - f.stallLanded)
+			answered += int64(l - f.StallLanded)
 		}
-		if l != f.stallLanded || k <= 0 || f.stallProgress.IsZero() {
-			f.stallLanded, f.stallProgress, f.stallBackoff = l, now, 0
+		if l != f.StallLanded || k <= 0 || f.StallProgress.IsZero() {
+			f.StallLanded, f.StallProgress, f.StallBackoff = l, now, 0
 		}
 	}
 	if answered > 0 && elapsed > 0 {
@@ -188,14 +158,14 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 		return base // nobody answers: the database itself, or no load; not one proxy's fault
 	}
 	for _, n := range nodes {
-		f := &n.flight
-		stalled := now.Sub(f.stallProgress)
-		if stalled < base<<f.stallBackoff {
+		f := &n.phys.Flight
+		stalled := now.Sub(f.StallProgress)
+		if stalled < base<<f.StallBackoff {
 			continue
 		}
-		f.stallBackoff = min(f.stallBackoff+1, stallBackoffMax)
+		f.StallBackoff = min(f.StallBackoff+1, stallBackoffMax)
 		suspect(n, fmt.Sprintf("%d statements in flight and none answered for %v, while other proxies answer theirs",
-			f.inFlight.Load(), stalled.Round(time.Millisecond)))
+			f.InFlight.Load(), stalled.Round(time.Millisecond)))
 	}
 	return base
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 func TestPassiveSignal(t *testing.T) {
@@ -34,7 +35,7 @@ func TestPassiveSignal(t *testing.T) {
 		{"the caller cancelled", context.Canceled, ""},
 		{"ErrSkip", driver.ErrSkip, ""},
 		{"ErrBadConn: nothing was sent", driver.ErrBadConn, ""},
-		{"protocol violation: the fatal rule's", protocolError("a:1", errors.New("bad packet")), ""},
+		{"protocol violation: the fatal rule's", physical.ProtocolError("a:1", errors.New("bad packet")), ""},
 		{"connection reset", reset, "connection lost"},
 		{"EOF", io.EOF, "connection lost"},
 		{"unexpected EOF wrapped", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "connection lost"},
@@ -52,22 +53,6 @@ func TestPassiveSignal(t *testing.T) {
 	}
 }
 
-// TestFlightCountsAnswersOnly: a server's answer, even an error, is progress; a lost
-// connection is not.
-func TestFlightCountsAnswersOnly(t *testing.T) {
-	var f flight
-	for _, err := range []error{nil, &mysql.MySQLError{Number: 1062}, io.EOF, context.DeadlineExceeded} {
-		f.depart()
-		if f.inFlight.Load() != 1 {
-			t.Fatalf("in flight %d after depart, want 1", f.inFlight.Load())
-		}
-		f.land(&err)
-	}
-	if f.inFlight.Load() != 0 || f.landed.Load() != 2 {
-		t.Fatalf("in flight %d, landed %d; want 0 and 2 (the good answer and the server's error)", f.inFlight.Load(), f.landed.Load())
-	}
-}
-
 func TestStallThreshold(t *testing.T) {
 	for _, tc := range []struct{ latency, want time.Duration }{
 		{0, stallFloor},
@@ -78,18 +63,6 @@ func TestStallThreshold(t *testing.T) {
 			t.Errorf("stallThreshold(%v) = %v, want %v", tc.latency, got, tc.want)
 		}
 	}
-}
-
-func BenchmarkFlight(b *testing.B) {
-	var f flight
-	var err error
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			f.depart()
-			f.land(&err)
-		}
-	})
 }
 
 // passiveCounts returns addr's passive signals, probes and passive transitions.
@@ -223,7 +196,7 @@ func newFleet(n int) *fleet {
 	f := &fleet{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	f.start, f.w.last = f.now, f.now
 	for i := range n {
-		f.nodes = append(f.nodes, &node{addr: fmt.Sprintf("n%d", i)})
+		f.nodes = append(f.nodes, &node{addr: fmt.Sprintf("n%d", i), phys: &physical.Node{}})
 	}
 	return f
 }
@@ -231,8 +204,8 @@ func newFleet(n int) *fleet {
 func (f *fleet) step(inFlight []int64, answered []uint64) time.Duration {
 	f.now = f.now.Add(stallTick)
 	for i, n := range f.nodes {
-		n.flight.inFlight.Store(inFlight[i])
-		n.flight.landed.Add(answered[i])
+		n.phys.Flight.InFlight.Store(inFlight[i])
+		n.phys.Flight.Landed.Add(answered[i])
 	}
 	return f.w.tick(f.now, f.nodes, func(n *node, signal string) {
 		if !strings.Contains(signal, "none answered") {

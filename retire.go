@@ -1,29 +1,31 @@
 package lbd
 
+import "github.com/lbd-go/lbd/internal/physical"
+
 // RetireReason is why lbd retired a physical connection (marked it so that database/sql drops
 // it at its next return or checkout, or closed it at once while idle).
 type RetireReason uint8
 
 const (
 	// RetireNodeDown: the connection's node went down (or was down when its dial finished).
-	RetireNodeDown RetireReason = iota
+	RetireNodeDown = RetireReason(physical.NodeDown)
 	// RetireNodeDraining: the node left the node list and drains (or was draining when the dial
 	// finished).
-	RetireNodeDraining
+	RetireNodeDraining = RetireReason(physical.NodeDraining)
 	// RetireFatal: the connection returned an error the exception sorter judged fatal, or the
 	// proxy broke the MySQL protocol on it.
-	RetireFatal
+	RetireFatal = RetireReason(physical.Fatal)
 	// RetireRebalance: the rebalancer moved the connection's share to less loaded nodes.
-	RetireRebalance
+	RetireRebalance = RetireReason(physical.Rebalance)
 	// RetireTxEnd: COMMIT or ROLLBACK failed in statement mode, so the transaction may still be
 	// open on the server; closing the connection rolls it back.
-	RetireTxEnd
+	RetireTxEnd = RetireReason(physical.TxEnd)
 	// RetireRole: the node's role no longer suits the Connector's target (a switchover, a
 	// role check), or the node refused a write as not the primary.
-	RetireRole
+	RetireRole = RetireReason(physical.Role)
 
 	// NumRetireReasons is how many reasons there are: the length of NodeStats.RetiredBy.
-	NumRetireReasons
+	NumRetireReasons = RetireReason(physical.NumReasons)
 )
 
 // String returns the reason as logs and metrics label it: "node_down", "node_draining",
@@ -44,12 +46,4 @@ func (r RetireReason) String() string {
 		return "role"
 	}
 	return "unknown"
-}
-
-// retireReasonFor is the reason for retiring the connections of a node that is no longer up.
-func retireReasonFor(s NodeState) RetireReason {
-	if s == StateDraining {
-		return RetireNodeDraining
-	}
-	return RetireNodeDown
 }

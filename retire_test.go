@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // TestRetiredByReason retires connections for each reason the root can cause on its own (a
@@ -23,7 +24,7 @@ func TestRetiredByReason(t *testing.T) {
 	held := holdConns(t, db, 3)
 	on := map[string]*sql.Conn{}
 	for _, h := range held {
-		h.Raw(func(dc any) error { on[dc.(*conn).node.addr] = h; return nil })
+		h.Raw(func(dc any) error { on[dc.(*physical.Conn).Node().Addr()] = h; return nil })
 	}
 	if len(on) != 3 {
 		t.Fatalf("3 connections landed on %d nodes, want one on each", len(on))
@@ -54,7 +55,7 @@ func TestRetiredByReason(t *testing.T) {
 	fresh := holdConns(t, db, 1)[0]
 	for _, tn := range c.table.Nodes(nil) {
 		if tn.Addr() == a {
-			if got := tn.Payload().retireSurplus(1); got != 1 {
+			if got := tn.Payload().RetireSurplus(1); got != 1 {
 				t.Fatalf("retireSurplus retired %d, want 1", got)
 			}
 		}

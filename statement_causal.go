@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/internal/causal"
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -44,28 +45,28 @@ func (c *Connector) positionOf(ctx context.Context) *atomic.Pointer[causal.Posit
 // capture reads the position the write just made reached, on its own physical connection p,
 // and merges it into ctx's scope. A failure leaves the scope as it was: its next reads may miss
 // this write on a replica, as without readConsistency=gtid, and the error is not the caller's.
-func (c *Connector) capture(ctx context.Context, p *conn) {
+func (c *Connector) capture(ctx context.Context, p *physical.Conn) {
 	cs := &c.split.causal
 	f := causal.Flavor(cs.flavor.Load())
 	if cs.flavor.Load() < 0 {
 		f = causal.MariaDB
 	}
-	value, err := oneValue(ctx, p, f.CaptureQuery())
+	value, err := physical.OneValue(ctx, p, f.CaptureQuery())
 	var me *mysql.MySQLError
 	if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
 		// No @@last_gtid: a MySQL server.
 		f = causal.MySQL
-		value, err = oneValue(ctx, p, f.CaptureQuery())
+		value, err = physical.OneValue(ctx, p, f.CaptureQuery())
 	}
 	if err != nil {
-		c.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.node.addr, "err", err)
+		c.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.Node().Addr(), "err", err)
 		return
 	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
 	pos, err := f.Parse(value)
 	if err != nil {
 		if !errors.Is(err, causal.ErrNoPosition) {
-			c.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.node.addr, "err", err)
+			c.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.Node().Addr(), "err", err)
 		}
 		return
 	}
@@ -86,18 +87,18 @@ func (c *Connector) capture(ctx context.Context, p *conn) {
 // awaitPosition makes the read about to run on p, bound for a replica read, wait there for its
 // scope's position; when the replica does not reach it within the bound, the read is bound on
 // the primary instead. It returns the connection to run the read on.
-func (l *logicalConn) awaitPosition(ctx context.Context, p *conn, rebind func() (*conn, error)) (*conn, error) {
+func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebind func() (*physical.Conn, error)) (*physical.Conn, error) {
 	c := l.c
 	cs := &c.split.causal
 	if !cs.on || l.want != readTarget {
 		return p, nil
 	}
 	pos := c.positionOf(ctx).Load()
-	if pos == nil || pos.IsZero() || c.table.Role(p.node.tn) == nodes.RolePrimary {
+	if pos == nil || pos.IsZero() || c.table.Role(p.Node().TN()) == nodes.RolePrimary {
 		return p, nil
 	}
 	start := time.Now()
-	answer, err := oneValue(ctx, p, pos.WaitText(c.cfg.ReadAfterWrite.Seconds()))
+	answer, err := physical.OneValue(ctx, p, pos.WaitText(c.cfg.ReadAfterWrite.Seconds()))
 	cs.waits.Add(1)
 	cs.waitTime.Add(int64(time.Since(start)))
 	if err == nil {
@@ -130,7 +131,7 @@ func (c *Connector) causalStats() CausalStats {
 
 // captureAfter records the position of a write that just ran on p outside a transaction (inside
 // one, the position is read once it commits).
-func (l *logicalConn) captureAfter(ctx context.Context, p *conn) {
+func (l *logicalConn) captureAfter(ctx context.Context, p *physical.Conn) {
 	if l.c.split.causal.on && p != nil && !l.sqlTx && !l.apiTx {
 		l.c.capture(ctx, p)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
@@ -29,7 +30,7 @@ import (
 // the physical connection's own state is atomic because probes and the rebalancer retire it.
 type logicalConn struct {
 	c        *Connector
-	phys     *conn // bound physical connection, nil when unbound
+	phys     *physical.Conn // bound physical connection, nil when unbound
 	claimed  bool  // phys is in use by this logical connection (counted on its node)
 	session  bool  // session state lives on phys: bound for life
 	sqlTx    bool  // a transaction begun by SQL text is open
@@ -40,7 +41,7 @@ type logicalConn struct {
 	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
-var _ fullConn = (*logicalConn)(nil)
+var _ physical.FullConn = (*logicalConn)(nil)
 
 // pinned reports whether the logical connection must keep its physical connection.
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
@@ -49,7 +50,7 @@ func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
 // when needed. Errors are those of Connect, or driver.ErrBadConn (nothing was sent, database/sql
 // retries elsewhere) when the physical connection a pin holds has closed: the session state it
 // carried is gone, as when a connection dies in the pool in connection mode.
-func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, error) {
+func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.Conn, error) {
 	if l.closed {
 		return nil, driver.ErrBadConn
 	}
@@ -90,13 +91,13 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 // is still alive; otherwise it forgets it.
 func (l *logicalConn) reclaim(ctx context.Context) bool {
 	p := l.phys
-	if !p.state.CompareAndSwap(connIdle, connInUse) {
+	if !p.Claim() {
 		l.phys = nil
 		return false
 	}
-	l.c.table.Claim(p.node.tn)
-	if p.retired.Load() || !l.c.table.IsUp(p.node.tn) || p.dc.ResetSession(ctx) != nil {
-		l.c.table.Unclaim(p.node.tn)
+	l.c.table.Claim(p.Node().TN())
+	if !p.Usable(ctx) {
+		l.c.table.Unclaim(p.Node().TN())
 		p.Close()
 		l.phys = nil
 		return false
@@ -139,7 +140,7 @@ func (l *logicalConn) IsValid() bool {
 	}
 	l.claimed = false
 	if l.pinned() || l.produced {
-		l.c.table.Unclaim(p.node.tn)
+		l.c.table.Unclaim(p.Node().TN())
 		if !p.IsValid() { // retired or broken
 			p.Close()
 			l.phys = nil
@@ -186,7 +187,7 @@ func (l *logicalConn) Close() error {
 		l.phys = nil
 		switch {
 		case l.claimed:
-			c.table.Unclaim(p.node.tn)
+			c.table.Unclaim(p.Node().TN())
 			p.Close()
 		case l.pinned():
 			p.Close()
@@ -254,11 +255,11 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 // bindFor binds the physical connection a statement with text query and effects eff runs on:
 // the target the read/write split routes it to, and, for a causal read, after its scope's
 // position was reached there. write reports whether the statement counts as a write.
-func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Effect) (p *conn, write bool, err error) {
+func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Effect) (p *physical.Conn, write bool, err error) {
 	l.want, write = l.c.route(ctx, query)
 	p, err = l.bind(ctx, eff)
 	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
+		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff) })
 	}
 	if err == nil {
 		l.c.countRouted(p, write)
@@ -269,7 +270,7 @@ func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Ef
 // ran records what a statement that ran on p with effects eff did to the session and, for a
 // write, to its scope's read-your-writes state. driver.ErrSkip means it did not run (database/sql
 // prepares it and runs it as such).
-func (l *logicalConn) ran(ctx context.Context, p *conn, eff sqlclass.Effect, write bool, err error) {
+func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, eff sqlclass.Effect, write bool, err error) {
 	if err == driver.ErrSkip {
 		return
 	}
@@ -317,7 +318,7 @@ func (l *logicalConn) Raw() driver.Conn {
 		return nil
 	}
 	l.session = true
-	return p.dc
+	return p.Raw()
 }
 
 // logicalTx ends the BeginTx pin when the transaction ends.
@@ -347,7 +348,7 @@ func (t *logicalTx) Rollback() error { return t.end(t.tx.Rollback()) }
 func (t *logicalTx) end(err error) error {
 	t.l.apiTx = false
 	if err != nil && t.l.phys != nil {
-		t.l.phys.markRetired(RetireTxEnd)
+		t.l.phys.MarkRetired(physical.TxEnd)
 	}
 	return err
 }

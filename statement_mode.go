@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
 )
 
@@ -19,7 +20,7 @@ type statementMode struct {
 	logical  atomic.Int64            // open logical connections
 	checker  atomic.Value            // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
 	trimMu   sync.Mutex              // one trim at a time, so two returns never close the same surplus twice
-	views    []nodetable.View[*node] // trim's scratch copy of the node table; guarded by trimMu
+	views    []nodetable.View[*physical.Node] // trim's scratch copy of the node table; guarded by trimMu
 	prepared preparedSet
 }
 
@@ -39,8 +40,8 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 		// go-sql-driver's argument rules do not depend on the connection: keep the first one's.
-		c.stmt.checker.CompareAndSwap(nil, driver.NamedValueChecker(p.dc))
-		if p.retired.Load() || !p.state.CompareAndSwap(connFresh, connIdle) {
+		c.stmt.checker.CompareAndSwap(nil, driver.NamedValueChecker(p.Driver()))
+		if !p.Park() {
 			p.Close() // its node went down during the dial
 		} else {
 			c.parkFree(p)
@@ -52,7 +53,7 @@ func (c *Connector) connectLogical(ctx context.Context) (driver.Conn, error) {
 // borrow claims a physical connection for a logical one: an idle one on the up node with the
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; giveBack or park returns it.
-func (c *Connector) borrow(ctx context.Context, target role.Target) (*conn, error) {
+func (c *Connector) borrow(ctx context.Context, target role.Target) (*physical.Conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -69,21 +70,21 @@ func (c *Connector) borrow(ctx context.Context, target role.Target) (*conn, erro
 		}
 		return c.table.PickInUseFor(target, tried)
 	}
-	p, err := c.tryNodes(ctx, next, c.table.PanicPickInUse, func(n *node, panicDial bool) (*conn, error) {
+	p, err := c.tryNodes(ctx, next, c.table.PanicPickInUse, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		if p := c.takeFree(ctx, n); p != nil {
 			return p, nil
 		}
-		c.table.Charge(n.tn)
+		c.table.Charge(n.TN())
 		p, err := c.connectNode(ctx, n, panicDial)
-		if err == nil && !c.table.IsUp(n.tn) {
+		if err == nil && !c.table.IsUp(n.TN()) {
 			p.Close() // not handed out, as a checkout would not hand it out (conn.enter)
 			err = errClosedWhileDialing
 		}
-		if err == nil && !p.state.CompareAndSwap(connFresh, connInUse) {
+		if err == nil && !p.ClaimFresh() {
 			err = errClosedWhileDialing // its node went down or was drained meanwhile
 		}
 		if err != nil {
-			c.table.Unclaim(n.tn)
+			c.table.Unclaim(n.TN())
 			return nil, err
 		}
 		return p, nil
@@ -102,13 +103,13 @@ var errClosedWhileDialing = errors.New("lbd: the new connection was closed befor
 // (the one database/sql runs at checkout in connection mode). One that died while idle is
 // closed quietly: it says nothing about the node now. While n is not up, none is handed out
 // (as enter rules in connection mode): each one taken is closed.
-func (c *Connector) takeFree(ctx context.Context, n *node) *conn {
+func (c *Connector) takeFree(ctx context.Context, n *physical.Node) *physical.Conn {
 	for {
-		p := n.popFree()
+		p := n.PopFree()
 		if p == nil {
 			return nil
 		}
-		if p.retired.Load() || !c.table.IsUp(n.tn) || p.dc.ResetSession(ctx) != nil {
+		if !p.Usable(ctx) {
 			p.Close()
 			continue
 		}
@@ -120,8 +121,8 @@ func (c *Connector) takeFree(ctx context.Context, n *node) *conn {
 // giveBack ends a claim on a physical connection: a healthy one is parked idle on its node for
 // the next logical connection, a retired or broken one is closed. Physical connections above
 // what the logical ones need are then closed.
-func (c *Connector) giveBack(p *conn) {
-	c.table.Unclaim(p.node.tn)
+func (c *Connector) giveBack(p *physical.Conn) {
+	c.table.Unclaim(p.Node().TN())
 	if !p.IsValid() || c.closed.Load() {
 		p.Close()
 		return
@@ -130,8 +131,8 @@ func (c *Connector) giveBack(p *conn) {
 }
 
 // parkFree puts an idle physical connection on its node's free list.
-func (c *Connector) parkFree(p *conn) {
-	p.node.pushFree(p)
+func (c *Connector) parkFree(p *physical.Conn) {
+	p.Node().PushFree(p)
 	if c.closed.Load() { // Close may have emptied the lists just before the push
 		c.closeParked()
 		return
@@ -154,8 +155,8 @@ func (c *Connector) trim() {
 		if n == nil {
 			return
 		}
-		if p := n.popOldestFree(); p != nil {
-			p.closePhysical()
+		if p := n.PopOldestFree(); p != nil {
+			p.ClosePhysical()
 		}
 	}
 }
@@ -172,13 +173,13 @@ func (c *Connector) physicalTarget() int64 {
 
 // fullestWithFree returns the node with the most open physical connections among those with an
 // idle one, or nil. The caller holds trimMu, which guards the scratch views.
-func (c *Connector) fullestWithFree() *node {
+func (c *Connector) fullestWithFree() *physical.Node {
 	c.stmt.views = c.table.Snapshot(c.stmt.views[:0])
 	defer clear(c.stmt.views) // drop node handles until the next trim
-	var best *node
+	var best *physical.Node
 	bestOpen := 0
 	for _, v := range c.stmt.views {
-		if n := v.Node.Payload(); (best == nil || v.Open > bestOpen) && n.freeCount() > 0 {
+		if n := v.Node.Payload(); (best == nil || v.Open > bestOpen) && n.FreeCount() > 0 {
 			best, bestOpen = n, v.Open
 		}
 	}
@@ -190,8 +191,8 @@ func (c *Connector) fullestWithFree() *node {
 func (c *Connector) closeParked() {
 	for _, tn := range c.table.Nodes(nil) {
 		n := tn.Payload()
-		for p := n.popOldestFree(); p != nil; p = n.popOldestFree() {
-			p.closePhysical()
+		for p := n.PopOldestFree(); p != nil; p = n.PopOldestFree() {
+			p.ClosePhysical()
 		}
 	}
 }

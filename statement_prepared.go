@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
@@ -64,23 +65,23 @@ func (s *preparedSet) unref(q *preparedQuery) {
 
 // statementOn returns q prepared on the claimed physical connection p, preparing it there on
 // first use.
-func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) (fullStmt, error) {
-	if st, ok := p.prepared[q]; ok {
+func (c *Connector) statementOn(ctx context.Context, p *physical.Conn, q *preparedQuery) (physical.FullStmt, error) {
+	if st, ok := p.Prepared[q]; ok {
 		return st, nil
 	}
 	st, err := p.PrepareContext(ctx, q.query)
 	if err != nil {
 		return nil, err
 	}
-	ds, ok := st.(fullStmt)
+	ds, ok := st.(physical.FullStmt)
 	if !ok { // go-sql-driver's statements always are; never cache one that is not
 		st.Close()
 		return nil, errUnexpectedStmt(st)
 	}
-	if p.prepared == nil {
-		p.prepared = make(map[*preparedQuery]fullStmt)
+	if p.Prepared == nil {
+		p.Prepared = make(map[any]physical.FullStmt)
 	}
-	p.prepared[q] = ds
+	p.Prepared[q] = ds
 	return ds, nil
 }
 
@@ -88,16 +89,16 @@ func (c *Connector) statementOn(ctx context.Context, p *conn, q *preparedQuery) 
 // more. It runs when a physical connection is claimed (only its claimer may send on it) and
 // costs one atomic load when nothing died since its last sweep. While a result set is open on
 // the connection nothing may be sent, so the sweep waits for a later claim.
-func (c *Connector) sweepStatements(p *conn) {
+func (c *Connector) sweepStatements(p *physical.Conn) {
 	deaths := c.stmt.prepared.deaths.Load()
-	if p.swept == deaths || p.openRows.Load() > 0 {
+	if p.Swept == deaths || p.OpenRows() > 0 {
 		return
 	}
-	p.swept = deaths
-	for q, st := range p.prepared {
-		if q.dead.Load() {
+	p.Swept = deaths
+	for q, st := range p.Prepared {
+		if q.(*preparedQuery).dead.Load() {
 			st.Close()
-			delete(p.prepared, q)
+			delete(p.Prepared, q)
 		}
 	}
 }
@@ -108,13 +109,13 @@ type logicalStmt struct {
 	q        *preparedQuery
 	eff      sqlclass.Effect
 	numInput int
-	proto    fullStmt // the first physical copy, for go-sql-driver's connection-free conversions
+	proto    physical.FullStmt // the first physical copy, for go-sql-driver's connection-free conversions
 	closed   bool
 	query    string
 	write    bool // the current execution counts as a write (see route)
 }
 
-var _ fullStmt = (*logicalStmt)(nil)
+var _ physical.FullStmt = (*logicalStmt)(nil)
 
 // PrepareContext implements driver.ConnPrepareContext: the query is prepared on a physical
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
@@ -137,7 +138,7 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 }
 
 // on binds the logical connection and returns the statement's copy on its physical connection.
-func (s *logicalStmt) on(ctx context.Context) (fullStmt, error) {
+func (s *logicalStmt) on(ctx context.Context) (physical.FullStmt, error) {
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}

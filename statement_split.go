@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/internal/causal"
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
@@ -120,8 +121,8 @@ func (c *Connector) noteWrite(ctx context.Context) {
 
 // fits reports whether the bound physical connection p serves the logical connection's current
 // target: always without the split.
-func (l *logicalConn) fits(p *conn) bool {
-	return !l.c.split.on || l.want.Accepts(l.c.table.Role(p.node.tn))
+func (l *logicalConn) fits(p *physical.Conn) bool {
+	return !l.c.split.on || l.want.Accepts(l.c.table.Role(p.Node().TN()))
 }
 
 // txTarget is where a transaction goes: a read-only one (BeginTx with ReadOnly) may run on a
@@ -138,13 +139,13 @@ func (c *Connector) txTarget(ctx context.Context, opts driver.TxOptions) role.Ta
 
 // countRouted counts a statement of the split on the node it runs on: a read when it was
 // routed as one (to any node), a write otherwise.
-func (c *Connector) countRouted(p *conn, write bool) {
+func (c *Connector) countRouted(p *physical.Conn, write bool) {
 	if !c.split.on || p == nil {
 		return
 	}
 	if write {
-		p.node.splitWrites.Add(1)
+		nodeOf(p.Node()).splitWrites.Add(1)
 	} else {
-		p.node.splitReads.Add(1)
+		nodeOf(p.Node()).splitReads.Add(1)
 	}
 }

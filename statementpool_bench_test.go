@@ -35,7 +35,7 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 		defer c.giveBack(p)
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := p.dc.ResetSession(ctx); err != nil {
+			if err := p.Driver().ResetSession(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,6 +3,7 @@ package lbd
 import (
 	"time"
 
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -111,7 +112,7 @@ func (c *Connector) Stats() Stats {
 	views := c.table.Snapshot(nil)
 	out := make([]NodeStats, len(views))
 	for i, v := range views {
-		n := v.Node.Payload()
+		n := nodeOf(v.Node.Payload())
 		s := &out[i]
 		*s = NodeStats{
 			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, ReplicationLag: time.Duration(n.lag.Load()),
@@ -122,7 +123,7 @@ func (c *Connector) Stats() Stats {
 			Weight: v.Weight, Warmup: v.Warmth, EffectiveWeight: v.Effective,
 		}
 		for r := range s.RetiredBy {
-			s.RetiredBy[r] = n.retiredBy[r].Load()
+			s.RetiredBy[r] = n.phys.RetiredBy(physical.Reason(r))
 			s.Retired += s.RetiredBy[r]
 		}
 		if v.LastErr != nil {
@@ -131,7 +132,7 @@ func (c *Connector) Stats() Stats {
 		if e := n.roleErr.Load(); e != nil {
 			s.RoleError = (*e).Error()
 		}
-		s.Idle, _ = n.connCounts()
+		s.Idle, _ = n.phys.ConnCounts()
 		if c.cfg.Balance == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}

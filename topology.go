@@ -5,13 +5,12 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -112,10 +111,10 @@ func (s *topologySignal) changed() {
 // onRoleChange reacts to a node's role change: it is logged once; when the target no longer
 // accepts the node's role, its connections are retired as for a drain (idle ones close now,
 // in-use ones at their return, never mid-statement); waiting Connects look again.
-func (c *Connector) onRoleChange(n *node, t nodetable.Transition[*node]) {
+func (c *Connector) onRoleChange(n *node, t nodetable.Transition[*physical.Node]) {
 	c.cfg.Logger.Info("lbd: node role changed", "node", n.addr, "from", t.RoleFrom.String(), "to", t.RoleTo.String(), "reason", t.Reason)
 	if !c.roles.target.Accepts(t.RoleTo) {
-		n.retireAll(RetireRole)
+		n.phys.RetireAll(physical.Role)
 	}
 	c.topo.changed()
 }
@@ -166,7 +165,7 @@ func (p *probeTarget) checkRole(ctx context.Context) error {
 	if check.Query() == "" {
 		return nil
 	}
-	value, err := oneValue(ctx, p.conn, check.Query())
+	value, err := physical.OneValue(ctx, p.conn, check.Query())
 	if err != nil {
 		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
 			return err
@@ -186,47 +185,6 @@ func (p *probeTarget) checkRole(ctx context.Context) error {
 	return nil
 }
 
-// oneValue runs query on pc and returns its one value as text: the answer must be exactly one
-// row of one column, and must end. The role check and the causal-read queries use it.
-func oneValue(ctx context.Context, pc driver.Conn, query string) (string, error) {
-	q, ok := pc.(driver.QueryerContext)
-	if !ok {
-		return "", fmt.Errorf("lbd: connection %T cannot run queries", pc)
-	}
-	rows, err := q.QueryContext(ctx, query, nil)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	if cols := rows.Columns(); len(cols) != 1 {
-		return "", fmt.Errorf("answered %d columns, want 1", len(cols))
-	}
-	dest := make([]driver.Value, 1)
-	if err := rows.Next(dest); err != nil {
-		return "", fmt.Errorf("answered no row: %w", err)
-	}
-	var value string
-	switch v := dest[0].(type) {
-	case []byte:
-		value = string(v)
-	case string:
-		value = v
-	case int64:
-		value = strconv.FormatInt(v, 10)
-	case nil:
-		return "", errors.New("answered NULL")
-	default:
-		return "", fmt.Errorf("answered a %T", v)
-	}
-	if err := rows.Next(dest); err != io.EOF {
-		if err == nil {
-			return "", errors.New("answered more than one row, want 1")
-		}
-		return "", fmt.Errorf("answer did not end: %w", err)
-	}
-	return value, rows.Close()
-}
-
 // roleAware reports whether the Connector routes by role: a role check or a target other than
 // any is configured. Without either, a write refused by a read-only server stays what it was
 // in lb-driver, a fatal error of the connection counted against the node.
@@ -241,16 +199,16 @@ func (c *Connector) roleAware() bool {
 // statement again on another connection, whose Connect waits up to FailoverTimeout for a
 // primary. Inside a transaction, whose earlier statements are lost with the session, the
 // caller gets ErrPrimaryChanged wrapping the server's error.
-func (c *Connector) onNotPrimary(w *conn, err error) error {
+func (c *Connector) onNotPrimary(w *physical.Conn, err error) error {
 	now := nodes.RoleReplica
 	if exception.StandbyTenant(err) {
 		now = nodes.RoleStandby
 	}
-	w.markRetired(RetireRole)
-	c.table.RefusedWrite(w.node.tn, now)
+	w.MarkRetired(physical.Role)
+	c.table.RefusedWrite(w.Node().TN(), now)
 	c.recheckRoles()
-	if w.inTx.Load() {
-		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, w.node.addr, err)
+	if w.InTx() {
+		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, w.Node().Addr(), err)
 	}
 	return driver.ErrBadConn
 }
@@ -265,6 +223,6 @@ func (c *Connector) recheckRoles() {
 		return
 	}
 	for _, tn := range c.table.Nodes(nil) {
-		c.triggerProbe(tn.Payload())
+		c.triggerProbe(at(tn))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // transitionQueue carries the node table's transitions to one goroutine per Connector, which
@@ -13,7 +14,7 @@ import (
 // table's state itself (nodetable's IsUp), not by this goroutine having caught up.
 type transitionQueue struct {
 	mu   sync.Mutex
-	list []nodetable.Transition[*node] // queued, oldest first
+	list []nodetable.Transition[*physical.Node] // queued, oldest first
 	done bool                          // the goroutine has ended: transitions are handled where they are made
 	wake chan struct{}                 // one pending wake-up at most
 }
@@ -21,8 +22,8 @@ type transitionQueue struct {
 // queueTransition is the table's OnTransition: the table delivers one at a time, in order, so
 // appending here keeps that order. Stats.Recent lists the transition at once, so that it agrees
 // with the states Stats shows; the log line and the retiring follow on transitionLoop.
-func (c *Connector) queueTransition(t nodetable.Transition[*node]) {
-	c.transitions.Add(Transition{At: c.cfg.clock.Now(), Node: t.Node.Payload().addr, From: NodeState(t.From),
+func (c *Connector) queueTransition(t nodetable.Transition[*physical.Node]) {
+	c.transitions.Add(Transition{At: c.cfg.clock.Now(), Node: t.Node.Payload().Addr(), From: NodeState(t.From),
 		To: NodeState(t.To), Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot,
 		RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
 	q := &c.trq
@@ -61,7 +62,7 @@ func (c *Connector) transitionLoop() {
 				break
 			}
 			t := q.list[0]
-			q.list[0] = nodetable.Transition[*node]{}
+			q.list[0] = nodetable.Transition[*physical.Node]{}
 			q.list = q.list[1:]
 			q.mu.Unlock()
 			c.onTransition(t)

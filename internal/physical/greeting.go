@@ -1,4 +1,4 @@
-package lbd
+package physical
 
 import (
 	"bytes"

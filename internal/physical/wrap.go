@@ -1,4 +1,4 @@
-package lbd
+package physical
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 // iteration reach the exception sorter. Each keeps every optional interface of the
 // go-sql-driver value it wraps.
 
-// fullStmt is everything go-sql-driver's prepared statement implements; lbd's wrappers keep
+// FullStmt is everything go-sql-driver's prepared statement implements; lbd's wrappers keep
 // every one of these interfaces. (database/sql's own statement wrapper is driverStmt; this is
 // the driver's side.)
-type fullStmt interface {
+type FullStmt interface {
 	driver.Stmt
 	driver.StmtExecContext
 	driver.StmtQueryContext
@@ -25,12 +25,12 @@ type fullStmt interface {
 }
 
 type stmt struct {
-	c  *conn
-	st fullStmt
+	c  *Conn
+	st FullStmt
 }
 
 var (
-	_ fullStmt    = (*stmt)(nil)
+	_ FullStmt    = (*stmt)(nil)
 	_ driverRows  = (*rows)(nil)
 	_ driver.Tx   = (*txWrap)(nil)
 	_ driver.Stmt = (*stmt)(nil)
@@ -39,8 +39,8 @@ var (
 
 // newStmt wraps a go-sql-driver statement; one that lacks the expected interfaces is returned
 // unwrapped rather than losing any of them.
-func newStmt(c *conn, st driver.Stmt) driver.Stmt {
-	ds, ok := st.(fullStmt)
+func newStmt(c *Conn, st driver.Stmt) driver.Stmt {
+	ds, ok := st.(FullStmt)
 	if !ok {
 		return st
 	}
@@ -57,16 +57,11 @@ func (s *stmt) Close() (err error) {
 		return nil // closed with its connection
 	}
 	c := s.c
-	from := c.state.Load()
-	switch {
-	case from == connClosed:
+	from, ok := c.stmtClaim()
+	if !ok {
 		return nil // lbd closed the connection, and the statement with it
-	case from == connIdle || from == connFresh:
-		if !c.state.CompareAndSwap(from, connInUse) {
-			return nil // lbd closed it just now
-		}
-		defer c.state.CompareAndSwap(connInUse, from) // idle again, unless Close came meanwhile
 	}
+	defer c.stmtRelease(from) // idle again, unless Close came meanwhile
 	defer c.contain(&err)
 	return c.observe(s.st.Close())
 }
@@ -77,8 +72,8 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
-	s.c.node.flight.depart()
-	defer s.c.node.flight.land(&err)
+	s.c.node.Flight.depart()
+	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	return res, s.c.observe(err)
@@ -88,8 +83,8 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
-	s.c.node.flight.depart()
-	defer s.c.node.flight.land(&err)
+	s.c.node.Flight.depart()
+	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
@@ -102,8 +97,8 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
-	s.c.node.flight.depart()
-	defer s.c.node.flight.land(&err)
+	s.c.node.Flight.depart()
+	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
 	return res, s.c.observe(err)
@@ -113,8 +108,8 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ dr
 	if err := s.c.enter(); err != nil {
 		return nil, err
 	}
-	s.c.node.flight.depart()
-	defer s.c.node.flight.land(&err)
+	s.c.node.Flight.depart()
+	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
@@ -131,7 +126,7 @@ func (s *stmt) ColumnConverter(idx int) driver.ValueConverter { return s.st.Colu
 // them by the transaction's own (BeginTx's) context: when it ends, the proxy's answer is no
 // longer awaited.
 type txWrap struct {
-	c   *conn
+	c   *Conn
 	tx  driver.Tx
 	ctx context.Context
 }
@@ -143,13 +138,13 @@ func (t *txWrap) end(do func() error) (err error) {
 	if err := t.c.brokenErr(); err != nil {
 		return err
 	}
-	t.c.node.flight.depart()
-	defer t.c.node.flight.land(&err)
+	t.c.node.Flight.depart()
+	defer t.c.node.Flight.land(&err)
 	defer t.c.contain(&err)
 	defer t.c.inTx.Store(false)
-	bound := t.c.tc.limitTo(t.ctx)
+	bound := t.c.sock.LimitTo(t.ctx)
 	err = do()
-	if bound.lift() && err != nil {
+	if bound.Lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while waiting for the proxy to end the transaction: %w", context.Cause(t.ctx), err)
 	}
 	return t.c.observe(err)
@@ -167,14 +162,14 @@ type driverRows interface {
 // rows is a result set. go-sql-driver stops watching the query's context before it reads the
 // rest of the result at Close, so lbd bounds that read by the context itself.
 type rows struct {
-	c      *conn
+	c      *Conn
 	r      driverRows
 	ctx    context.Context // the query's
 	closed bool
 	ended  bool // the last result set was read to its end: Close has nothing left to read
 }
 
-func wrapRows(ctx context.Context, c *conn, r driver.Rows) driver.Rows {
+func wrapRows(ctx context.Context, c *Conn, r driver.Rows) driver.Rows {
 	dr, ok := r.(driverRows)
 	if !ok {
 		return r
@@ -197,9 +192,9 @@ func (r *rows) Close() (err error) {
 	if r.ended {
 		return r.c.observe(r.r.Close())
 	}
-	bound := r.c.tc.limitTo(r.ctx)
+	bound := r.c.sock.LimitTo(r.ctx)
 	err = r.r.Close()
-	if bound.lift() && err != nil {
+	if bound.Lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while reading the rest of the result: %w", context.Cause(r.ctx), err)
 	}
 	return r.c.observe(err)

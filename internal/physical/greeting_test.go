@@ -1,4 +1,4 @@
-package lbd
+package physical
 
 import (
 	"context"
@@ -23,12 +23,14 @@ func TestTruncatedGreetingsNeverReachTheDriver(t *testing.T) {
 		}
 		pkt := append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), 0}, p...)
 		addr := testkit.Replay(t, pkt)
-		c, err := NewConnector("u:p@lb("+addr+")/db?timeout=1s", append(quiet(), WithLogger(discardLogger()))...)
-		if err != nil {
-			t.Fatal(err)
+		r := newRig(t, addr)
+		dc, sock, err := Connect(context.Background(), r.node, false)
+		if sock != nil {
+			sock.Close()
 		}
-		_, err = c.Connect(context.Background())
-		c.Close()
+		if dc != nil {
+			dc.Close()
+		}
 		if !errors.Is(err, errBadGreeting) {
 			t.Fatalf("greeting cut at %d: %v, want errBadGreeting", cut, err)
 		}

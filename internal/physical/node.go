@@ -1,0 +1,227 @@
+package physical
+
+import (
+	"database/sql/driver"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/nodetable"
+)
+
+// Table is the node table with physical nodes as its payload, and TableNode a node's handle in
+// it.
+type (
+	Table     = nodetable.Table[*Node]
+	TableNode = nodetable.Node[*Node]
+)
+
+// Hooks is what a node's connections ask of the Connector. The root gives one value per node
+// at NewNode and gets it back with Node.Hooks.
+type Hooks interface {
+	// StatementError is told every error a statement returned that is not a protocol
+	// violation, and returns the error the caller gets.
+	StatementError(c *Conn, err error) error
+	// Broken is told the protocol violation that broke c (the connection is closed already).
+	Broken(c *Conn, err error)
+}
+
+// Node is what this package hangs off one proxy: its go-sql-driver connector, its live
+// connections, statement mode's idle list, and the counters its connections keep. Its state
+// and counts are the table's (internal/nodetable); TN is its handle there. connsMu and freeMu
+// are leaf locks like the table's mutex: nothing else is called while one is held, so no two of
+// the three are ever held at once.
+type Node struct {
+	addr  string
+	table *Table
+	tn    *TableNode
+	hooks Hooks
+	// connector is go-sql-driver's for this node (network "lb", the node's address and TLS
+	// server name). The dial ticket decides whether a connection counts: the application's
+	// do, the probe's does not.
+	connector driver.Connector
+
+	retiredBy [NumReasons]atomic.Uint64 // connections retired, by reason
+
+	// Flight counts statements on the wire on this node and those answered, for passive
+	// outlier detection (the root's stall loop reads it).
+	Flight Flight
+
+	// Live wrapped connections, for retiring them when the node goes down or is rebalanced.
+	connsMu sync.Mutex
+	conns   map[*Conn]struct{}
+
+	// Statement mode: physical connections parked idle, most recently returned last.
+	freeMu sync.Mutex
+	free   []*Conn
+}
+
+// NewNode builds the node the table is adding as tn; it does no I/O (it runs as the table's
+// Build, under the table's mutex).
+func NewNode(table *Table, tn *TableNode, connector driver.Connector, hooks Hooks) *Node {
+	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, hooks: hooks, conns: make(map[*Conn]struct{})}
+}
+
+// Addr is the node's host:port.
+func (n *Node) Addr() string { return n.addr }
+
+// TN is the node's handle in the node table.
+func (n *Node) TN() *TableNode { return n.tn }
+
+// Hooks returns the value the node was built with.
+func (n *Node) Hooks() Hooks { return n.hooks }
+
+// RetiredBy returns how many of the node's connections were retired for why.
+func (n *Node) RetiredBy(why Reason) uint64 { return n.retiredBy[why].Load() }
+
+// Flight counts the statements on the wire on one node and those answered. The Stall* fields
+// belong to the root's stall loop goroutine alone.
+type Flight struct {
+	InFlight atomic.Int64
+	Landed   atomic.Uint64
+
+	StallLanded   uint64    // Landed at the stall loop's last reading
+	StallProgress time.Time // when the node was last seen making progress (or idle)
+	StallBackoff  uint      // the stall threshold is doubled this many times
+}
+
+// depart counts one statement going on the wire.
+func (f *Flight) depart() { f.InFlight.Add(1) }
+
+// land counts the end of a statement departed earlier; one that ended with *errp answered by
+// the server (nil, or a server error) is progress, one whose connection failed is not.
+func (f *Flight) land(errp *error) {
+	f.InFlight.Add(-1)
+	if err := *errp; err == nil || err == driver.ErrSkip || IsServerAnswer(err) {
+		f.Landed.Add(1)
+	}
+}
+
+func (n *Node) track(c *Conn) {
+	n.connsMu.Lock()
+	n.conns[c] = struct{}{}
+	n.connsMu.Unlock()
+}
+
+func (n *Node) untrack(c *Conn) {
+	n.connsMu.Lock()
+	delete(n.conns, c)
+	n.connsMu.Unlock()
+}
+
+// Conns copies the live connections, so that they can be looked at or retired without
+// holding the registry's lock across I/O.
+func (n *Node) Conns() []*Conn {
+	n.connsMu.Lock()
+	defer n.connsMu.Unlock()
+	out := make([]*Conn, 0, len(n.conns))
+	for c := range n.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// RetireAll marks every connection of the node retired: idle ones close at once, in-use ones
+// at their next return to the pool. It returns how many closed at once.
+func (n *Node) RetireAll(why Reason) int { return n.RetireBefore(why, ^uint64(0)) }
+
+// RetireBefore is RetireAll for the connections opened before the node's state change
+// numbered seq (the transition's Seq): a down transition handled after the node came back must
+// not retire the connections opened since.
+func (n *Node) RetireBefore(why Reason, seq uint64) int {
+	closed := 0
+	for _, c := range n.Conns() {
+		if c.epoch < seq && c.Retire(why) {
+			closed++
+		}
+	}
+	return closed
+}
+
+// RetireSurplus retires up to max connections that are not retired yet: idle ones first,
+// closed at once; then in-use ones, marked to close at their next return to the pool (never
+// cut mid-statement). It returns how many it retired.
+func (n *Node) RetireSurplus(max int) int {
+	conns := n.Conns()
+	done := 0
+	for _, c := range conns {
+		if done >= max {
+			return done
+		}
+		if c.RetireIfIdle(Rebalance) {
+			done++
+		}
+	}
+	for _, c := range conns {
+		if done >= max {
+			break
+		}
+		if c.MarkRetired(Rebalance) {
+			done++
+		}
+	}
+	return done
+}
+
+// ConnCounts counts the node's connections that sit idle and those marked retired but still
+// open (in use, closing at their return).
+func (n *Node) ConnCounts() (idle, retiring int) {
+	n.connsMu.Lock()
+	defer n.connsMu.Unlock()
+	for c := range n.conns {
+		switch {
+		case c.isIdle():
+			idle++
+		case c.retired.Load():
+			retiring++
+		}
+	}
+	return idle, retiring
+}
+
+// PushFree parks an idle physical connection on the node's free list (statement mode).
+func (n *Node) PushFree(c *Conn) {
+	n.freeMu.Lock()
+	n.free = append(n.free, c)
+	n.freeMu.Unlock()
+}
+
+// PopFree takes the most recently parked physical connection and claims it for use, skipping
+// any that lbd closed while they sat there (retired). It returns nil when none is left.
+func (n *Node) PopFree() *Conn {
+	n.freeMu.Lock()
+	defer n.freeMu.Unlock()
+	for len(n.free) > 0 {
+		c := n.free[len(n.free)-1]
+		n.free[len(n.free)-1] = nil
+		n.free = n.free[:len(n.free)-1]
+		if c.state.CompareAndSwap(stateIdle, stateInUse) {
+			return c
+		}
+	}
+	return nil
+}
+
+// PopOldestFree takes the physical connection that has been parked longest and marks it
+// closed (the caller closes it with ClosePhysical); nil when none is left.
+func (n *Node) PopOldestFree() *Conn {
+	n.freeMu.Lock()
+	defer n.freeMu.Unlock()
+	for len(n.free) > 0 {
+		c := n.free[0]
+		copy(n.free, n.free[1:])
+		n.free[len(n.free)-1] = nil
+		n.free = n.free[:len(n.free)-1]
+		if c.state.CompareAndSwap(stateIdle, stateClosed) {
+			return c
+		}
+	}
+	return nil
+}
+
+// FreeCount returns how many physical connections are parked (some may have closed since).
+func (n *Node) FreeCount() int {
+	n.freeMu.Lock()
+	defer n.freeMu.Unlock()
+	return len(n.free)
+}

@@ -1,0 +1,299 @@
+package physical
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+func init() {
+	// The root package registers Dial for the Connector; these tests have no Connector.
+	mysql.RegisterDialContext("lb", Dial)
+}
+
+func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
+
+// hooks records what the connections tell the Connector.
+type hooks struct {
+	mu     sync.Mutex
+	errs   []error
+	broken []error
+}
+
+func (h *hooks) StatementError(_ *Conn, err error) error {
+	h.mu.Lock()
+	h.errs = append(h.errs, err)
+	h.mu.Unlock()
+	return err
+}
+
+func (h *hooks) Broken(_ *Conn, err error) {
+	h.mu.Lock()
+	h.broken = append(h.broken, err)
+	h.mu.Unlock()
+}
+
+// rig is one node over a fake server, in a table of its own.
+type rig struct {
+	table *Table
+	node  *Node
+	hooks *hooks
+	srv   *mysqlfake.Server
+}
+
+func newRig(t *testing.T, addr string) *rig {
+	t.Helper()
+	table, err := nodetable.New(nodetable.Config[*Node]{RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Minute, ProbeInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{table: table, hooks: &hooks{}}
+	build := func(tn *TableNode) (*Node, error) {
+		cfg := mysql.NewConfig()
+		cfg.User, cfg.Net, cfg.Addr, cfg.Timeout = "u", "lb", tn.Addr(), time.Second
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return NewNode(table, tn, connector, r.hooks), nil
+	}
+	if err := table.Start([]nodes.Node{{Addr: addr, Weight: 1}}, build); err != nil {
+		t.Fatal(err)
+	}
+	r.node = table.Nodes(nil)[0].Payload()
+	return r
+}
+
+func newFakeRig(t *testing.T) *rig {
+	srv := mysqlfake.Start(t, mysqlfake.Config{})
+	r := newRig(t, srv.Addr())
+	r.srv = srv
+	return r
+}
+
+// dial makes one counted connection to the rig's node, as the Connector's Connect does.
+func (r *rig) dial(t *testing.T) *Conn {
+	t.Helper()
+	tn := r.table.Pick(nil)
+	if tn == nil {
+		t.Fatal("no node to pick")
+	}
+	dc, sock, err := Connect(context.Background(), tn.Payload(), true)
+	if err != nil {
+		if sock != nil {
+			sock.Close()
+		}
+		t.Fatal(err)
+	}
+	c := tn.Payload().Adopt(dc.(FullConn), sock)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (r *rig) open() int { return r.table.Snapshot(nil)[0].Open }
+
+// TestStateMachine walks a connection through every move: fresh, parked, claimed from the free
+// list, given back, kept aside and claimed again, retired while in use, closed at its return.
+func TestStateMachine(t *testing.T) {
+	r := newFakeRig(t)
+	ctx := context.Background()
+	c := r.dial(t)
+	if !c.Park() {
+		t.Fatal("a fresh connection could not be parked")
+	}
+	if c.Park() || c.ClaimFresh() {
+		t.Fatal("a parked connection moved as a fresh one")
+	}
+	r.node.PushFree(c)
+	if got := r.node.PopFree(); got != c {
+		t.Fatalf("PopFree = %v, want the parked connection", got)
+	}
+	if r.node.PopFree() != nil {
+		t.Fatal("the free list gave the same connection twice")
+	}
+	if _, err := c.ExecContext(ctx, "SELECT 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !c.IsValid() {
+		t.Fatal("a healthy connection given back is not valid")
+	}
+	if idle, _ := r.node.ConnCounts(); idle != 1 {
+		t.Fatalf("idle = %d after IsValid, want 1", idle)
+	}
+	if !c.Claim() || c.Claim() {
+		t.Fatal("an idle connection must be claimed exactly once")
+	}
+	if !c.Usable(ctx) {
+		t.Fatal("a claimed healthy connection is not usable")
+	}
+	if c.Retire(Rebalance) {
+		t.Fatal("Retire closed a connection in use")
+	}
+	if _, err := c.ExecContext(ctx, "SELECT 1", nil); err != nil {
+		t.Fatalf("a statement after retirement, still in use: %v", err)
+	}
+	if _, retiring := r.node.ConnCounts(); retiring != 1 {
+		t.Fatalf("retiring = %d, want 1", retiring)
+	}
+	if c.IsValid() {
+		t.Fatal("a retired connection given back is valid")
+	}
+	if got := r.node.RetiredBy(Rebalance); got != 1 {
+		t.Fatalf("RetiredBy(Rebalance) = %d, want 1", got)
+	}
+	c.Close()
+	if got := r.open(); got != 0 {
+		t.Fatalf("open = %d after Close, want 0", got)
+	}
+	if len(r.node.Conns()) != 0 {
+		t.Fatal("a closed connection is still registered")
+	}
+}
+
+// TestRetiredIdleConnectionSendsNothing: an idle or fresh connection retired closes at once,
+// and its next use answers driver.ErrBadConn before any byte reaches the proxy.
+func TestRetiredIdleConnectionSendsNothing(t *testing.T) {
+	r := newFakeRig(t)
+	for _, parked := range []bool{false, true} {
+		c := r.dial(t)
+		if parked && !c.Park() {
+			t.Fatal("park failed")
+		}
+		if !c.RetireIfIdle(Rebalance) {
+			t.Fatalf("parked=%v: not closed at once", parked)
+		}
+		before := r.srv.Commands()
+		if _, err := c.ExecContext(context.Background(), "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
+			t.Fatalf("parked=%v: use after retirement = %v, want driver.ErrBadConn", parked, err)
+		}
+		if r.srv.Commands() != before {
+			t.Fatalf("parked=%v: a command reached the proxy", parked)
+		}
+		if c.Claim() || c.ClaimFresh() {
+			t.Fatalf("parked=%v: a closed connection was claimed", parked)
+		}
+	}
+	if got := r.open(); got != 0 {
+		t.Fatalf("open = %d, want 0", got)
+	}
+}
+
+// TestNodeDownRefusesCheckout: once the table shows the node down, an idle connection is not
+// handed out (nothing is sent) and is retired under the node's reason; RetireBefore closes the
+// idle ones and marks the rest.
+func TestNodeDownRefusesCheckout(t *testing.T) {
+	r := newFakeRig(t)
+	ctx := context.Background()
+	idle, busy := r.dial(t), r.dial(t)
+	if !idle.Park() {
+		t.Fatal("park failed")
+	}
+	if _, err := busy.ExecContext(ctx, "SELECT 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	r.table.Fatal(r.node.TN(), time.Now(), errors.New("test: fatal"))
+	if r.table.IsUp(r.node.TN()) {
+		t.Fatal("the node is still up")
+	}
+	before := r.srv.Commands()
+	if _, err := idle.ExecContext(ctx, "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
+		t.Fatalf("checkout on a down node = %v, want driver.ErrBadConn", err)
+	}
+	if r.srv.Commands() != before {
+		t.Fatal("a command reached a down node's proxy")
+	}
+	if got := r.node.RetiredBy(NodeDown); got != 1 {
+		t.Fatalf("RetiredBy(NodeDown) = %d, want 1", got)
+	}
+	if _, err := busy.ExecContext(ctx, "SELECT 1", nil); err != nil {
+		t.Fatalf("a connection in use was cut: %v", err)
+	}
+	if closed := r.node.RetireAll(NodeDown); closed != 1 {
+		t.Fatalf("RetireAll closed %d at once, want the idle one", closed)
+	}
+	if busy.IsValid() {
+		t.Fatal("a down node's connection given back is valid")
+	}
+}
+
+// TestRetireSurplusIdleFirst: the rebalancer's retirement takes idle connections first.
+func TestRetireSurplusIdleFirst(t *testing.T) {
+	r := newFakeRig(t)
+	a, b, c := r.dial(t), r.dial(t), r.dial(t)
+	a.Park()
+	if _, err := b.ExecContext(context.Background(), "SELECT 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(context.Background(), "SELECT 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.node.RetireSurplus(2); got != 2 {
+		t.Fatalf("RetireSurplus(2) = %d", got)
+	}
+	if a.Claim() {
+		t.Fatal("the idle connection was not the first retired")
+	}
+	if !b.Retired() && !c.Retired() {
+		t.Fatal("no in-use connection was marked")
+	}
+	if b.Retired() && c.Retired() {
+		t.Fatal("both in-use connections were marked: more than asked")
+	}
+}
+
+// TestPopOldestFreeSkipsClosed: the trim pops the longest parked connection, passing over any
+// closed while parked.
+func TestPopOldestFreeSkipsClosed(t *testing.T) {
+	r := newFakeRig(t)
+	a, b := r.dial(t), r.dial(t)
+	a.Park()
+	b.Park()
+	r.node.PushFree(a)
+	r.node.PushFree(b)
+	a.RetireIfIdle(Rebalance)
+	got := r.node.PopOldestFree()
+	if got != b {
+		t.Fatalf("PopOldestFree = %p, want the open one %p", got, b)
+	}
+	got.ClosePhysical()
+	if r.node.PopOldestFree() != nil || r.node.FreeCount() != 0 {
+		t.Fatal("the free list is not empty")
+	}
+	if n := r.open(); n != 0 {
+		t.Fatalf("open = %d, want 0", n)
+	}
+}
+
+// TestOneValue: exactly one row of one column, or an error.
+func TestOneValue(t *testing.T) {
+	srv := mysqlfake.Start(t, mysqlfake.Config{Answer: func(q string) *mysqlfake.Result {
+		switch q {
+		case "two rows":
+			return &mysqlfake.Result{Columns: []string{"a"}, Rows: [][]string{{"1"}, {"2"}}}
+		case "two cols":
+			return &mysqlfake.Result{Columns: []string{"a", "b"}, Rows: [][]string{{"1", "2"}}}
+		}
+		return &mysqlfake.Result{Columns: []string{"a"}, Rows: [][]string{{"v"}}}
+	}})
+	r := newRig(t, srv.Addr())
+	c := r.dial(t)
+	ctx := context.Background()
+	if v, err := OneValue(ctx, c, "one"); err != nil || v != "v" {
+		t.Fatalf("OneValue = %q, %v", v, err)
+	}
+	for _, q := range []string{"two rows", "two cols"} {
+		if _, err := OneValue(ctx, c, q); err == nil {
+			t.Fatalf("%s: no error", q)
+		}
+	}
+}

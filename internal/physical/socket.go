@@ -1,0 +1,160 @@
+package physical
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/wire"
+)
+
+// Socket is a node's TCP connection that gives the node's open count back exactly once,
+// however it closes (pool close, error, server reset). It embeds *net.TCPConn so keepalive
+// settings and syscall.Conn stay reachable: go-sql-driver's liveness check at checkout needs
+// SyscallConn.
+//
+// Every byte passes lbd's protocol guard (internal/wire) on its way, so a packet go-sql-driver
+// cannot parse safely fails the read instead of reaching it. A bound set by lbd (a probe's
+// timeout, a caller's context ending) caps every deadline go-sql-driver sets, so no read or
+// write outlives it.
+type Socket struct {
+	*net.TCPConn
+	node    *Node
+	counted bool // gives the node's open count back at Close (not a probe connection)
+	closed  atomic.Bool
+	pending []byte // the server's greeting, read and checked by the dialer, handed over first
+
+	guard wire.Guard   // used only by the goroutine reading and writing the connection
+	bound atomic.Int64 // lbd's deadline for every read and write, in Unix nanoseconds; 0: none
+}
+
+// Read serves the checked greeting first, then the socket, through the guard.
+func (c *Socket) Read(b []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(b, c.pending)
+		if err := c.guard.Server(b[:n]); err != nil {
+			return 0, err
+		}
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	if err := c.guard.Err(); err != nil {
+		return 0, err
+	}
+	n, err := c.TCPConn.Read(b)
+	if gerr := c.guard.Server(b[:n]); gerr != nil {
+		return 0, gerr
+	}
+	return n, err
+}
+
+// Write sends b and shows the guard what was sent: it follows the commands to know what answer
+// to expect.
+func (c *Socket) Write(b []byte) (int, error) {
+	n, err := c.TCPConn.Write(b)
+	c.guard.Client(b[:n])
+	return n, err
+}
+
+// ProtocolErr returns the guard's finding as an error naming the node, or nil.
+func (c *Socket) ProtocolErr() error {
+	if err := c.guard.Err(); err != nil {
+		return ProtocolError(c.node.addr, err)
+	}
+	return nil
+}
+
+// SetDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
+func (c *Socket) SetDeadline(t time.Time) error {
+	return c.setDeadline(t, c.TCPConn.SetDeadline)
+}
+
+// SetReadDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
+func (c *Socket) SetReadDeadline(t time.Time) error {
+	return c.setDeadline(t, c.TCPConn.SetReadDeadline)
+}
+
+// SetWriteDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
+func (c *Socket) SetWriteDeadline(t time.Time) error {
+	return c.setDeadline(t, c.TCPConn.SetWriteDeadline)
+}
+
+func (c *Socket) setDeadline(t time.Time, set func(time.Time) error) error {
+	for {
+		b := c.bound.Load()
+		err := set(capDeadline(t, b))
+		if c.bound.Load() == b { // a bound set meanwhile would otherwise be overwritten
+			return err
+		}
+	}
+}
+
+func capDeadline(t time.Time, bound int64) time.Time {
+	if bound == 0 {
+		return t
+	}
+	if b := time.Unix(0, bound); t.IsZero() || t.After(b) {
+		return b
+	}
+	return t
+}
+
+// Limit bounds every read and write from now on by t, or lifts the bound with the zero time.
+func (c *Socket) Limit(t time.Time) {
+	var b int64
+	if !t.IsZero() {
+		b = t.UnixNano()
+	}
+	c.bound.Store(b)
+	c.TCPConn.SetDeadline(t)
+}
+
+// expire makes every read and write fail at once; the connection cannot be used again.
+func (c *Socket) expire() { c.Limit(time.Unix(1, 0)) }
+
+// LimitTo bounds the connection by ctx until the returned bound is lifted: by ctx's
+// deadline, and at once when ctx ends.
+func (c *Socket) LimitTo(ctx context.Context) Bound {
+	if ctx.Done() == nil {
+		return Bound{}
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.Limit(d)
+	}
+	return Bound{c: c, stop: context.AfterFunc(ctx, c.expire)}
+}
+
+// Bound is a connection bounded by a context; the zero value bounds nothing.
+type Bound struct {
+	c    *Socket
+	stop func() bool
+}
+
+// Lift lifts the bound and reports whether ctx ended meanwhile (the connection is then
+// unusable and keeps failing every read and write).
+func (b Bound) Lift() (expired bool) {
+	if b.c == nil {
+		return false
+	}
+	if !b.stop() {
+		return true
+	}
+	b.c.Limit(time.Time{})
+	return false
+}
+
+var _ syscall.Conn = (*Socket)(nil)
+
+// Close closes the socket and gives the node its open count back, once.
+func (c *Socket) Close() error {
+	err := c.TCPConn.Close()
+	if c.closed.CompareAndSwap(false, true) && c.counted {
+		c.node.table.Release(c.node.tn)
+	}
+	return err
+}
+
+// NetConn returns the underlying TCP connection.
+func (c *Socket) NetConn() net.Conn { return c.TCPConn }
