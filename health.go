@@ -367,7 +367,7 @@ func (c *Connector) onTransition(t nodetable.Transition[*physical.Node]) {
 // rebalanceCluster shows the connector to the rebalancer.
 type rebalanceCluster struct {
 	c     *Connector
-	mu    sync.Mutex              // guards views between rounds
+	mu    sync.Mutex                       // guards views between rounds
 	views []nodetable.View[*physical.Node] // reused from round to round
 }
 

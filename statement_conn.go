@@ -31,11 +31,11 @@ import (
 type logicalConn struct {
 	c        *Connector
 	phys     *physical.Conn // bound physical connection, nil when unbound
-	claimed  bool  // phys is in use by this logical connection (counted on its node)
-	session  bool  // session state lives on phys: bound for life
-	sqlTx    bool  // a transaction begun by SQL text is open
-	apiTx    bool  // a transaction begun by BeginTx is open
-	produced bool  // the last statement's result may be read by the next one
+	claimed  bool           // phys is in use by this logical connection (counted on its node)
+	session  bool           // session state lives on phys: bound for life
+	sqlTx    bool           // a transaction begun by SQL text is open
+	apiTx    bool           // a transaction begun by BeginTx is open
+	produced bool           // the last statement's result may be read by the next one
 	closed   bool
 	want     role.Target    // the target of the statement being bound (see route)
 	stmts    []*logicalStmt // open prepared statements, their references dropped at Close

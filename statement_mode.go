@@ -17,9 +17,9 @@ import (
 // themselves stay on their nodes (node.free for idle ones), counted and retired exactly as in
 // connection mode.
 type statementMode struct {
-	logical  atomic.Int64            // open logical connections
-	checker  atomic.Value            // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
-	trimMu   sync.Mutex              // one trim at a time, so two returns never close the same surplus twice
+	logical  atomic.Int64                     // open logical connections
+	checker  atomic.Value                     // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
+	trimMu   sync.Mutex                       // one trim at a time, so two returns never close the same surplus twice
 	views    []nodetable.View[*physical.Node] // trim's scratch copy of the node table; guarded by trimMu
 	prepared preparedSet
 }

@@ -15,8 +15,8 @@ import (
 type transitionQueue struct {
 	mu   sync.Mutex
 	list []nodetable.Transition[*physical.Node] // queued, oldest first
-	done bool                          // the goroutine has ended: transitions are handled where they are made
-	wake chan struct{}                 // one pending wake-up at most
+	done bool                                   // the goroutine has ended: transitions are handled where they are made
+	wake chan struct{}                          // one pending wake-up at most
 }
 
 // queueTransition is the table's OnTransition: the table delivers one at a time, in order, so
