@@ -18,6 +18,7 @@ import (
 
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/ring"
@@ -33,7 +34,6 @@ import (
 type Connector struct {
 	cfg   *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
 	roles roleSettings
-	split splitState      // statement mode's read/write split
 	topo  *topologySignal // wakes Connects waiting for a node their target accepts
 	// lastRecheck is when roles were last checked again out of turn (unix nanoseconds).
 	lastRecheck atomic.Int64
@@ -49,7 +49,7 @@ type Connector struct {
 	recent      recentFatal            // latest fatal errors, for NodeOfError
 	observers   observers              // AddObserver's list
 	transitions *ring.Ring[Transition] // latest state changes, for Stats.Recent
-	stmt        statementMode          // statement mode's logical connections and prepared statements
+	stmt        *logical.Mode          // statement mode: logical connections, prepared statements, the router
 	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
 	stallBase   atomic.Int64           // the stall threshold now, in nanoseconds: a confirming probe's deadline
 
@@ -135,7 +135,21 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
-	c.split.init(run)
+	c.stmt = logical.New(logical.Config{
+		Table:          table,
+		Connect:        c.connectPhysical,
+		TryNodes:       c.tryNodes,
+		Dial:           c.connectNode,
+		CountRouted:    countRouted,
+		Closed:         c.closed.Load,
+		ErrClosed:      ErrClosed,
+		Now:            run.clock.Now,
+		Logger:         run.Logger,
+		Target:         roles.target,
+		Split:          run.ReadWriteSplit,
+		ReadAfterWrite: run.ReadAfterWrite,
+		Causal:         run.ReadConsistency == "gtid",
+	})
 	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
@@ -227,7 +241,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	if c.cfg.Balance == BalanceStatement {
-		return c.connectLogical(ctx)
+		return c.stmt.Connect(ctx)
 	}
 	cn, err := c.connectPhysical(ctx)
 	if err != nil {
@@ -415,7 +429,7 @@ func (c *Connector) Close() error {
 		c.closed.Store(true)
 		close(c.stop)
 		c.cancelAll()
-		c.closeParked()
+		c.stmt.CloseParked()
 		c.stopSource()
 		c.rebal.Close()
 		c.prober.Close()

@@ -24,6 +24,11 @@
 // and statements reading the previous one's result keep a logical connection on one physical
 // connection; see BalanceMode and the README.
 //
+// Inside, the root package is the facade and the wiring (Connector, Config, options, errors,
+// Stats, the node source and the loops); internal/physical owns each connection to a proxy from
+// dial to close, internal/logical owns statement mode, and internal/nodetable the node table.
+// Imports run one way, in that order.
+//
 // lbd's own DSN parameters keep the names and defaults of NetEase's Java lb-driver and are
 // removed before go-sql-driver sees the DSN. See ParseDSN and the README.
 package lbd

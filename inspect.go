@@ -1,20 +1,14 @@
 package lbd
 
-import "github.com/lbd-go/lbd/internal/inspect"
+import (
+	"github.com/lbd-go/lbd/internal/inspect"
+	"github.com/lbd-go/lbd/internal/logical"
+)
 
 // The cluster suites (internal/clustertest, a module of their own) read these facts through
 // internal/inspect; see that package.
 func init() {
-	inspect.PreparedQueries = func(c any) map[string]int {
-		s := &c.(*Connector).stmt.prepared
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		out := make(map[string]int, len(s.open))
-		for q, pq := range s.open {
-			out[q] = pq.refs
-		}
-		return out
-	}
+	inspect.PreparedQueries = func(c any) map[string]int { return c.(*Connector).stmt.PreparedQueries() }
 	inspect.ServerStatements = func(c any) int {
 		total := 0
 		for _, tn := range c.(*Connector).table.Nodes(nil) {
@@ -24,11 +18,5 @@ func init() {
 		}
 		return total
 	}
-	inspect.Pinned = func(dc any) (bool, bool) {
-		l, ok := dc.(*logicalConn)
-		if !ok {
-			return false, false
-		}
-		return l.pinned(), true
-	}
+	inspect.Pinned = logical.Pinned
 }

@@ -56,6 +56,15 @@ func (n *node) StatementError(p *physical.Conn, err error) error {
 	return err
 }
 
+// countRouted counts a statement of the read/write split on n, as a read or a write.
+func countRouted(n *physical.Node, write bool) {
+	if write {
+		nodeOf(n).splitWrites.Add(1)
+	} else {
+		nodeOf(n).splitReads.Add(1)
+	}
+}
+
 // Broken implements physical.Hooks: a protocol violation is fatal to the connection and counts
 // against the node.
 func (n *node) Broken(p *physical.Conn, err error) { n.c.onConnError(p, err) }

@@ -28,11 +28,11 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 		}
 	})
 	b.Run("liveness-check", func(b *testing.B) { // go-sql-driver's, part of bind+release
-		p, err := c.borrow(ctx, c.roles.target)
+		p, err := c.stmt.Borrow(ctx, c.roles.target)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.giveBack(p)
+		defer c.stmt.GiveBack(p)
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := p.Driver().ResetSession(ctx); err != nil {
@@ -43,11 +43,11 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 	b.Run("bind+release", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			p, err := c.borrow(ctx, c.roles.target)
+			p, err := c.stmt.Borrow(ctx, c.roles.target)
 			if err != nil {
 				b.Fatal(err)
 			}
-			c.giveBack(p)
+			c.stmt.GiveBack(p)
 		}
 	})
 }

@@ -138,10 +138,10 @@ func (c *Connector) Stats() Stats {
 		}
 	}
 	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
-		ReadsToPrimaryAfterWrite: c.split.rywReads.Load(), Causal: c.causalStats()}
+		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats())}
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
-		st.Logical = int(c.stmt.logical.Load())
+		st.Logical = int(c.stmt.Logical())
 	}
 	return st
 }

@@ -189,7 +189,7 @@ func (p *probeTarget) checkRole(ctx context.Context) error {
 // any is configured. Without either, a write refused by a read-only server stays what it was
 // in lb-driver, a fatal error of the connection counted against the node.
 func (c *Connector) roleAware() bool {
-	return c.roles.check.Query() != "" || c.roles.target != role.Any || c.split.on
+	return c.roles.check.Query() != "" || c.roles.target != role.Any || c.cfg.ReadWriteSplit
 }
 
 // onNotPrimary handles a statement that w's node refused as not primary (exception.NotPrimary),

@@ -8,9 +8,15 @@
 // mutex is released, one at a time and in the order the table made them; the caller logs them
 // and retires connections.
 //
-// Each node carries a payload of type P: what the caller hangs off a node (in lbd: the node's
-// go-sql-driver connector, its live connections, statement mode's idle list, the probe target).
-// The table never looks inside it.
+// Each node carries a payload of type P: what the caller hangs off a node (in lbd: the physical
+// node of internal/physical, with its go-sql-driver connector, its live connections and
+// statement mode's idle list). The table never looks inside it.
+//
+// # Imports
+//
+// Imports run one way: the root package lbd → internal/logical → internal/physical →
+// internal/nodetable → internal/pick. This package imports none of the layers above it
+// (internal/testkit's TestImportsRunOneWay checks the rule).
 //
 // # Lock order
 //

@@ -63,6 +63,8 @@ var (
 )
 
 // Adopt wraps a new physical connection of n, dialed with a counted ticket, and registers it.
+// sock is the socket beneath dc; a connection adopted without one (nil: statement mode's tests
+// over fake connections) has no deadline caps and no guard, and dc's Close gives the count back.
 // A node that went down or started draining while the dial was in flight gets the connection
 // retired at once: its first operation answers driver.ErrBadConn with nothing sent (enter), and
 // database/sql dials again.

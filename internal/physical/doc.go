@@ -23,5 +23,5 @@
 // internal/nodetable → internal/pick. This package imports neither the root nor
 // internal/logical; it reaches the Connector only through the Hooks value each node is given
 // at construction (as a gRPC balancer is handed a balancer.ClientConn, never the ClientConn).
-// A test of the root package checks the rule.
+// internal/testkit's TestImportsRunOneWay checks the rule.
 package physical

@@ -60,6 +60,9 @@ func (c *Socket) Write(b []byte) (int, error) {
 
 // ProtocolErr returns the guard's finding as an error naming the node, or nil.
 func (c *Socket) ProtocolErr() error {
+	if c == nil {
+		return nil
+	}
 	if err := c.guard.Err(); err != nil {
 		return ProtocolError(c.node.addr, err)
 	}
@@ -103,6 +106,9 @@ func capDeadline(t time.Time, bound int64) time.Time {
 
 // Limit bounds every read and write from now on by t, or lifts the bound with the zero time.
 func (c *Socket) Limit(t time.Time) {
+	if c == nil {
+		return
+	}
 	var b int64
 	if !t.IsZero() {
 		b = t.UnixNano()
@@ -117,7 +123,7 @@ func (c *Socket) expire() { c.Limit(time.Unix(1, 0)) }
 // LimitTo bounds the connection by ctx until the returned bound is lifted: by ctx's
 // deadline, and at once when ctx ends.
 func (c *Socket) LimitTo(ctx context.Context) Bound {
-	if ctx.Done() == nil {
+	if c == nil || ctx.Done() == nil {
 		return Bound{}
 	}
 	if d, ok := ctx.Deadline(); ok {
@@ -149,6 +155,9 @@ var _ syscall.Conn = (*Socket)(nil)
 
 // Close closes the socket and gives the node its open count back, once.
 func (c *Socket) Close() error {
+	if c == nil {
+		return nil
+	}
 	err := c.TCPConn.Close()
 	if c.closed.CompareAndSwap(false, true) && c.counted {
 		c.node.table.Release(c.node.tn)

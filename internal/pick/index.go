@@ -2,6 +2,9 @@
 // connection without allocating, in O(1) while every node has the same weight and in
 // O(log n) otherwise, however many nodes there are.
 //
+// It is the bottom layer of lbd's one-way imports (the root package lbd → internal/logical →
+// internal/physical → internal/nodetable → internal/pick) and imports none of them.
+//
 // # Two orders
 //
 // While every indexed entry has the unit weight (no weights from the node source, no node

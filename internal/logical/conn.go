@@ -1,4 +1,4 @@
-package lbd
+package logical
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // database/sql never calls one connection's methods concurrently, so the fields need no lock;
 // the physical connection's own state is atomic because probes and the rebalancer retire it.
 type logicalConn struct {
-	c        *Connector
+	m        *Mode
 	phys     *physical.Conn // bound physical connection, nil when unbound
 	claimed  bool           // phys is in use by this logical connection (counted on its node)
 	session  bool           // session state lives on phys: bound for life
@@ -59,13 +59,13 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.
 	}
 	if l.phys != nil {
 		if l.claimed && (l.pinned() || l.fits(l.phys)) {
-			l.c.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
+			l.m.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
 		}
 		if l.claimed { // unpinned, on a node of another role than this statement needs
 			p := l.phys
 			l.phys, l.claimed, l.produced = nil, false, false
-			l.c.giveBack(p)
+			l.m.GiveBack(p)
 		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
 				return l.phys, nil
@@ -76,10 +76,10 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.
 		} else {
 			p := l.phys
 			l.phys, l.produced = nil, false // the result it holds is gone with it
-			l.c.parkFree(p)
+			l.m.parkFree(p)
 		}
 	}
-	p, err := l.c.borrow(ctx, l.want)
+	p, err := l.m.Borrow(ctx, l.want)
 	if err != nil {
 		return nil, err
 	}
@@ -95,14 +95,14 @@ func (l *logicalConn) reclaim(ctx context.Context) bool {
 		l.phys = nil
 		return false
 	}
-	l.c.table.Claim(p.Node().TN())
+	l.m.table.Claim(p.Node().TN())
 	if !p.Usable(ctx) {
-		l.c.table.Unclaim(p.Node().TN())
+		l.m.table.Unclaim(p.Node().TN())
 		p.Close()
 		l.phys = nil
 		return false
 	}
-	l.c.sweepStatements(p)
+	l.m.sweepStatements(p)
 	l.claimed = true
 	return true
 }
@@ -140,7 +140,7 @@ func (l *logicalConn) IsValid() bool {
 	}
 	l.claimed = false
 	if l.pinned() || l.produced {
-		l.c.table.Unclaim(p.Node().TN())
+		l.m.table.Unclaim(p.Node().TN())
 		if !p.IsValid() { // retired or broken
 			p.Close()
 			l.phys = nil
@@ -149,7 +149,7 @@ func (l *logicalConn) IsValid() bool {
 		return true
 	}
 	l.phys = nil
-	l.c.giveBack(p)
+	l.m.GiveBack(p)
 	return true
 }
 
@@ -174,8 +174,8 @@ func (l *logicalConn) Close() error {
 		return nil
 	}
 	l.closed = true
-	c := l.c
-	c.stmt.logical.Add(-1)
+	m := l.m
+	m.logical.Add(-1)
 	// database/sql may drop a connection without closing its statements (a close deferred to
 	// a return that never comes): drop their references, or their queries would stay
 	// prepared on physical connections for good.
@@ -187,15 +187,15 @@ func (l *logicalConn) Close() error {
 		l.phys = nil
 		switch {
 		case l.claimed:
-			c.table.Unclaim(p.Node().TN())
+			m.table.Unclaim(p.Node().TN())
 			p.Close()
 		case l.pinned():
 			p.Close()
 		default:
-			c.parkFree(p)
+			m.parkFree(p)
 		}
 	}
-	c.trim()
+	m.trim()
 	return nil
 }
 
@@ -214,7 +214,7 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 // BeginTx implements driver.ConnBeginTx; the transaction pins the physical connection until it
 // ends.
 func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	l.want = l.c.txTarget(ctx, opts)
+	l.want = l.m.txTarget(ctx, opts)
 	p, err := l.bind(ctx, 0) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
@@ -256,13 +256,13 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 // the target the read/write split routes it to, and, for a causal read, after its scope's
 // position was reached there. write reports whether the statement counts as a write.
 func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Effect) (p *physical.Conn, write bool, err error) {
-	l.want, write = l.c.route(ctx, query)
+	l.want, write = l.m.route(ctx, query)
 	p, err = l.bind(ctx, eff)
 	if err == nil {
 		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff) })
 	}
 	if err == nil {
-		l.c.countRouted(p, write)
+		l.m.countRouted(p, write)
 	}
 	return p, write, err
 }
@@ -279,7 +279,7 @@ func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, eff sqlclass.Ef
 	}
 	l.after(eff, err)
 	if write {
-		l.c.noteWrite(ctx)
+		l.m.noteWrite(ctx)
 	}
 }
 
@@ -291,7 +291,7 @@ const keepsResult = sqlclass.ReadsResult
 
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
-	l.want, _ = l.c.route(ctx, "SELECT 1")
+	l.want, _ = l.m.route(ctx, "SELECT 1")
 	p, err := l.bind(ctx, keepsResult)
 	if err != nil {
 		return err
@@ -302,7 +302,7 @@ func (l *logicalConn) Ping(ctx context.Context) error {
 // CheckNamedValue implements driver.NamedValueChecker with go-sql-driver's rules, which do not
 // depend on the connection.
 func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if ch, ok := l.c.stmt.checker.Load().(driver.NamedValueChecker); ok {
+	if ch, ok := l.m.checker.Load().(driver.NamedValueChecker); ok {
 		return ch.CheckNamedValue(nv)
 	}
 	return driver.ErrSkip
@@ -312,7 +312,7 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
-	l.want, _ = l.c.route(context.Background(), "") // what the caller does with it is unknown: the primary
+	l.want, _ = l.m.route(context.Background(), "") // what the caller does with it is unknown: the primary
 	p, err := l.bind(context.Background(), 0)
 	if err != nil {
 		return nil
@@ -332,9 +332,9 @@ type logicalTx struct {
 func (t *logicalTx) Commit() error {
 	err := t.tx.Commit()
 	if err == nil && t.write {
-		t.l.c.noteWrite(t.ctx)
-		if p := t.l.phys; p != nil && t.l.c.split.causal.on {
-			t.l.c.capture(t.ctx, p)
+		t.l.m.noteWrite(t.ctx)
+		if p := t.l.phys; p != nil && t.l.m.split.causal.on {
+			t.l.m.capture(t.ctx, p)
 		}
 	}
 	return t.end(err)

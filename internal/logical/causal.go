@@ -1,4 +1,4 @@
-package lbd
+package logical
 
 import (
 	"context"
@@ -35,18 +35,18 @@ type causalState struct {
 }
 
 // positionOf returns where the scope of ctx keeps its position.
-func (c *Connector) positionOf(ctx context.Context) *atomic.Pointer[causal.Position] {
+func (m *Mode) positionOf(ctx context.Context) *atomic.Pointer[causal.Position] {
 	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
 		return &s.pos
 	}
-	return &c.split.causal.pos
+	return &m.split.causal.pos
 }
 
 // capture reads the position the write just made reached, on its own physical connection p,
 // and merges it into ctx's scope. A failure leaves the scope as it was: its next reads may miss
 // this write on a replica, as without readConsistency=gtid, and the error is not the caller's.
-func (c *Connector) capture(ctx context.Context, p *physical.Conn) {
-	cs := &c.split.causal
+func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
+	cs := &m.split.causal
 	f := causal.Flavor(cs.flavor.Load())
 	if cs.flavor.Load() < 0 {
 		f = causal.MariaDB
@@ -59,19 +59,19 @@ func (c *Connector) capture(ctx context.Context, p *physical.Conn) {
 		value, err = physical.OneValue(ctx, p, f.CaptureQuery())
 	}
 	if err != nil {
-		c.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.Node().Addr(), "err", err)
+		m.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.Node().Addr(), "err", err)
 		return
 	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
 	pos, err := f.Parse(value)
 	if err != nil {
 		if !errors.Is(err, causal.ErrNoPosition) {
-			c.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.Node().Addr(), "err", err)
+			m.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.Node().Addr(), "err", err)
 		}
 		return
 	}
 	cs.captures.Add(1)
-	slot := c.positionOf(ctx)
+	slot := m.positionOf(ctx)
 	for {
 		old := slot.Load()
 		merged := pos
@@ -88,17 +88,17 @@ func (c *Connector) capture(ctx context.Context, p *physical.Conn) {
 // scope's position; when the replica does not reach it within the bound, the read is bound on
 // the primary instead. It returns the connection to run the read on.
 func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebind func() (*physical.Conn, error)) (*physical.Conn, error) {
-	c := l.c
-	cs := &c.split.causal
+	m := l.m
+	cs := &m.split.causal
 	if !cs.on || l.want != readTarget {
 		return p, nil
 	}
-	pos := c.positionOf(ctx).Load()
-	if pos == nil || pos.IsZero() || c.table.Role(p.Node().TN()) == nodes.RolePrimary {
+	pos := m.positionOf(ctx).Load()
+	if pos == nil || pos.IsZero() || m.table.Role(p.Node().TN()) == nodes.RolePrimary {
 		return p, nil
 	}
 	start := time.Now()
-	answer, err := physical.OneValue(ctx, p, pos.WaitText(c.cfg.ReadAfterWrite.Seconds()))
+	answer, err := physical.OneValue(ctx, p, pos.WaitText(m.cfg.ReadAfterWrite.Seconds()))
 	cs.waits.Add(1)
 	cs.waitTime.Add(int64(time.Since(start)))
 	if err == nil {
@@ -115,7 +115,7 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	return rebind()
 }
 
-// CausalStats counts what readConsistency=gtid did (zero without it).
+// CausalStats counts what readConsistency=gtid did; lbd.CausalStats documents it.
 type CausalStats struct {
 	Captures  uint64        // positions read after writes
 	Waits     uint64        // reads that waited on a replica for their scope's position
@@ -123,8 +123,9 @@ type CausalStats struct {
 	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
 }
 
-func (c *Connector) causalStats() CausalStats {
-	cs := &c.split.causal
+// CausalStats returns what readConsistency=gtid did so far.
+func (m *Mode) CausalStats() CausalStats {
+	cs := &m.split.causal
 	return CausalStats{Captures: cs.captures.Load(), Waits: cs.waits.Load(),
 		WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
 }
@@ -132,7 +133,7 @@ func (c *Connector) causalStats() CausalStats {
 // captureAfter records the position of a write that just ran on p outside a transaction (inside
 // one, the position is read once it commits).
 func (l *logicalConn) captureAfter(ctx context.Context, p *physical.Conn) {
-	if l.c.split.causal.on && p != nil && !l.sqlTx && !l.apiTx {
-		l.c.capture(ctx, p)
+	if l.m.split.causal.on && p != nil && !l.sqlTx && !l.apiTx {
+		l.m.capture(ctx, p)
 	}
 }

@@ -1,10 +1,9 @@
-package lbd
+package logical
 
 import (
 	"context"
 	"database/sql/driver"
 	"sync/atomic"
-	"time"
 
 	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/physical"
@@ -25,11 +24,6 @@ import (
 // is the whole Connector by default, or the context ReadYourWrites returns, so that one HTTP
 // request or job gets its own guarantee without sending every caller's reads to the primary.
 
-// DefaultReadAfterWrite is how long a scope's reads go to the primary after its write
-// (readAfterWriteMillis): 300 ms, the window Taobao's UMP proxy used, well above the
-// replication delay of a healthy semi-synchronous MySQL or MariaDB replica.
-const DefaultReadAfterWrite = 300 * time.Millisecond
-
 // splitState is a Connector's read/write split.
 type splitState struct {
 	on        bool
@@ -39,10 +33,10 @@ type splitState struct {
 	causal    causalState   // readConsistency=gtid
 }
 
-// init sets the split up from cfg; the Connector calls it once, before any statement.
+// init sets the split up from cfg; New calls it once, before any statement.
 func (s *splitState) init(cfg *Config) {
-	s.on, s.window = cfg.ReadWriteSplit, int64(cfg.ReadAfterWrite)
-	s.causal.on = cfg.ReadWriteSplit && cfg.ReadConsistency == "gtid"
+	s.on, s.window = cfg.Split, int64(cfg.ReadAfterWrite)
+	s.causal.on = cfg.Split && cfg.Causal
 	s.causal.flavor.Store(-1)
 }
 
@@ -63,38 +57,31 @@ type rywKey struct{}
 // primaryKey marks a context whose statements go to the primary (OnPrimary).
 type primaryKey struct{}
 
-// OnPrimary returns a context whose statements go to the primary with readWriteSplit, reads
-// included, as gorm.io/plugin/dbresolver's clause.Write does: for a read that must see the
-// latest write of another process, or a report that must not run on a lagging replica. A read
-// sent there does not start a read-your-writes window. Without readWriteSplit it changes
-// nothing.
+// OnPrimary marks ctx so that its statements go to the primary (lbd.OnPrimary documents it).
 func OnPrimary(ctx context.Context) context.Context {
 	return context.WithValue(ctx, primaryKey{}, true)
 }
 
-// ReadYourWrites returns a context whose statements form a read-your-writes scope of their own
-// (with readWriteSplit): after a write made with it, or with a context derived from it, reads
-// made with it go to the primary for readAfterWriteMillis; other callers' reads are not
-// affected. Without such a scope the whole Connector is one. A scope costs one small
-// allocation; it is meant per request, job or user, not per statement.
+// ReadYourWrites gives ctx a read-your-writes scope of its own (lbd.ReadYourWrites documents
+// it).
 func ReadYourWrites(ctx context.Context) context.Context {
 	return context.WithValue(ctx, rywKey{}, &rywScope{})
 }
 
 // lastWriteOf returns where the scope of ctx keeps its latest write.
-func (c *Connector) lastWriteOf(ctx context.Context) *atomic.Int64 {
+func (m *Mode) lastWriteOf(ctx context.Context) *atomic.Int64 {
 	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
 		return &s.lastWrite
 	}
-	return &c.split.lastWrite
+	return &m.split.lastWrite
 }
 
 // route returns the target a statement with text query binds for, and whether it counts as a
 // write (it starts its scope's read-your-writes window once it ran). Without the split every
 // statement has the Connector's target and nothing counts.
-func (c *Connector) route(ctx context.Context, query string) (target role.Target, write bool) {
-	if !c.split.on {
-		return c.roles.target, false
+func (m *Mode) route(ctx context.Context, query string) (target role.Target, write bool) {
+	if !m.split.on {
+		return m.cfg.Target, false
 	}
 	if !sqlclass.ReplicaRead(query) {
 		return writeTarget, true
@@ -102,34 +89,34 @@ func (c *Connector) route(ctx context.Context, query string) (target role.Target
 	if ctx.Value(primaryKey{}) != nil {
 		return writeTarget, false
 	}
-	if c.split.causal.on {
+	if m.split.causal.on {
 		return readTarget, false // a read of a scope with a position waits on the replica (awaitPosition)
 	}
-	if w := c.split.window; w > 0 && c.cfg.clock.Now().UnixNano()-c.lastWriteOf(ctx).Load() < w {
-		c.split.rywReads.Add(1)
+	if w := m.split.window; w > 0 && m.cfg.Now().UnixNano()-m.lastWriteOf(ctx).Load() < w {
+		m.split.rywReads.Add(1)
 		return writeTarget, false
 	}
 	return readTarget, false
 }
 
 // noteWrite starts the read-your-writes window of ctx's scope.
-func (c *Connector) noteWrite(ctx context.Context) {
-	if c.split.on && c.split.window > 0 {
-		c.lastWriteOf(ctx).Store(c.cfg.clock.Now().UnixNano())
+func (m *Mode) noteWrite(ctx context.Context) {
+	if m.split.on && m.split.window > 0 {
+		m.lastWriteOf(ctx).Store(m.cfg.Now().UnixNano())
 	}
 }
 
 // fits reports whether the bound physical connection p serves the logical connection's current
 // target: always without the split.
 func (l *logicalConn) fits(p *physical.Conn) bool {
-	return !l.c.split.on || l.want.Accepts(l.c.table.Role(p.Node().TN()))
+	return !l.m.split.on || l.want.Accepts(l.m.table.Role(p.Node().TN()))
 }
 
 // txTarget is where a transaction goes: a read-only one (BeginTx with ReadOnly) may run on a
 // replica, as the application asked; any other on the primary.
-func (c *Connector) txTarget(ctx context.Context, opts driver.TxOptions) role.Target {
-	if !c.split.on {
-		return c.roles.target
+func (m *Mode) txTarget(ctx context.Context, opts driver.TxOptions) role.Target {
+	if !m.split.on {
+		return m.cfg.Target
 	}
 	if opts.ReadOnly {
 		return readTarget
@@ -139,13 +126,12 @@ func (c *Connector) txTarget(ctx context.Context, opts driver.TxOptions) role.Ta
 
 // countRouted counts a statement of the split on the node it runs on: a read when it was
 // routed as one (to any node), a write otherwise.
-func (c *Connector) countRouted(p *physical.Conn, write bool) {
-	if !c.split.on || p == nil {
+func (m *Mode) countRouted(p *physical.Conn, write bool) {
+	if !m.split.on || p == nil {
 		return
 	}
-	if write {
-		nodeOf(p.Node()).splitWrites.Add(1)
-	} else {
-		nodeOf(p.Node()).splitReads.Add(1)
-	}
+	m.cfg.CountRouted(p.Node(), write)
 }
+
+// RYWReads returns how many reads read-your-writes sent to the primary.
+func (m *Mode) RYWReads() uint64 { return m.split.rywReads.Load() }

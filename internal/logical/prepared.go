@@ -1,4 +1,4 @@
-package lbd
+package logical
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func (s *preparedSet) unref(q *preparedQuery) {
 
 // statementOn returns q prepared on the claimed physical connection p, preparing it there on
 // first use.
-func (c *Connector) statementOn(ctx context.Context, p *physical.Conn, q *preparedQuery) (physical.FullStmt, error) {
+func (m *Mode) statementOn(ctx context.Context, p *physical.Conn, q *preparedQuery) (physical.FullStmt, error) {
 	if st, ok := p.Prepared[q]; ok {
 		return st, nil
 	}
@@ -89,8 +89,8 @@ func (c *Connector) statementOn(ctx context.Context, p *physical.Conn, q *prepar
 // more. It runs when a physical connection is claimed (only its claimer may send on it) and
 // costs one atomic load when nothing died since its last sweep. While a result set is open on
 // the connection nothing may be sent, so the sweep waits for a later claim.
-func (c *Connector) sweepStatements(p *physical.Conn) {
-	deaths := c.stmt.prepared.deaths.Load()
+func (m *Mode) sweepStatements(p *physical.Conn) {
+	deaths := m.prepared.deaths.Load()
 	if p.Swept == deaths || p.OpenRows() > 0 {
 		return
 	}
@@ -121,15 +121,15 @@ var _ physical.FullStmt = (*logicalStmt)(nil)
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
 func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	eff := sqlclass.Classify(query)
-	l.want, _ = l.c.route(ctx, query)
+	l.want, _ = l.m.route(ctx, query)
 	p, err := l.bind(ctx, eff|keepsResult)
 	if err != nil {
 		return nil, err
 	}
-	q := l.c.stmt.prepared.ref(query)
-	st, err := l.c.statementOn(ctx, p, q)
+	q := l.m.prepared.ref(query)
+	st, err := l.m.statementOn(ctx, p, q)
 	if err != nil {
-		l.c.stmt.prepared.unref(q)
+		l.m.prepared.unref(q)
 		return nil, err
 	}
 	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st, query: query}
@@ -147,7 +147,7 @@ func (s *logicalStmt) on(ctx context.Context) (physical.FullStmt, error) {
 		return nil, err
 	}
 	s.write = write
-	return s.l.c.statementOn(ctx, p, s.q)
+	return s.l.m.statementOn(ctx, p, s.q)
 }
 
 func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
@@ -194,7 +194,7 @@ func (s *logicalStmt) Close() error {
 		l.stmts = slices.Delete(l.stmts, i, i+1)
 	}
 	if l.claimed && l.phys != nil {
-		l.c.sweepStatements(l.phys)
+		l.m.sweepStatements(l.phys)
 	}
 	return nil
 }
@@ -203,7 +203,7 @@ func (s *logicalStmt) Close() error {
 func (s *logicalStmt) unref() {
 	if !s.closed {
 		s.closed = true
-		s.l.c.stmt.prepared.unref(s.q)
+		s.l.m.prepared.unref(s.q)
 	}
 }
 

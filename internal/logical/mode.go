@@ -1,0 +1,243 @@
+package logical
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/physical"
+	"github.com/lbd-go/lbd/internal/role"
+)
+
+// Config is what the root hands statement mode: the node table, and functions for what the
+// Connector does (dial, clock, logger) and the split's settings.
+type Config struct {
+	Table *physical.Table
+	// Connect dials a physical connection as connection mode's Connect does: on the up node
+	// with the fewest open connections, the next best when a dial fails, panic mode when
+	// none is up.
+	Connect func(ctx context.Context) (*physical.Conn, error)
+	// TryNodes asks next (then panicNext) for a node and use for a connection on it, with
+	// Connect's failover and error rules.
+	TryNodes func(ctx context.Context, next func(tried []*physical.TableNode) *physical.TableNode,
+		panicNext func(tried []*physical.TableNode, now time.Time) *physical.TableNode,
+		use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error)
+	// Dial makes one physical connection to n, whose count the pick already raised.
+	Dial func(ctx context.Context, n *physical.Node, panicDial bool) (*physical.Conn, error)
+	// CountRouted counts a statement of the split on its node, as a read or a write.
+	CountRouted func(n *physical.Node, write bool)
+	// Closed reports whether the Connector is closed; ErrClosed is then the error.
+	Closed    func() bool
+	ErrClosed error
+	Now       func() time.Time
+	Logger    *slog.Logger
+
+	Target         role.Target   // where every statement goes without the split
+	Split          bool          // readWriteSplit
+	ReadAfterWrite time.Duration // read-your-writes window; 0: none
+	Causal         bool          // readConsistency=gtid (with Split)
+}
+
+// Mode is statement mode for one Connector: the count of logical connections database/sql
+// holds, the prepared statements they share, and the router. The physical connections
+// themselves stay on their nodes (the node's free list for idle ones), counted and retired
+// exactly as in connection mode.
+type Mode struct {
+	cfg   Config
+	table *physical.Table
+	split splitState
+
+	logical  atomic.Int64                     // open logical connections
+	checker  atomic.Value                     // driver.NamedValueChecker: go-sql-driver's argument rules, from the first logical connection's dial
+	trimMu   sync.Mutex                       // one trim at a time, so two returns never close the same surplus twice
+	views    []nodetable.View[*physical.Node] // trim's scratch copy of the node table; guarded by trimMu
+	prepared preparedSet
+}
+
+// New builds statement mode from cfg.
+func New(cfg Config) *Mode {
+	m := &Mode{cfg: cfg, table: cfg.Table}
+	m.split.init(&cfg)
+	return m
+}
+
+// Logical returns how many logical connections are open.
+func (m *Mode) Logical() int64 { return m.logical.Load() }
+
+// Connect opens a logical connection. Physical connections follow the logical count:
+// when there are fewer physical connections than logical ones, one is dialed now (on the node
+// with the fewest open connections) and parked, so connect errors surface here as in
+// connection mode and the first statement finds an idle physical connection.
+func (m *Mode) Connect(ctx context.Context) (driver.Conn, error) {
+	if m.cfg.Closed() {
+		return nil, m.cfg.ErrClosed
+	}
+	want := m.logical.Add(1)
+	if m.table.Total() < want {
+		p, err := m.cfg.Connect(ctx)
+		if err != nil {
+			m.logical.Add(-1)
+			return nil, err
+		}
+		// go-sql-driver's argument rules do not depend on the connection: keep the first one's.
+		m.checker.CompareAndSwap(nil, driver.NamedValueChecker(p.Driver()))
+		if !p.Park() {
+			p.Close() // its node went down during the dial
+		} else {
+			m.parkFree(p)
+		}
+	}
+	return &logicalConn{m: m}, nil
+}
+
+// Borrow claims a physical connection for a logical one: an idle one on the up node with the
+// fewest physical connections in use, else a new one dialed there; when that dial fails, the
+// next least busy node. The node's in-use count is charged; GiveBack or park returns it.
+func (m *Mode) Borrow(ctx context.Context, target role.Target) (*physical.Conn, error) {
+	if m.cfg.Closed() {
+		return nil, m.cfg.ErrClosed
+	}
+	first := m.table.PickInUseFor(target, nil)
+	if first != nil {
+		if p := m.takeFree(ctx, first.Payload()); p != nil {
+			return p, nil
+		}
+	}
+	next := func(tried []*physical.TableNode) *physical.TableNode {
+		if n := first; n != nil { // already claimed: dial there before trying any other node
+			first = nil
+			return n
+		}
+		return m.table.PickInUseFor(target, tried)
+	}
+	p, err := m.cfg.TryNodes(ctx, next, m.table.PanicPickInUse, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+		if p := m.takeFree(ctx, n); p != nil {
+			return p, nil
+		}
+		m.table.Charge(n.TN())
+		p, err := m.cfg.Dial(ctx, n, panicDial)
+		if err == nil && !m.table.IsUp(n.TN()) {
+			p.Close() // not handed out, as a checkout would not hand it out (conn.enter)
+			err = errClosedWhileDialing
+		}
+		if err == nil && !p.ClaimFresh() {
+			err = errClosedWhileDialing // its node went down or was drained meanwhile
+		}
+		if err != nil {
+			m.table.Unclaim(n.TN())
+			return nil, err
+		}
+		return p, nil
+	})
+	if first != nil { // tryNodes gave up before dialing (Close)
+		m.table.Unclaim(first)
+	}
+	return p, err
+}
+
+// errClosedWhileDialing: lbd closed a new physical connection before its first use, because
+// its node went down or started draining during the dial; the next node is tried.
+var errClosedWhileDialing = errors.New("lbd: the new connection was closed before use: its node went down during the dial")
+
+// takeFree claims an idle physical connection of n that passes go-sql-driver's liveness check
+// (the one database/sql runs at checkout in connection mode). One that died while idle is
+// closed quietly: it says nothing about the node now. While n is not up, none is handed out
+// (as enter rules in connection mode): each one taken is closed.
+func (m *Mode) takeFree(ctx context.Context, n *physical.Node) *physical.Conn {
+	for {
+		p := n.PopFree()
+		if p == nil {
+			return nil
+		}
+		if !p.Usable(ctx) {
+			p.Close()
+			continue
+		}
+		m.sweepStatements(p)
+		return p
+	}
+}
+
+// GiveBack ends a claim on a physical connection: a healthy one is parked idle on its node for
+// the next logical connection, a retired or broken one is closed. Physical connections above
+// what the logical ones need are then closed.
+func (m *Mode) GiveBack(p *physical.Conn) {
+	m.table.Unclaim(p.Node().TN())
+	if !p.IsValid() || m.cfg.Closed() {
+		p.Close()
+		return
+	}
+	m.parkFree(p)
+}
+
+// parkFree puts an idle physical connection on its node's free list.
+func (m *Mode) parkFree(p *physical.Conn) {
+	p.Node().PushFree(p)
+	if m.cfg.Closed() { // Close may have emptied the lists just before the push
+		m.CloseParked()
+		return
+	}
+	m.trim()
+}
+
+// trim closes idle physical connections while there are more than the logical connections
+// need: one per logical connection plus one spare per up node but one, so that the least busy
+// node usually has an idle connection and a statement does not wait for a dial. Surplus goes
+// from the node with the most open connections, longest idle first, which also evens the
+// nodes out.
+func (m *Mode) trim() {
+	if !m.trimMu.TryLock() {
+		return
+	}
+	defer m.trimMu.Unlock()
+	for m.table.Total() > m.physicalTarget() {
+		n := m.fullestWithFree()
+		if n == nil {
+			return
+		}
+		if p := n.PopOldestFree(); p != nil {
+			p.ClosePhysical()
+		}
+	}
+}
+
+// physicalTarget is how many physical connections statement mode keeps open: none when
+// database/sql holds no logical connection (SetMaxIdleConns(0) means no idle connection).
+func (m *Mode) physicalTarget() int64 {
+	logical := m.logical.Load()
+	if logical <= 0 {
+		return 0
+	}
+	return logical + max(int64(m.table.Ups())-1, 0)
+}
+
+// fullestWithFree returns the node with the most open physical connections among those with an
+// idle one, or nil. The caller holds trimMu, which guards the scratch views.
+func (m *Mode) fullestWithFree() *physical.Node {
+	m.views = m.table.Snapshot(m.views[:0])
+	defer clear(m.views) // drop node handles until the next trim
+	var best *physical.Node
+	bestOpen := 0
+	for _, v := range m.views {
+		if n := v.Node.Payload(); (best == nil || v.Open > bestOpen) && n.FreeCount() > 0 {
+			best, bestOpen = n, v.Open
+		}
+	}
+	return best
+}
+
+// CloseParked closes every idle physical connection (at Close: database/sql closes the logical
+// connections, and lbd the physical ones they leave).
+func (m *Mode) CloseParked() {
+	for _, tn := range m.table.Nodes(nil) {
+		n := tn.Payload()
+		for p := n.PopOldestFree(); p != nil; p = n.PopOldestFree() {
+			p.ClosePhysical()
+		}
+	}
+}
