@@ -215,27 +215,17 @@ func (c *Connector) nodeConfig(addr string) *mysql.Config {
 	return my
 }
 
-// Connect implements driver.Connector. With a node source, it first waits for the source's
-// first node list as Ready does, and returns Ready's error when there is none. In connection
-// mode it dials the up node with the fewest open connections; when that fails it tries the next
-// best, each node with the DSN's timeout (DefaultDialTimeout without one), until one answers or
-// every up node has failed. In statement mode it returns a logical connection, dialing a
-// physical one the same way only when there are fewer physical connections than logical ones.
-//
-// When no node is up (panic mode), Connect does not fail closed: it dials the down node that
-// failed least recently, and one more when that fails, with at most one such dial of a node in
-// flight per Connector and one per spacing (a twentieth of CheckHealthInterval, within
-// 10 ms–1 s), so that callers of a dead fleet do not each dial it. A dial that succeeds while no
-// node is up brings its node up at once (CausePanic). Draining and standby nodes are never
-// dialled so. This follows Envoy's panic threshold and gRPC's pick-first fallback; a Connect
-// that finds no node to try fails as before, with AllDown. Errors:
-//   - the error of the first node for access denied (1044, 1045, 1698), unknown database (1049)
-//     and unknown system variable (1193, usually a mistyped DSN parameter go-sql-driver sent as
-//     SET): every proxy would answer the same, so no other node is tried and none is blocked;
-//   - *ConnectError naming every node when none gave a connection (AllDown when none was up,
-//     whether or not panic-mode dials were tried);
-//   - the caller's context error when ctx ends first;
-//   - ErrClosed after Close.
+// Connect implements driver.Connector. It waits for a node source's first node list (as Ready
+// does). In connection mode it then dials the up node with the fewest open connections, and the
+// next best when that dial fails, each within the DSN's timeout (DefaultDialTimeout without
+// one); in statement mode it returns a logical connection. When no node is up it still tries
+// the down node that failed least recently (panic mode, see the package documentation).
+// Errors:
+//   - the first node's error when every proxy would answer the same (access denied 1044, 1045,
+//     1698; unknown database 1049; unknown system variable 1193): no other node is tried and
+//     none is blocked;
+//   - *ConnectError naming every node when none gave a connection (AllDown when none was up);
+//   - the caller's context error when ctx ends first, and ErrClosed after Close.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := c.Ready(ctx); err != nil {
 		return nil, err
@@ -446,4 +436,43 @@ func Open(dsn string, opts ...Option) (*sql.DB, error) {
 		return nil, err
 	}
 	return sql.OpenDB(c), nil
+}
+
+// DriverName is the name lbd registers with database/sql: sql.Open("lbd", dsn).
+const DriverName = "lbd"
+
+func init() {
+	sql.Register(DriverName, Driver{})
+}
+
+// Driver is lbd's database/sql driver. database/sql uses OpenConnector, so each sql.Open gets
+// one Connector, closed by DB.Close.
+type Driver struct{}
+
+var _ driver.DriverContext = Driver{}
+
+// OpenConnector implements driver.DriverContext: NewConnector(dsn).
+func (Driver) OpenConnector(dsn string) (driver.Connector, error) {
+	return NewConnector(dsn)
+}
+
+// Open implements driver.Driver. database/sql never calls it for lbd (it prefers
+// OpenConnector); a single connection without a Connector could not be balanced, so it fails.
+func (Driver) Open(string) (driver.Conn, error) {
+	return nil, errors.New(`lbd: Driver.Open is not supported: use sql.Open("lbd", dsn), lbd.Open or lbd.NewConnector`)
+}
+
+// Panic mode's rules are internal/nodetable's (see its panic.go); the Connector sets how many
+// panic-mode dials one Connect makes and how far apart one node's dials start.
+
+// panicDialsPerConnect bounds the panic-mode dials one Connect makes: the least recently failed
+// node, and one more should that dial fail.
+const panicDialsPerConnect = 2
+
+// panicSpacing is the least time between two panic-mode dials of one node: a twentieth of the
+// probe interval, within [10 ms, 1 s] (250 ms at the default 5 s interval), so that a proxy
+// that comes back is used within a fraction of a probe interval, and a dead one costs a
+// Connector at most a few dials per second.
+func panicSpacing(interval time.Duration) time.Duration {
+	return min(max(interval/20, 10*time.Millisecond), time.Second)
 }

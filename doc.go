@@ -13,9 +13,15 @@
 // proxy is probed with real SQL (`/* ping */ SELECT 1`), so a proxy that accepts TCP but hangs is
 // taken out; connections that hit fatal errors (OceanBase 8000–8999, SQLSTATE class 08, resets)
 // are retired; pooled connections are evened out when proxies come, go or recover. database/sql
-// keeps pooling; lbd decides where each physical connection goes. When no proxy is up, lbd does
-// not fail closed: it still dials the one that failed least recently, at a bounded cost (panic
-// mode; see Connector.Connect).
+// keeps pooling; lbd decides where each physical connection goes.
+//
+// When no proxy is up, lbd does not fail closed (panic mode): Connect still dials the down proxy
+// that failed least recently, and one more when that fails, with at most one such dial of a
+// proxy in flight per Connector and one per spacing (a twentieth of CheckHealthInterval, within
+// 10 ms–1 s), so that callers of a dead fleet do not each dial it. A dial that succeeds while no
+// proxy is up brings its proxy up at once (CausePanic). Draining and standby proxies are never
+// dialled so; a Connect that finds no proxy to try fails with AllDown. This follows Envoy's
+// panic threshold and gRPC's pick-first fallback.
 //
 // With balance=statement (or WithBalance(BalanceStatement)) lbd balances every checkout instead:
 // database/sql pools logical connections, and each is bound, at its first statement after a

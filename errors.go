@@ -52,8 +52,8 @@ func errString(err error) string {
 // failure. errors.Is and errors.As look through every node's error (standard errors.Join-style
 // Unwrap).
 type ConnectError struct {
-	// AllDown is true when no node was up: none was tried but in panic mode (see
-	// Connector.Connect), whose dials are listed first in Nodes with state down.
+	// AllDown is true when no node was up: none was tried but in panic mode (see the package
+	// documentation), whose dials are listed first in Nodes with state down.
 	AllDown bool
 	// NoTarget is true when nodes were up but none of a role the target accepts (Target), even
 	// after waiting FailoverTimeout for one; none was tried.

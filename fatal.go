@@ -16,12 +16,12 @@ import (
 // bring its probe forward.
 //
 // A protocol violation (ErrProtocol) is fatal whatever the sorter says.
-func (c *Connector) onConnError(w *physical.Conn, err error) {
+func (c *Connector) onConnError(p *physical.Conn, err error) {
 	if !errors.Is(err, ErrProtocol) && !c.cfg.Sorter.IsFatal(err) {
 		return
 	}
-	w.MarkRetired(physical.Fatal)
-	n := nodeOf(w.Node())
+	p.MarkRetired(physical.Fatal)
+	n := nodeOf(p.Node())
 	now := c.cfg.clock.Now()
 	c.recent.add(err, n.addr, now)
 	c.table.Fatal(n.tn, now, err)

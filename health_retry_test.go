@@ -10,18 +10,18 @@ import (
 )
 
 // probeOnce runs one probe of target within timeout.
-func probeOnce(target *probeTarget, timeout time.Duration) error {
+func probeOnce(target *nodeProbe, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return target.Probe(ctx)
 }
 
-// newProbeTarget returns a probe target for the only node of a Connector over srv whose own
+// newNodeProbe returns a probe target for the only node of a Connector over srv whose own
 // loops stay quiet, so the test alone drives the probes; it is closed when the test ends.
-func newProbeTarget(t *testing.T, srv *mysqlfake.Server) *probeTarget {
+func newNodeProbe(t *testing.T, srv *mysqlfake.Server) *nodeProbe {
 	t.Helper()
 	_, c := openFakeDB(t, []*mysqlfake.Server{srv}, "", quiet()...)
-	target := &probeTarget{owner: c, n: at(c.table.Nodes(nil)[0])}
+	target := &nodeProbe{owner: c, n: at(c.table.Nodes(nil)[0])}
 	t.Cleanup(func() { target.Close() })
 	return target
 }
@@ -38,7 +38,7 @@ func TestProbeRetriesALostConnection(t *testing.T) {
 	for _, action := range []mysqlfake.Action{mysqlfake.Reset, mysqlfake.Close} {
 		t.Run(action.String(), func(t *testing.T) {
 			srv := mysqlfake.Start(t, mysqlfake.Config{})
-			target := newProbeTarget(t, srv)
+			target := newNodeProbe(t, srv)
 			if err := probeOnce(target, 2*time.Second); err != nil {
 				t.Fatalf("first probe: %v", err)
 			}
@@ -70,7 +70,7 @@ func TestProbeFailuresThatCount(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := mysqlfake.Start(t, mysqlfake.Config{StallTimeout: 5 * time.Second})
-			target := newProbeTarget(t, srv)
+			target := newNodeProbe(t, srv)
 			if tc.warm {
 				if err := probeOnce(target, 2*time.Second); err != nil {
 					t.Fatalf("first probe: %v", err)

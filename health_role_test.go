@@ -28,7 +28,7 @@ func TestRoleCheckAgainstHostileAnswers(t *testing.T) {
 			f.Match = mysqlfake.QueryContains("@@global.read_only")
 			srv.AddFault(f)
 			_, c := openFakeDB(t, []*mysqlfake.Server{srv}, "roleCheck=mysql", quiet()...)
-			target := &probeTarget{owner: c, n: at(c.table.Nodes(nil)[0])}
+			target := &nodeProbe{owner: c, n: at(c.table.Nodes(nil)[0])}
 			t.Cleanup(func() { target.Close() })
 			start := time.Now()
 			err := probeOnce(target, time.Second) // a panic here fails the test

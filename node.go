@@ -27,7 +27,7 @@ type node struct {
 	lag atomic.Int64
 
 	// probe is the node's current prober target; nil while the node is not probed (draining).
-	probe atomic.Pointer[probeTarget]
+	probe atomic.Pointer[nodeProbe]
 }
 
 // nodeTable is the Connector's node table, and tableNode a node's handle in it; the payload is

@@ -61,11 +61,11 @@ func passiveSignal(err error) string {
 	return ""
 }
 
-// onStatementError is told every error a statement on w returned, before the exception sorter
-// judges it: a passive signal against w's node asks for a confirming probe.
-func (c *Connector) onStatementError(w *physical.Conn, err error) {
+// onStatementError is told every error a statement on p returned, before the exception sorter
+// judges it: a passive signal against p's node asks for a confirming probe.
+func (c *Connector) onStatementError(p *physical.Conn, err error) {
 	if s := passiveSignal(err); s != "" {
-		c.suspect(nodeOf(w.Node()), s)
+		c.suspect(nodeOf(p.Node()), s)
 	}
 }
 

@@ -155,36 +155,6 @@ func (c *Connector) awaitTarget(ctx context.Context, deadline time.Time, changed
 // target accepts, and the least time between two such rounds of one Connector.
 const recheckSpacing = 250 * time.Millisecond
 
-// checkRole runs the Connector's role check on the probe connection, after a good health
-// query, and reports the role to the table. A server error (no privilege to read the role, a
-// custom query that fails) or an answer it cannot read leaves the role as it was, is kept for
-// the Connect errors that name the node, and does not fail the probe: the node answered its
-// health query. A broken connection or a protocol violation does fail it.
-func (p *probeTarget) checkRole(ctx context.Context) error {
-	check := p.owner.roles.check
-	if check.Query() == "" {
-		return nil
-	}
-	value, err := physical.OneValue(ctx, p.conn, check.Query())
-	if err != nil {
-		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
-			return err
-		}
-		err = fmt.Errorf("lbd: role check %s: %w", check.Name(), err)
-		p.n.roleErr.Store(&err)
-		return nil
-	}
-	r, derr := check.Decode(value)
-	if derr != nil {
-		err := fmt.Errorf("lbd: %w", derr)
-		p.n.roleErr.Store(&err)
-		return nil
-	}
-	p.n.roleErr.Store(nil)
-	p.owner.table.RoleChecked(p.n.tn, r, nil)
-	return nil
-}
-
 // roleAware reports whether the Connector routes by role: a role check or a target other than
 // any is configured. Without either, a write refused by a read-only server stays what it was
 // in lb-driver, a fatal error of the connection counted against the node.
@@ -192,23 +162,23 @@ func (c *Connector) roleAware() bool {
 	return c.roles.check.Query() != "" || c.roles.target != role.Any || c.cfg.ReadWriteSplit
 }
 
-// onNotPrimary handles a statement that w's node refused as not primary (exception.NotPrimary),
+// onNotPrimary handles a statement that p's node refused as not primary (exception.NotPrimary),
 // which means the statement did not run: the node takes the role the refusal names at once,
-// every node's role is checked again now (the new primary may be any of them), and w is
+// every node's role is checked again now (the new primary may be any of them), and p is
 // retired. Outside a transaction the caller gets driver.ErrBadConn, so database/sql runs the
 // statement again on another connection, whose Connect waits up to FailoverTimeout for a
 // primary. Inside a transaction, whose earlier statements are lost with the session, the
 // caller gets ErrPrimaryChanged wrapping the server's error.
-func (c *Connector) onNotPrimary(w *physical.Conn, err error) error {
+func (c *Connector) onNotPrimary(p *physical.Conn, err error) error {
 	now := nodes.RoleReplica
 	if exception.StandbyTenant(err) {
 		now = nodes.RoleStandby
 	}
-	w.MarkRetired(physical.Role)
-	c.table.RefusedWrite(w.Node().TN(), now)
+	p.MarkRetired(physical.Role)
+	c.table.RefusedWrite(p.Node().TN(), now)
 	c.recheckRoles()
-	if w.InTx() {
-		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, w.Node().Addr(), err)
+	if p.InTx() {
+		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, p.Node().Addr(), err)
 	}
 	return driver.ErrBadConn
 }

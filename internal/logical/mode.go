@@ -195,7 +195,7 @@ func (m *Mode) trim() {
 		return
 	}
 	defer m.trimMu.Unlock()
-	for m.table.Total() > m.physicalTarget() {
+	for m.table.Total() > m.physicalGoal() {
 		n := m.fullestWithFree()
 		if n == nil {
 			return
@@ -206,9 +206,9 @@ func (m *Mode) trim() {
 	}
 }
 
-// physicalTarget is how many physical connections statement mode keeps open: none when
+// physicalGoal is how many physical connections statement mode keeps open: none when
 // database/sql holds no logical connection (SetMaxIdleConns(0) means no idle connection).
-func (m *Mode) physicalTarget() int64 {
+func (m *Mode) physicalGoal() int64 {
 	logical := m.logical.Load()
 	if logical <= 0 {
 		return 0

@@ -31,20 +31,20 @@ type Socket struct {
 }
 
 // Read serves the checked greeting first, then the socket, through the guard.
-func (c *Socket) Read(b []byte) (int, error) {
-	if len(c.pending) > 0 {
-		n := copy(b, c.pending)
-		if err := c.guard.Server(b[:n]); err != nil {
+func (s *Socket) Read(b []byte) (int, error) {
+	if len(s.pending) > 0 {
+		n := copy(b, s.pending)
+		if err := s.guard.Server(b[:n]); err != nil {
 			return 0, err
 		}
-		c.pending = c.pending[n:]
+		s.pending = s.pending[n:]
 		return n, nil
 	}
-	if err := c.guard.Err(); err != nil {
+	if err := s.guard.Err(); err != nil {
 		return 0, err
 	}
-	n, err := c.TCPConn.Read(b)
-	if gerr := c.guard.Server(b[:n]); gerr != nil {
+	n, err := s.TCPConn.Read(b)
+	if gerr := s.guard.Server(b[:n]); gerr != nil {
 		return 0, gerr
 	}
 	return n, err
@@ -52,43 +52,43 @@ func (c *Socket) Read(b []byte) (int, error) {
 
 // Write sends b and shows the guard what was sent: it follows the commands to know what answer
 // to expect.
-func (c *Socket) Write(b []byte) (int, error) {
-	n, err := c.TCPConn.Write(b)
-	c.guard.Client(b[:n])
+func (s *Socket) Write(b []byte) (int, error) {
+	n, err := s.TCPConn.Write(b)
+	s.guard.Client(b[:n])
 	return n, err
 }
 
 // ProtocolErr returns the guard's finding as an error naming the node, or nil.
-func (c *Socket) ProtocolErr() error {
-	if c == nil {
+func (s *Socket) ProtocolErr() error {
+	if s == nil {
 		return nil
 	}
-	if err := c.guard.Err(); err != nil {
-		return ProtocolError(c.node.addr, err)
+	if err := s.guard.Err(); err != nil {
+		return ProtocolError(s.node.addr, err)
 	}
 	return nil
 }
 
 // SetDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
-func (c *Socket) SetDeadline(t time.Time) error {
-	return c.setDeadline(t, c.TCPConn.SetDeadline)
+func (s *Socket) SetDeadline(t time.Time) error {
+	return s.setDeadline(t, s.TCPConn.SetDeadline)
 }
 
 // SetReadDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
-func (c *Socket) SetReadDeadline(t time.Time) error {
-	return c.setDeadline(t, c.TCPConn.SetReadDeadline)
+func (s *Socket) SetReadDeadline(t time.Time) error {
+	return s.setDeadline(t, s.TCPConn.SetReadDeadline)
 }
 
 // SetWriteDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
-func (c *Socket) SetWriteDeadline(t time.Time) error {
-	return c.setDeadline(t, c.TCPConn.SetWriteDeadline)
+func (s *Socket) SetWriteDeadline(t time.Time) error {
+	return s.setDeadline(t, s.TCPConn.SetWriteDeadline)
 }
 
-func (c *Socket) setDeadline(t time.Time, set func(time.Time) error) error {
+func (s *Socket) setDeadline(t time.Time, set func(time.Time) error) error {
 	for {
-		b := c.bound.Load()
+		b := s.bound.Load()
 		err := set(capDeadline(t, b))
-		if c.bound.Load() == b { // a bound set meanwhile would otherwise be overwritten
+		if s.bound.Load() == b { // a bound set meanwhile would otherwise be overwritten
 			return err
 		}
 	}
@@ -105,65 +105,65 @@ func capDeadline(t time.Time, bound int64) time.Time {
 }
 
 // Limit bounds every read and write from now on by t, or lifts the bound with the zero time.
-func (c *Socket) Limit(t time.Time) {
-	if c == nil {
+func (s *Socket) Limit(t time.Time) {
+	if s == nil {
 		return
 	}
 	var b int64
 	if !t.IsZero() {
 		b = t.UnixNano()
 	}
-	c.bound.Store(b)
-	c.TCPConn.SetDeadline(t)
+	s.bound.Store(b)
+	s.TCPConn.SetDeadline(t)
 }
 
 // expire makes every read and write fail at once; the connection cannot be used again.
-func (c *Socket) expire() { c.Limit(time.Unix(1, 0)) }
+func (s *Socket) expire() { s.Limit(time.Unix(1, 0)) }
 
 // LimitTo bounds the connection by ctx until the returned bound is lifted: by ctx's
 // deadline, and at once when ctx ends.
-func (c *Socket) LimitTo(ctx context.Context) Bound {
-	if c == nil || ctx.Done() == nil {
+func (s *Socket) LimitTo(ctx context.Context) Bound {
+	if s == nil || ctx.Done() == nil {
 		return Bound{}
 	}
 	if d, ok := ctx.Deadline(); ok {
-		c.Limit(d)
+		s.Limit(d)
 	}
-	return Bound{c: c, stop: context.AfterFunc(ctx, c.expire)}
+	return Bound{s: s, stop: context.AfterFunc(ctx, s.expire)}
 }
 
 // Bound is a connection bounded by a context; the zero value bounds nothing.
 type Bound struct {
-	c    *Socket
+	s    *Socket
 	stop func() bool
 }
 
 // Lift lifts the bound and reports whether ctx ended meanwhile (the connection is then
 // unusable and keeps failing every read and write).
 func (b Bound) Lift() (expired bool) {
-	if b.c == nil {
+	if b.s == nil {
 		return false
 	}
 	if !b.stop() {
 		return true
 	}
-	b.c.Limit(time.Time{})
+	b.s.Limit(time.Time{})
 	return false
 }
 
 var _ syscall.Conn = (*Socket)(nil)
 
 // Close closes the socket and gives the node its open count back, once.
-func (c *Socket) Close() error {
-	if c == nil {
+func (s *Socket) Close() error {
+	if s == nil {
 		return nil
 	}
-	err := c.TCPConn.Close()
-	if c.closed.CompareAndSwap(false, true) && c.counted {
-		c.node.table.Release(c.node.tn)
+	err := s.TCPConn.Close()
+	if s.closed.CompareAndSwap(false, true) && s.counted {
+		s.node.table.Release(s.node.tn)
 	}
 	return err
 }
 
 // NetConn returns the underlying TCP connection.
-func (c *Socket) NetConn() net.Conn { return c.TCPConn }
+func (s *Socket) NetConn() net.Conn { return s.TCPConn }

@@ -6,25 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
-	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // probeQuery is the health check lb-driver sends; the comment lets proxies and the server's
 // logs tell probes from application traffic.
 const probeQuery = "/* ping */ SELECT 1"
 
-// probeTarget is one node as the prober sees it. A node gets a new one each time probing
+// nodeProbe is one node as the prober sees it. A node gets a new one each time probing
 // starts (a node removed and listed again), so an old probe goroutine that is still finishing
 // never shares the probe connection with the new one.
-type probeTarget struct {
+type nodeProbe struct {
 	owner *Connector
 	n     *node
 	conn  driver.Conn      // the dedicated probe connection; owned by the prober's goroutine
@@ -58,7 +57,7 @@ var errConfirmDeadline = errors.New("lbd: probe not answered within the confirmi
 // confirmRunning turns the scheduled probe in flight, if any, into the confirming probe: it now
 // ends at most d after it began, and its result confirms or clears the suspicion. It reports
 // whether there was one.
-func (p *probeTarget) confirmRunning(d time.Duration) bool {
+func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 	p.runMu.Lock()
 	defer p.runMu.Unlock()
 	r := p.running
@@ -86,7 +85,7 @@ func (p *probeTarget) confirmRunning(d time.Duration) bool {
 // mid-result cannot hold the prober (or Close) beyond the probe timeout.
 //
 // A confirming probe (see suspect) runs under the shorter deadline the signal set.
-func (p *probeTarget) Probe(ctx context.Context) error {
+func (p *nodeProbe) Probe(ctx context.Context) error {
 	p.confirming = false
 	if d := time.Duration(p.confirm.Swap(0)); d > 0 {
 		var cancel context.CancelFunc
@@ -122,7 +121,7 @@ func (p *probeTarget) Probe(ctx context.Context) error {
 // probeOnce runs one probe on the probe connection, dialing it when there is none. lost
 // reports a failure of the connection itself within the deadline, one a fresh connection may
 // not have.
-func (p *probeTarget) probeOnce(ctx context.Context) (lost bool, err error) {
+func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 	if p.conn == nil {
 		pc, sock, err := physical.Connect(ctx, p.n.phys, false) // uncounted: probes are not application load
 		if err != nil && sock != nil {
@@ -169,7 +168,7 @@ func connectionLost(err error) bool {
 
 // query runs the probe query, then the role and lag checks when configured, turning a panic
 // of go-sql-driver's parser in any of them into an error.
-func (p *probeTarget) query(ctx context.Context) (err error) {
+func (p *nodeProbe) query(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = physical.ProtocolError(p.n.addr, fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
@@ -192,7 +191,7 @@ func (p *probeTarget) query(ctx context.Context) (err error) {
 
 // Close implements detect.Target: it closes the probe connection, the socket first so that
 // go-sql-driver's goodbye cannot wait on a proxy that stopped reading.
-func (p *probeTarget) Close() error {
+func (p *nodeProbe) Close() error {
 	if p.conn == nil {
 		return nil
 	}
@@ -207,7 +206,7 @@ func (p *probeTarget) Close() error {
 // With a role check, the first probe runs at once: until it answers, no node has a role a
 // target other than any accepts.
 func (c *Connector) startProbing(n *node) {
-	t := &probeTarget{owner: c, n: n}
+	t := &nodeProbe{owner: c, n: n}
 	n.probe.Store(t)
 	c.prober.Add(t)
 	if c.roles.check.Query() != "" {
@@ -277,127 +276,145 @@ func isOne(v driver.Value) bool {
 	return false
 }
 
-// startLoops starts the prober, the rebalancer and, with logStats, the stats logger.
-func (c *Connector) startLoops() error {
-	var err error
-	c.prober, err = detect.NewProber(detect.ProberConfig{
-		Interval: c.cfg.CheckHealthInterval,
-		Timeout:  c.cfg.CheckHealthTimeout,
-		Clock:    c.cfg.clock,
-		Jitter:   c.cfg.jitter,
-		Report: func(t detect.Target, err error, took time.Duration) {
-			pt := t.(*probeTarget)
-			if pt.confirming {
-				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
-			} else {
-				c.table.Probed(pt.n.tn, c.cfg.clock.Now(), err, took)
-			}
-			c.observeProbe(pt.n.addr, took, err)
-		},
-	})
+// Replica lag (maxReplicationLagSeconds): with it set, the probe of a node whose role is replica
+// also reads how far the replica is behind its primary, from the server where it tells: MySQL's
+// and MariaDB's SHOW REPLICA STATUS (SHOW SLAVE STATUS before MySQL 8.0.22 and MariaDB 10.5),
+// column Seconds_Behind_Source (Seconds_Behind_Master). A replica further behind than allowed,
+// or whose replication is stopped (NULL), takes no new connection and no read until it catches
+// up; with every replica out, reads go to the primary, so they never fail because replicas are
+// out. The check needs the REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) privilege; when
+// it fails, the replica keeps serving and RoleError says why.
+
+// replicaLag reads the replica's lag on pc: known is false when the server says its replication
+// is not running (NULL), and err says when the statement failed or no replication is configured.
+func replicaLag(ctx context.Context, pc driver.Conn) (lag time.Duration, known bool, err error) {
+	q, ok := pc.(driver.QueryerContext)
+	if !ok {
+		return 0, false, fmt.Errorf("lbd: connection %T cannot run queries", pc)
+	}
+	rows, err := q.QueryContext(ctx, "SHOW REPLICA STATUS", nil)
 	if err != nil {
-		return fmt.Errorf("lbd: %w", err)
+		rows, err = q.QueryContext(ctx, "SHOW SLAVE STATUS", nil) // before MySQL 8.0.22 and MariaDB 10.5
 	}
-	c.rebal, err = detect.NewRebalancer(&rebalanceCluster{c: c}, detect.RebalancerConfig{
-		Interval: c.cfg.CheckBalanceInterval,
-		Clock:    c.cfg.clock,
-		Report:   c.logRebalance,
-	})
 	if err != nil {
-		c.prober.Close()
-		return fmt.Errorf("lbd: %w", err)
+		return 0, false, err
 	}
-	for _, tn := range c.table.Nodes(nil) {
-		c.startProbing(at(tn))
+	defer rows.Close()
+	col := -1
+	for i, name := range rows.Columns() {
+		if name == "Seconds_Behind_Source" || name == "Seconds_Behind_Master" {
+			col = i
+		}
 	}
-	c.rebal.Start()
-	c.loops.Add(1)
-	go c.transitionLoop()
-	if c.table.WarmupStep() > 0 {
-		c.loops.Add(1)
-		go c.warmupLoop()
+	if col < 0 {
+		return 0, false, errors.New("the replica status has no Seconds_Behind_Source column")
 	}
-	c.loops.Add(1)
-	go c.watchStalls()
-	if c.cfg.LogStats {
-		c.loops.Add(1)
-		go c.logStatsLoop()
+	dest := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(dest); err != nil {
+		if err == io.EOF {
+			return 0, false, errors.New("the server reports no replication: not a replica")
+		}
+		return 0, false, err
+	}
+	var text string
+	switch v := dest[col].(type) {
+	case nil:
+		return 0, false, nil
+	case []byte:
+		text = string(v)
+	case string:
+		text = v
+	case int64:
+		text = strconv.FormatInt(v, 10)
+	case uint64: // go-sql-driver reads the unsigned column as such
+		text = strconv.FormatUint(v, 10)
+	default:
+		return 0, false, fmt.Errorf("Seconds_Behind_Source is a %T", v)
+	}
+	secs, perr := strconv.ParseUint(text, 10, 32)
+	if perr != nil {
+		return 0, false, fmt.Errorf("Seconds_Behind_Source is %q", clipValue(text))
+	}
+	return time.Duration(secs) * time.Second, true, nil
+}
+
+func clipValue(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
+
+// checkLag runs on the probe connection after the role check: a replica's lag decides whether
+// it takes reads. A failed lag check does not fail the probe.
+func (p *nodeProbe) checkLag(ctx context.Context) error {
+	c := p.owner
+	max := c.cfg.MaxReplicationLag
+	if max <= 0 {
+		return nil
+	}
+	tn := p.n.tn
+	if c.table.Role(tn) != nodes.RoleReplica {
+		if c.table.SetLagging(tn, false) {
+			c.cfg.Logger.Info("lbd: replica lag no longer checked", "node", p.n.addr, "reason", "not a replica now")
+		}
+		return nil
+	}
+	lag, known, err := replicaLag(ctx, p.conn)
+	if err != nil {
+		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
+			return err
+		}
+		err = fmt.Errorf("lbd: replica lag check: %w", err)
+		p.n.roleErr.Store(&err)
+		return nil
+	}
+	p.n.lag.Store(int64(lag))
+	lagging := !known || lag > max
+	if c.table.SetLagging(tn, lagging) {
+		if lagging {
+			c.cfg.Logger.Warn("lbd: replica lagging; it takes no reads until it catches up", "node", p.n.addr,
+				"lag", lagDesc(lag, known), "max", max)
+		} else {
+			c.cfg.Logger.Info("lbd: replica caught up; it takes reads again", "node", p.n.addr, "lag", lag)
+		}
 	}
 	return nil
 }
 
-// onTransition reacts to a node state change, on transitionLoop's goroutine, in the order the
-// table made the changes: it is logged once, a down node's idle connections close at once (so
-// no stale connection is handed out after it recovers) and its in-use ones at their next
-// return; a draining node stops being probed. Checkouts do not wait for it: from the moment
-// the table shows a node not up, a checkout of its connections answers driver.ErrBadConn.
-func (c *Connector) onTransition(t nodetable.Transition[*physical.Node]) {
-	n := at(t.Node)
-	if t.Forgot {
-		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
-		return
+func lagDesc(lag time.Duration, known bool) string {
+	if !known {
+		return "replication stopped"
 	}
-	if t.Cause == nodetable.CauseRole {
-		c.onRoleChange(n, t)
-		return
+	return lag.String()
+}
+
+// checkRole runs the Connector's role check on the probe connection, after a good health
+// query, and reports the role to the table. A server error (no privilege to read the role, a
+// custom query that fails) or an answer it cannot read leaves the role as it was, is kept for
+// the Connect errors that name the node, and does not fail the probe: the node answered its
+// health query. A broken connection or a protocol violation does fail it.
+func (p *nodeProbe) checkRole(ctx context.Context) error {
+	check := p.owner.roles.check
+	if check.Query() == "" {
+		return nil
 	}
-	if t.To == nodetable.Up {
-		c.topo.changed()
-	}
-	level := slog.LevelInfo
-	if t.To != nodetable.Up {
-		level = slog.LevelWarn
-	}
-	c.cfg.Logger.Log(context.Background(), level, "lbd: node state changed",
-		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
-	switch t.To {
-	case nodetable.Down:
-		n.phys.RetireBefore(physical.NodeDown, t.Seq)
-		if t.Cause != nodetable.CauseProbe {
-			c.triggerProbe(n)
+	value, err := physical.OneValue(ctx, p.conn, check.Query())
+	if err != nil {
+		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
+			return err
 		}
-	case nodetable.Draining:
-		n.phys.RetireBefore(physical.NodeDraining, t.Seq)
-		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
-			c.prober.Remove(t)
-		}
+		err = fmt.Errorf("lbd: role check %s: %w", check.Name(), err)
+		p.n.roleErr.Store(&err)
+		return nil
 	}
-}
-
-// rebalanceCluster shows the connector to the rebalancer.
-type rebalanceCluster struct {
-	c     *Connector
-	mu    sync.Mutex                       // guards views between rounds
-	views []nodetable.View[*physical.Node] // reused from round to round
-}
-
-// Loads implements detect.Cluster over the up nodes.
-func (p *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
-	p.mu.Lock()
-	p.views = p.c.table.Snapshot(p.views[:0])
-	start := len(buf)
-	for _, v := range p.views {
-		if v.State == nodetable.Up {
-			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
-		}
+	r, derr := check.Decode(value)
+	if derr != nil {
+		err := fmt.Errorf("lbd: %w", derr)
+		p.n.roleErr.Store(&err)
+		return nil
 	}
-	clear(p.views) // drop node handles until the next round
-	p.mu.Unlock()
-	for i := start; i < len(buf); i++ {
-		idle, retiring := buf[i].Node.(*physical.Node).ConnCounts()
-		buf[i].Idle = idle
-		buf[i].Open -= retiring // already on their way out; do not retire them twice
-	}
-	return buf
-}
-
-// Retire implements detect.Cluster.
-func (p *rebalanceCluster) Retire(n any, max int) int {
-	return n.(*physical.Node).RetireSurplus(max)
-}
-
-func (c *Connector) logRebalance(retired []detect.Retired) {
-	for _, r := range retired {
-		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*physical.Node).Addr(), "retired", r.Count)
-	}
+	p.n.roleErr.Store(nil)
+	p.owner.table.RoleChecked(p.n.tn, r, nil)
+	return nil
 }
