@@ -139,24 +139,11 @@ func (t *fakeTimer) drainLocked() {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // waitArmed waits until exactly n timers of c are waiting to fire, which in
 // these tests means every loop is idle until the clock moves.
 func waitArmed(t *testing.T, c *fakeClock, n int) {
 	t.Helper()
-	waitFor(t, strconv.Itoa(n)+" armed timers", func() bool { return c.Armed() == n })
+	testkit.WaitFor(t, waitWithin, strconv.Itoa(n)+" armed timers", func() bool { return c.Armed() == n })
 }
 
 // goid returns the current goroutine's id, for checking which goroutine ran
@@ -174,3 +161,6 @@ func goid() uint64 {
 	}
 	return id
 }
+
+// waitWithin bounds every wait of these tests for a loop to react.
+const waitWithin = 5 * time.Second

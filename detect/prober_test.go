@@ -233,7 +233,7 @@ func TestProberStaggersFirstProbes(t *testing.T) {
 	step := func(d time.Duration, want [3]int) {
 		t.Helper()
 		clk.Advance(d)
-		waitFor(t, fmt.Sprint("probe counts ", want), func() bool { return counts() == want && clk.Armed() == 3 })
+		testkit.WaitFor(t, waitWithin, fmt.Sprint("probe counts ", want), func() bool { return counts() == want && clk.Armed() == 3 })
 	}
 	step(0, [3]int{1, 0, 0})                    // a at 0
 	step(29*time.Millisecond, [3]int{1, 0, 0})  // 29ms
@@ -265,9 +265,9 @@ func TestProberClampsJitter(t *testing.T) {
 	early, late := newTarget("early", nil), newTarget("late", nil)
 	p.Add(early)
 	p.Add(late)
-	waitFor(t, "negative jitter to mean now", func() bool { return early.probes() == 1 && clk.Armed() == 2 })
+	testkit.WaitFor(t, waitWithin, "negative jitter to mean now", func() bool { return early.probes() == 1 && clk.Armed() == 2 })
 	clk.Advance(100 * time.Millisecond)
-	waitFor(t, "huge jitter to mean one interval", func() bool {
+	testkit.WaitFor(t, waitWithin, "huge jitter to mean one interval", func() bool {
 		return early.probes() == 2 && late.probes() == 1 && clk.Armed() == 2
 	})
 }
@@ -285,7 +285,7 @@ func TestProberSchedulesFromEndOfProbe(t *testing.T) {
 	p := mustProber(t, ProberConfig{Interval: 100 * time.Millisecond, Clock: clk, Report: rep.add, Jitter: zeroJitter})
 	tg := newTarget("t", slow)
 	p.Add(tg)
-	waitFor(t, "first probe", func() bool { return len(rep.all()) == 1 })
+	testkit.WaitFor(t, waitWithin, "first probe", func() bool { return len(rep.all()) == 1 })
 	waitArmed(t, clk, 1)
 
 	clk.Advance(99 * time.Millisecond)
@@ -299,7 +299,7 @@ func TestProberSchedulesFromEndOfProbe(t *testing.T) {
 		t.Fatalf("%d timers armed during a probe, want 0", n)
 	}
 	g.release <- struct{}{}
-	waitFor(t, "second report", func() bool { return len(rep.all()) == 2 })
+	testkit.WaitFor(t, waitWithin, "second report", func() bool { return len(rep.all()) == 2 })
 	if took := rep.all()[1].took; took != 30*time.Millisecond {
 		t.Fatalf("second probe took %v, want 30ms", took)
 	}
@@ -312,7 +312,7 @@ func TestProberSchedulesFromEndOfProbe(t *testing.T) {
 		t.Fatalf("%d probes 99ms after the slow probe ended, want 2", n)
 	}
 	clk.Advance(time.Millisecond)
-	waitFor(t, "third probe", func() bool { return len(rep.all()) == 3 })
+	testkit.WaitFor(t, waitWithin, "third probe", func() bool { return len(rep.all()) == 3 })
 }
 
 func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
@@ -321,12 +321,12 @@ func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
 	p := mustProber(t, ProberConfig{Interval: 100 * time.Millisecond, Clock: clk, Report: rep.add, Jitter: zeroJitter})
 	tg := newTarget("t", nil)
 	p.Add(tg)
-	waitFor(t, "first probe", func() bool { return tg.probes() == 1 })
+	testkit.WaitFor(t, waitWithin, "first probe", func() bool { return tg.probes() == 1 })
 	waitArmed(t, clk, 1)
 
 	clk.Advance(40 * time.Millisecond)
 	p.Trigger(tg)
-	waitFor(t, "triggered probe", func() bool { return tg.probes() == 2 })
+	testkit.WaitFor(t, waitWithin, "triggered probe", func() bool { return tg.probes() == 2 })
 	waitArmed(t, clk, 1)
 
 	// The periodic probe that was due at 100ms has moved to 140ms.
@@ -339,7 +339,7 @@ func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
 		t.Fatalf("%d probes at 139ms, want 2", n)
 	}
 	clk.Advance(time.Millisecond)
-	waitFor(t, "periodic probe at 140ms", func() bool { return tg.probes() == 3 })
+	testkit.WaitFor(t, waitWithin, "periodic probe at 140ms", func() bool { return tg.probes() == 3 })
 	waitArmed(t, clk, 1)
 
 	// Trigger during the staggering delay probes at once too.
@@ -350,7 +350,7 @@ func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
 	p.Add(late)
 	waitArmed(t, clk, 2)
 	p.Trigger(late)
-	waitFor(t, "triggered first probe", func() bool { return late.probes() == 1 })
+	testkit.WaitFor(t, waitWithin, "triggered first probe", func() bool { return late.probes() == 1 })
 
 	// Triggering unknown or nil targets does nothing.
 	p.Trigger(newTarget("stranger", nil))
@@ -400,7 +400,7 @@ func TestProberTriggerCoalesces(t *testing.T) {
 	clk.Advance(100 * time.Millisecond)
 	g.waitEntered(t, 4)
 	g.release <- struct{}{}
-	waitFor(t, "four reports", func() bool { return len(rep.all()) == 4 })
+	testkit.WaitFor(t, waitWithin, "four reports", func() bool { return len(rep.all()) == 4 })
 }
 
 // TestProberHungTargetDoesNotDelayOthers runs on real time. The probe
@@ -436,12 +436,12 @@ func TestProberHungTargetDoesNotDelayOthers(t *testing.T) {
 	// answered at once.
 	<-entered
 	p.Trigger(spare)
-	waitFor(t, "the triggered probe", func() bool { return len(rep.of(spare)) > 0 })
+	testkit.WaitFor(t, waitWithin, "the triggered probe", func() bool { return len(rep.of(spare)) > 0 })
 	if n := len(rep.of(hung)); n != 0 {
 		t.Fatalf("hung target reported before its timeout")
 	}
 
-	waitFor(t, "the hung target's verdict", func() bool { return len(rep.of(hung)) > 0 })
+	testkit.WaitFor(t, waitWithin, "the hung target's verdict", func() bool { return len(rep.of(hung)) > 0 })
 	fastBefore := 0
 	for _, r := range rep.all() {
 		if r.t == hung {
@@ -482,7 +482,7 @@ func TestProberTimeoutIsADeadlineNoLongerThanInterval(t *testing.T) {
 		return nil
 	})
 	p.Add(tg)
-	waitFor(t, "a report", func() bool { return len(rep.all()) > 0 })
+	testkit.WaitFor(t, waitWithin, "a report", func() bool { return len(rep.all()) > 0 })
 	if err := rep.all()[0].err; err != nil {
 		t.Fatal(err)
 	}
@@ -498,10 +498,10 @@ func TestProberRemoveClosesOnProbeGoroutine(t *testing.T) {
 	other := newTarget("other", nil)
 	p.Add(tg)
 	p.Add(other)
-	waitFor(t, "a few probes", func() bool { return tg.probes() >= 2 })
+	testkit.WaitFor(t, waitWithin, "a few probes", func() bool { return tg.probes() >= 2 })
 
 	p.Remove(tg)
-	waitFor(t, "Close", func() bool { return tg.closes() == 1 })
+	testkit.WaitFor(t, waitWithin, "Close", func() bool { return tg.closes() == 1 })
 	p.Remove(tg) // unknown now: nothing happens
 	p.Trigger(tg)
 
@@ -522,7 +522,7 @@ func TestProberRemoveClosesOnProbeGoroutine(t *testing.T) {
 
 	// The other target goes on, and is closed by Close; tg is not closed again.
 	before := other.probes()
-	waitFor(t, "the other target to keep going", func() bool { return other.probes() > before })
+	testkit.WaitFor(t, waitWithin, "the other target to keep going", func() bool { return other.probes() > before })
 	p.Close()
 	if tg.closes() != 1 || other.closes() != 1 {
 		t.Fatalf("Close counts %d and %d, want 1 and 1", tg.closes(), other.closes())
@@ -559,7 +559,7 @@ func TestProberRemoveDoesNotWaitForProbe(t *testing.T) {
 		t.Fatal("Close ran while Probe was still running")
 	}
 	close(g.release)
-	waitFor(t, "Close after the probe returned", func() bool { return tg.closes() == 1 })
+	testkit.WaitFor(t, waitWithin, "Close after the probe returned", func() bool { return tg.closes() == 1 })
 	if got := seen.Load(); got != context.Canceled.Error() {
 		t.Fatalf("probe context ended with %v, want cancellation", got)
 	}
@@ -586,7 +586,7 @@ func TestProberReAddWaitsForPreviousPeriod(t *testing.T) {
 	p.Add(tg) // and a duplicate of the new one
 	close(g.release)
 
-	waitFor(t, "the second period's first probe", func() bool { return len(rep.all()) == 1 })
+	testkit.WaitFor(t, waitWithin, "the second period's first probe", func() bool { return len(rep.all()) == 1 })
 	p.Close()
 	want := []string{"probe", "done", "close", "probe", "done", "close"}
 	if got := tg.log(); !slices.Equal(got, want) {
@@ -607,7 +607,7 @@ func TestProberCloseWaitsAndLeavesNoGoroutine(t *testing.T) {
 		targets = append(targets, tg)
 		p.Add(tg)
 	}
-	waitFor(t, "every target probed twice", func() bool {
+	testkit.WaitFor(t, waitWithin, "every target probed twice", func() bool {
 		for _, tg := range targets {
 			if tg.probes() < 2 {
 				return false

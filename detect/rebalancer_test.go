@@ -273,7 +273,7 @@ func TestRebalancerLoopRunsEveryInterval(t *testing.T) {
 	}
 	for want := 1; want <= 3; want++ {
 		clk.Advance(time.Millisecond)
-		waitFor(t, fmt.Sprint("round ", want), func() bool { return cluster.roundCount() == want && clk.Armed() == 1 })
+		testkit.WaitFor(t, waitWithin, fmt.Sprint("round ", want), func() bool { return cluster.roundCount() == want && clk.Armed() == 1 })
 		clk.Advance(99 * time.Millisecond)
 		if n := cluster.roundCount(); n != want {
 			t.Fatalf("%d rounds, want %d", n, want)
@@ -307,7 +307,7 @@ func TestRebalancerRealClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Start()
-	waitFor(t, "the loop to even out the cluster", func() bool {
+	testkit.WaitFor(t, waitWithin, "the loop to even out the cluster", func() bool {
 		if cluster.roundCount() == 0 {
 			return false
 		}
@@ -354,7 +354,7 @@ func TestRebalancerRunOnceConcurrentWithLoop(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "some loop rounds", func() bool { return cluster.roundCount() >= 400+3 })
+	testkit.WaitFor(t, waitWithin, "some loop rounds", func() bool { return cluster.roundCount() >= 400+3 })
 	r.Close()
 	testkit.VerifyNone(t)
 	if cluster.overlap.Load() {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestOneConfigServerFails is lb-driver's scenarios 12, 14 and 15: of two config-servers over
@@ -28,11 +30,11 @@ func TestOneConfigServerFails(t *testing.T) {
 			a := r.mustOpenApp(t, r.servers(), t.TempDir())
 			a.expectNodes(t, "start", p[0], p[1])
 			w := startWorkload(t, a.db)
-			waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
+			testkit.WaitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
 			w.Progress(t, settleWithin, 100)
 
 			tc.fault(bad)
-			waitFor(t, settleWithin, "the application to turn to the other config-server", func() bool {
+			testkit.WaitFor(t, settleWithin, "the application to turn to the other config-server", func() bool {
 				return len(a.logs.find(slog.LevelWarn, "config-server failed; the next one answered", "server="+bad.addr, "answered_by="+good.addr)) > 0
 			})
 			if tc.name == "hung" && bad.held.Load() == 0 {
@@ -45,7 +47,7 @@ func TestOneConfigServerFails(t *testing.T) {
 
 			// A change is still followed, through the other config-server.
 			r.setProxies(p[0], p[1], p[2])
-			waitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
+			testkit.WaitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
 			w.Progress(t, settleWithin, 100)
 
 			// An application restarted now starts from the other config-server (its cache is
@@ -108,7 +110,7 @@ func TestAllConfigServersDown(t *testing.T) {
 	}
 	b.expectNodes(t, "started from the cache", p[0], p[1])
 	w := startWorkload(t, b.db)
-	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return b.serving(p[0]) && b.serving(p[1]) })
+	testkit.WaitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return b.serving(p[0]) && b.serving(p[1]) })
 	w.Progress(t, settleWithin, 300)
 	w.Stop()
 	w.ExpectNoErrors(t, "started from the cache")

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestEtcdDown is lb-driver's scenarios 16 to 19 with the single etcd member stopped (the
@@ -18,11 +20,11 @@ func TestEtcdDown(t *testing.T) {
 	a := r.mustOpenApp(t, r.servers(), t.TempDir())
 	a.expectNodes(t, "start", p[0], p[1])
 	w := startWorkload(t, a.db)
-	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
+	testkit.WaitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
 	w.Progress(t, settleWithin, 100)
 
 	r.etcd.stop()
-	waitFor(t, settleWithin, "the config-server to find etcd unreachable", func() bool {
+	testkit.WaitFor(t, settleWithin, "the config-server to find etcd unreachable", func() bool {
 		return len(cs.logs.find(slog.LevelError, "cannot read etcd")) > 0
 	})
 	if code, list := cs.served(t); code != 200 || !slices.Equal(list, slices.Sorted(slices.Values(p[:2]))) {

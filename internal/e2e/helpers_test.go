@@ -48,18 +48,6 @@ const (
 	settleWithin = 10 * time.Second // deadline of every wait for the system to react
 )
 
-// waitFor polls cond until it holds, failing the test when within has passed.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // ---- logs ----
 
 // logCapture keeps every record as one line "LEVEL message k=v ..."; its lines are printed when
@@ -291,7 +279,7 @@ func (cs *configServer) served(t testing.TB) (code int, list []string) {
 func (cs *configServer) waitPolls(t testing.TB, n int64) {
 	t.Helper()
 	from := cs.fetches.Load()
-	waitFor(t, settleWithin, fmt.Sprintf("%d more polls of %s", n, cs.addr), func() bool { return cs.fetches.Load() >= from+n })
+	testkit.WaitFor(t, settleWithin, fmt.Sprintf("%d more polls of %s", n, cs.addr), func() bool { return cs.fetches.Load() >= from+n })
 }
 
 // tryConfigServer starts (and at once closes) another config-server on the etcd at endpoint,

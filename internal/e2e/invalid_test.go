@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestInvalidDocuments is lb-driver's scenarios 20 to 22: a document that is not JSON, one
@@ -18,7 +20,7 @@ func TestInvalidDocuments(t *testing.T) {
 	a := r.mustOpenApp(t, r.servers(), t.TempDir())
 	a.expectNodes(t, "start", p[0], p[1])
 	w := startWorkload(t, a.db)
-	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
+	testkit.WaitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
 	w.Progress(t, settleWithin, 100)
 
 	goodList := slices.Sorted(slices.Values(p[:2]))
@@ -26,7 +28,7 @@ func TestInvalidDocuments(t *testing.T) {
 		t.Helper()
 		before := len(cs.logs.find(slog.LevelError, "document rejected"))
 		r.etcd.put(schemaKey, value)
-		waitFor(t, settleWithin, "the config-server to reject "+what, func() bool {
+		testkit.WaitFor(t, settleWithin, "the config-server to reject "+what, func() bool {
 			return len(cs.logs.find(slog.LevelError, "document rejected")) > before
 		})
 		if l := cs.logs.find(slog.LevelError, append([]string{"document rejected", schemaKey, "previous document"}, reason...)...); len(l) == 0 {
@@ -62,8 +64,8 @@ func TestInvalidDocuments(t *testing.T) {
 
 	// A valid document again: followed.
 	r.setProxies(p[0], p[2])
-	waitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
-	waitFor(t, settleWithin, "p1 to leave Stats and hold no connection on the proxy", func() bool {
+	testkit.WaitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
+	testkit.WaitFor(t, settleWithin, "p1 to leave Stats and hold no connection on the proxy", func() bool {
 		return a.gone(p[1]) && r.cluster.Proxy(1).OpenConns() == 0
 	})
 	w.Progress(t, settleWithin, 100)

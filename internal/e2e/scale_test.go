@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"testing"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestScaleOutAndIn is lb-driver's scenario 5: proxies are added and removed by editing the
@@ -13,13 +15,13 @@ func TestScaleOutAndIn(t *testing.T) {
 	a := r.mustOpenApp(t, r.servers(), t.TempDir())
 	a.expectNodes(t, "start", p[0], p[1])
 	w := startWorkload(t, a.db)
-	waitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
+	testkit.WaitFor(t, settleWithin, "p0 and p1 to hold connections", func() bool { return a.serving(p[0]) && a.serving(p[1]) })
 	w.Progress(t, settleWithin, 100)
 
 	// Scale out: p2 joins and takes a share of the connections.
 	r.setProxies(p[0], p[1], p[2])
-	waitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
-	waitFor(t, settleWithin, "connections spread over p0, p1 and p2 (counts within one)", func() bool {
+	testkit.WaitFor(t, settleWithin, "p2 to be up and hold connections", func() bool { return a.serving(p[2]) })
+	testkit.WaitFor(t, settleWithin, "connections spread over p0, p1 and p2 (counts within one)", func() bool {
 		st := a.conn.Stats()
 		lo, hi := -1, 0
 		for _, n := range st.Nodes {
@@ -35,7 +37,7 @@ func TestScaleOutAndIn(t *testing.T) {
 
 	// Scale in: p1 drains away, connections included (the Connector's probe connection too).
 	r.setProxies(p[0], p[2])
-	waitFor(t, settleWithin, "p1 to leave Stats and hold no connection on the proxy", func() bool {
+	testkit.WaitFor(t, settleWithin, "p1 to leave Stats and hold no connection on the proxy", func() bool {
 		return a.gone(p[1]) && r.cluster.Proxy(1).OpenConns() == 0
 	})
 	dialed := r.cluster.Proxy(1).TotalConns()

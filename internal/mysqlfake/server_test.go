@@ -31,17 +31,6 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestHealthyServerServesGoSQLDriver(t *testing.T) {
 	for _, deprecateEOF := range []bool{false, true} {
 		t.Run(map[bool]string{false: "eof", true: "deprecate_eof"}[deprecateEOF], func(t *testing.T) {
@@ -78,7 +67,7 @@ func TestHealthyServerServesGoSQLDriver(t *testing.T) {
 				t.Fatalf("counters: %d commands, %d accepted", s.Commands(), s.Accepted())
 			}
 			db.Close()
-			waitFor(t, "every connection to close", func() bool { return s.Open() == 0 })
+			testkit.WaitFor(t, waitWithin, "every connection to close", func() bool { return s.Open() == 0 })
 		})
 	}
 }
@@ -124,7 +113,7 @@ func TestCloseEndsStalledConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	waitFor(t, "the connection to be accepted", func() bool { return s.Open() == 1 })
+	testkit.WaitFor(t, waitWithin, "the connection to be accepted", func() bool { return s.Open() == 1 })
 	done := make(chan struct{})
 	go func() { s.Close(); close(done) }()
 	select {
@@ -144,9 +133,9 @@ func TestClientLeavingAStallIsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the connection to be accepted", func() bool { return s.Open() == 1 })
+	testkit.WaitFor(t, waitWithin, "the connection to be accepted", func() bool { return s.Open() == 1 })
 	nc.Close()
-	waitFor(t, "the server to see the client leave", func() bool { return s.Open() == 0 })
+	testkit.WaitFor(t, waitWithin, "the server to see the client leave", func() bool { return s.Open() == 0 })
 }
 
 func TestCatalogueNamesAreUnique(t *testing.T) {
@@ -169,3 +158,6 @@ func TestReseqMovesEveryPacket(t *testing.T) {
 		t.Fatalf("Reseq(5)(%x) = %x", in, out)
 	}
 }
+
+// waitWithin bounds every wait of these tests for the server to react.
+const waitWithin = 5 * time.Second
