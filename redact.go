@@ -1,10 +1,7 @@
 package lbd
 
 import (
-	"encoding/json"
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -17,14 +14,18 @@ const redacted = "***"
 // (%#v), LogValue (log/slog) and MarshalJSON. Config has value receivers, so that a value
 // prints like a pointer; a Connector holds locks and is only used by pointer.
 
-// String returns the DSN with the password, and the values of a source's secret parameters,
-// replaced by "***", for logs and error messages.
-func (c Config) String() string {
-	if c.MySQL == nil {
-		return ""
-	}
+// printed is how a Config prints: the DSN with the password, and the values of a source's
+// secret parameters, replaced by "***"; %#v shows the fields, with the go-sql-driver settings,
+// Logger and Sorter as pointers or values of their own and a source given with WithSource left
+// out; LogValue and MarshalJSON (a JSON string) carry the DSN. Nothing in lbd reads a Config
+// from JSON; ParseDSN reads the DSN.
+func (c Config) printed() nodes.Printed {
 	red := c.redacted()
-	return red.FormatDSN()
+	dsn := ""
+	if c.MySQL != nil {
+		dsn = red.FormatDSN()
+	}
+	return nodes.Printed{Name: "lbd.Config", Text: dsn, Fields: plainConfig(red), JSON: dsn}
 }
 
 // redacted is a copy of c with its secrets replaced.
@@ -40,38 +41,40 @@ func (c Config) redacted() Config {
 	return c
 }
 
-// plainConfig is Config without its methods, for GoString.
+// plainConfig is Config without its methods, for GoString and MarshalJSON.
 type plainConfig Config
 
-// GoString implements fmt.GoStringer (%#v): the fields, with the source's secret parameters
-// replaced, the go-sql-driver settings, Logger and Sorter shown as pointers or values of their
-// own (String shows the settings without the password), and a source given with WithSource
-// left out.
-func (c Config) GoString() string {
-	return strings.Replace(fmt.Sprintf("%#v", plainConfig(c.redacted())), "lbd.plainConfig", "lbd.Config", 1)
-}
+// String returns the DSN with its secrets replaced by "***", for logs and error messages.
+func (c Config) String() string { return c.printed().String() }
+
+// GoString implements fmt.GoStringer (%#v): the fields, with the secrets replaced.
+func (c Config) GoString() string { return c.printed().GoString() }
 
 // LogValue implements slog.LogValuer: the DSN as String writes it.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
 
 // MarshalJSON implements json.Marshaler: a JSON string holding the DSN as String writes it.
-// Nothing in lbd reads a Config from JSON; ParseDSN reads the DSN.
-func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }
+func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
+
+// printedConnector is how a Connector prints: by its DSN as Config.String writes it (its
+// fields are its own).
+func printedConnector(c *Connector) nodes.Printed {
+	dsn := c.cfg.String()
+	return nodes.Printed{Name: "lbd.Connector", Text: "lbd.Connector{" + dsn + "}",
+		Attrs: []slog.Attr{slog.String("dsn", dsn), slog.String("balance", c.cfg.Balance.String())},
+		JSON: struct {
+			DSN string `json:"dsn"`
+		}{dsn}}
+}
 
 // String shows the Connector's DSN as Config.String writes it, without secrets.
-func (c *Connector) String() string { return "lbd.Connector{" + c.cfg.String() + "}" }
+func (c *Connector) String() string { return printedConnector(c).String() }
 
-// GoString implements fmt.GoStringer (%#v) as String does: the Connector's fields are its own.
-func (c *Connector) GoString() string { return c.String() }
+// GoString implements fmt.GoStringer (%#v) as String does.
+func (c *Connector) GoString() string { return printedConnector(c).GoString() }
 
-// LogValue implements slog.LogValuer: the DSN as Config.String writes it.
-func (c *Connector) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("dsn", c.cfg.String()), slog.String("balance", c.cfg.Balance.String()))
-}
+// LogValue implements slog.LogValuer: the DSN as Config.String writes it, and the balance mode.
+func (c *Connector) LogValue() slog.Value { return printedConnector(c).LogValue() }
 
 // MarshalJSON implements json.Marshaler: the DSN as Config.String writes it.
-func (c *Connector) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		DSN string `json:"dsn"`
-	}{c.cfg.String()})
-}
+func (c *Connector) MarshalJSON() ([]byte, error) { return printedConnector(c).MarshalJSON() }

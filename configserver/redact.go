@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -15,96 +14,108 @@ import (
 // plainEtcdConfig is EtcdConfig without its methods.
 type plainEtcdConfig EtcdConfig
 
-func (c EtcdConfig) redacted() plainEtcdConfig {
-	c.Password = nodes.Redact(c.Password)
-	return plainEtcdConfig(c)
+// printed is how an EtcdConfig prints: its settings with a set password replaced by "***";
+// the log shows whether a password is set; JSON leaves out TLS and Logger (which are not data).
+// Nothing reads an EtcdConfig from JSON.
+func (c EtcdConfig) printed() nodes.Printed {
+	r := c
+	r.Password = nodes.Redact(c.Password)
+	return nodes.Printed{
+		Name: "configserver.EtcdConfig",
+		Text: fmt.Sprintf("configserver.EtcdConfig{Endpoints:%v Prefix:%q Username:%q Password:%q TLS:%v DialTimeout:%v RefreshInterval:%v}",
+			c.Endpoints, c.Prefix, c.Username, r.Password, c.TLS != nil, c.DialTimeout, c.RefreshInterval),
+		Fields: plainEtcdConfig(r),
+		Attrs: []slog.Attr{
+			slog.Any("endpoints", c.Endpoints),
+			slog.String("prefix", c.Prefix),
+			slog.String("user", c.Username),
+			slog.Bool("password_set", c.Password != ""),
+			slog.Bool("tls", c.TLS != nil),
+			slog.Duration("dialTimeout", c.DialTimeout),
+			slog.Duration("refreshInterval", c.RefreshInterval),
+		},
+		JSON: struct {
+			plainEtcdConfig
+			// These shadow the embedded fields of the same names, which JSON cannot carry.
+			TLS    bool `json:"TLS,omitempty"`
+			Logger bool `json:"Logger,omitempty"`
+		}{plainEtcdConfig: plainEtcdConfig(r), TLS: c.TLS != nil},
+	}
 }
 
 // String describes c with the password replaced by "***".
-func (c EtcdConfig) String() string {
-	return fmt.Sprintf("configserver.EtcdConfig{Endpoints:%v Prefix:%q Username:%q Password:%q TLS:%v DialTimeout:%v RefreshInterval:%v}",
-		c.Endpoints, c.Prefix, c.Username, nodes.Redact(c.Password), c.TLS != nil, c.DialTimeout, c.RefreshInterval)
-}
+func (c EtcdConfig) String() string { return c.printed().String() }
 
 // GoString implements fmt.GoStringer (%#v): EtcdConfig's fields with the password replaced.
-func (c EtcdConfig) GoString() string {
-	return strings.Replace(fmt.Sprintf("%#v", c.redacted()), "configserver.plainEtcdConfig", "configserver.EtcdConfig", 1)
-}
+func (c EtcdConfig) GoString() string { return c.printed().GoString() }
 
 // LogValue implements slog.LogValuer: the settings, and whether a password is set.
-func (c EtcdConfig) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.Any("endpoints", c.Endpoints),
-		slog.String("prefix", c.Prefix),
-		slog.String("user", c.Username),
-		slog.Bool("password_set", c.Password != ""),
-		slog.Bool("tls", c.TLS != nil),
-		slog.Duration("dialTimeout", c.DialTimeout),
-		slog.Duration("refreshInterval", c.RefreshInterval),
-	)
+func (c EtcdConfig) LogValue() slog.Value { return c.printed().LogValue() }
+
+// MarshalJSON implements json.Marshaler: EtcdConfig's fields with the password replaced.
+func (c EtcdConfig) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
+
+// printed is how an Etcd backend prints: by its EtcdConfig, without the password. An Etcd
+// holds locks and is used by pointer only.
+func (e *Etcd) printed() nodes.Printed {
+	return nodes.Printed{Name: "configserver.Etcd", Text: "configserver.Etcd{" + e.cfg.String() + "}",
+		Attrs: []slog.Attr{slog.Any("config", e.cfg)}, JSON: e.cfg}
 }
 
-// MarshalJSON implements json.Marshaler: EtcdConfig's fields with the password replaced,
-// without TLS and Logger (which are not data). Nothing reads an EtcdConfig from JSON.
-func (c EtcdConfig) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		plainEtcdConfig
-		// These shadow the embedded fields of the same names, which JSON cannot carry.
-		TLS    bool `json:"TLS,omitempty"`
-		Logger bool `json:"Logger,omitempty"`
-	}{plainEtcdConfig: c.redacted(), TLS: c.TLS != nil})
-}
-
-// String describes the backend by its EtcdConfig, without the password. An Etcd holds locks
-// and is used by pointer only.
-func (e *Etcd) String() string { return "configserver.Etcd{" + e.cfg.String() + "}" }
+// String describes the backend by its EtcdConfig, without the password.
+func (e *Etcd) String() string { return e.printed().String() }
 
 // GoString implements fmt.GoStringer (%#v) as String does.
-func (e *Etcd) GoString() string { return e.String() }
+func (e *Etcd) GoString() string { return e.printed().GoString() }
 
 // LogValue implements slog.LogValuer: the backend's EtcdConfig, without the password.
-func (e *Etcd) LogValue() slog.Value { return slog.GroupValue(slog.Any("config", e.cfg)) }
+func (e *Etcd) LogValue() slog.Value { return e.printed().LogValue() }
 
 // MarshalJSON implements json.Marshaler: the backend's EtcdConfig, without the password.
-func (e *Etcd) MarshalJSON() ([]byte, error) { return json.Marshal(e.cfg) }
+func (e *Etcd) MarshalJSON() ([]byte, error) { return e.printed().MarshalJSON() }
 
 // plainConfig is Config without its methods.
 type plainConfig Config
 
-// String describes c with the admin token replaced by "***".
-func (c Config) String() string {
-	return fmt.Sprintf("configserver.Config{Backend:%v AdminToken:%q AllowRemoteOnlineOffline:%v HideUnknownSchemas:%v ProbeInterval:%v ProbeTimeout:%v ProbeConcurrency:%d DrainWindow:%v ReloadInterval:%v}",
-		c.Backend, nodes.Redact(c.AdminToken), c.AllowRemoteOnlineOffline, c.HideUnknownSchemas, c.ProbeInterval, c.ProbeTimeout, c.ProbeConcurrency, c.DrainWindow, c.ReloadInterval)
+// printed is how a Config prints: its settings with the admin token replaced by "***"; the
+// log shows whether a token is set; JSON shows the backend as its own JSON, or its kind.
+func (c Config) printed() nodes.Printed {
+	p := plainConfig(c)
+	p.AdminToken = nodes.Redact(c.AdminToken)
+	return nodes.Printed{
+		Name: "configserver.Config",
+		Text: fmt.Sprintf("configserver.Config{Backend:%v AdminToken:%q AllowRemoteOnlineOffline:%v HideUnknownSchemas:%v ProbeInterval:%v ProbeTimeout:%v ProbeConcurrency:%d DrainWindow:%v ReloadInterval:%v}",
+			c.Backend, p.AdminToken, c.AllowRemoteOnlineOffline, c.HideUnknownSchemas, c.ProbeInterval, c.ProbeTimeout, c.ProbeConcurrency, c.DrainWindow, c.ReloadInterval),
+		Attrs: []slog.Attr{
+			slog.Any("backend", c.Backend),
+			slog.Bool("admin_token_set", c.AdminToken != ""),
+			slog.Bool("allowRemoteOnlineOffline", c.AllowRemoteOnlineOffline),
+			slog.Bool("hideUnknownSchemas", c.HideUnknownSchemas),
+			slog.Duration("probeInterval", c.ProbeInterval),
+			slog.Duration("probeTimeout", c.ProbeTimeout),
+			slog.Int("probeConcurrency", c.ProbeConcurrency),
+			slog.Duration("drainWindow", c.DrainWindow),
+			slog.Duration("reloadInterval", c.ReloadInterval),
+		},
+		JSON: struct {
+			plainConfig
+			Backend any  `json:"Backend,omitempty"` // shadows the interface, printed as its JSON if it has one
+			Logger  bool `json:"Logger,omitempty"`
+		}{plainConfig: p, Backend: jsonOrKind(c.Backend)},
+	}
 }
+
+// String describes c with the admin token replaced by "***".
+func (c Config) String() string { return c.printed().String() }
 
 // GoString implements fmt.GoStringer (%#v) as String does.
-func (c Config) GoString() string { return c.String() }
+func (c Config) GoString() string { return c.printed().GoString() }
 
 // LogValue implements slog.LogValuer: the settings, and whether an admin token is set.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.Any("backend", c.Backend),
-		slog.Bool("admin_token_set", c.AdminToken != ""),
-		slog.Bool("allowRemoteOnlineOffline", c.AllowRemoteOnlineOffline),
-		slog.Bool("hideUnknownSchemas", c.HideUnknownSchemas),
-		slog.Duration("probeInterval", c.ProbeInterval),
-		slog.Duration("probeTimeout", c.ProbeTimeout),
-		slog.Int("probeConcurrency", c.ProbeConcurrency),
-		slog.Duration("drainWindow", c.DrainWindow),
-		slog.Duration("reloadInterval", c.ReloadInterval),
-	)
-}
+func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
 
 // MarshalJSON implements json.Marshaler: Config's settings with the admin token replaced.
-func (c Config) MarshalJSON() ([]byte, error) {
-	p := plainConfig(c)
-	p.AdminToken = nodes.Redact(p.AdminToken)
-	return json.Marshal(struct {
-		plainConfig
-		Backend any  `json:"Backend,omitempty"` // shadows the interface, printed as its JSON if it has one
-		Logger  bool `json:"Logger,omitempty"`
-	}{plainConfig: p, Backend: jsonOrKind(c.Backend)})
-}
+func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
 
 // jsonOrKind is b itself when it marshals itself (an *Etcd), else its kind.
 func jsonOrKind(b Backend) any {

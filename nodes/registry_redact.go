@@ -1,7 +1,6 @@
 package nodes
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -64,42 +63,40 @@ func looksSecret(name string) bool {
 // plainSourceConfig is SourceConfig without its methods, for GoString.
 type plainSourceConfig SourceConfig
 
-func (sc SourceConfig) redacted() SourceConfig {
-	sc.Params = RedactParams(sc.Network, sc.Params)
-	return sc
+// printed is how a SourceConfig prints: the network, the addresses and the parameters, with
+// the source's secret parameters replaced by "***" (the logger and clock are left out of
+// JSON).
+func (sc SourceConfig) printed() Printed {
+	r := sc
+	r.Params = RedactParams(sc.Network, sc.Params)
+	return Printed{
+		Name:   "nodes.SourceConfig",
+		Text:   fmt.Sprintf("nodes.SourceConfig{Network:%q Addrs:%q Params:%v RecoverCheckCount:%d}", r.Network, r.Addrs, r.Params, r.RecoverCheckCount),
+		Fields: plainSourceConfig(r),
+		Attrs: []slog.Attr{
+			slog.String("network", r.Network),
+			slog.Any("addrs", r.Addrs),
+			slog.Any("params", r.Params),
+			slog.Int("recover_check_count", r.RecoverCheckCount),
+		},
+		JSON: struct {
+			Network           string            `json:"network"`
+			Addrs             []string          `json:"addrs"`
+			Params            map[string]string `json:"params,omitempty"`
+			RecoverCheckCount int               `json:"recoverCheckCount,omitempty"`
+		}{r.Network, r.Addrs, r.Params, r.RecoverCheckCount},
+	}
 }
 
-// String shows the network, the addresses and the parameters, with the source's secret
-// parameters replaced by "***".
-func (sc SourceConfig) String() string {
-	r := sc.redacted()
-	return fmt.Sprintf("nodes.SourceConfig{Network:%q Addrs:%q Params:%v RecoverCheckCount:%d}", r.Network, r.Addrs, r.Params, r.RecoverCheckCount)
-}
+// String shows the network, the addresses and the parameters, with the secrets replaced.
+func (sc SourceConfig) String() string { return sc.printed().String() }
 
 // GoString implements fmt.GoStringer (%#v), with the secret parameters replaced.
-func (sc SourceConfig) GoString() string {
-	return strings.Replace(fmt.Sprintf("%#v", plainSourceConfig(sc.redacted())), "nodes.plainSourceConfig", "nodes.SourceConfig", 1)
-}
+func (sc SourceConfig) GoString() string { return sc.printed().GoString() }
 
 // LogValue implements slog.LogValuer, with the secret parameters replaced.
-func (sc SourceConfig) LogValue() slog.Value {
-	r := sc.redacted()
-	return slog.GroupValue(
-		slog.String("network", r.Network),
-		slog.Any("addrs", r.Addrs),
-		slog.Any("params", r.Params),
-		slog.Int("recover_check_count", r.RecoverCheckCount),
-	)
-}
+func (sc SourceConfig) LogValue() slog.Value { return sc.printed().LogValue() }
 
 // MarshalJSON implements json.Marshaler: network, addresses and parameters, with the secret
-// parameters replaced (the logger and clock are left out).
-func (sc SourceConfig) MarshalJSON() ([]byte, error) {
-	r := sc.redacted()
-	return json.Marshal(struct {
-		Network           string            `json:"network"`
-		Addrs             []string          `json:"addrs"`
-		Params            map[string]string `json:"params,omitempty"`
-		RecoverCheckCount int               `json:"recoverCheckCount,omitempty"`
-	}{r.Network, r.Addrs, r.Params, r.RecoverCheckCount})
-}
+// parameters replaced.
+func (sc SourceConfig) MarshalJSON() ([]byte, error) { return sc.printed().MarshalJSON() }

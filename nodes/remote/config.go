@@ -238,32 +238,3 @@ func orDefault(name string, d, def time.Duration) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// String describes c with the API key replaced by "***", so that printing a Config (%v, %+v)
-// does not show it.
-func (c Config) String() string {
-	key := nodes.Redact(c.APIKey)
-	return fmt.Sprintf("remote.Config{Servers:%v Schema:%q APIKey:%q Timeout:%v PollInterval:%v CacheDir:%q DisableCache:%v "+
-		"AZ:%q IP:%q AZRefreshInterval:%v RecoverCheckCount:%d HealthTick:%v}",
-		c.Servers, c.Schema, key, c.Timeout, c.PollInterval, c.CacheDir, c.DisableCache,
-		c.AZ, c.IP, c.AZRefreshInterval, c.RecoverCheckCount, c.HealthTick)
-}
-
-// LogValue implements slog.LogValuer: a Config logged through log/slog shows its settings
-// without the API key.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.Any("servers", c.Servers),
-		slog.String("schema", c.Schema),
-		slog.Bool("api_key_set", c.APIKey != ""),
-		slog.Duration("timeout", c.Timeout),
-		slog.Duration("poll_interval", c.PollInterval),
-		slog.String("cache_dir", c.CacheDir),
-		slog.Bool("disable_cache", c.DisableCache),
-		slog.String("az", c.AZ),
-		slog.String("ip", c.IP),
-		slog.Duration("az_refresh_interval", c.AZRefreshInterval),
-		slog.Int("recover_check_count", c.RecoverCheckCount),
-		slog.Duration("health_tick", c.HealthTick),
-	)
-}

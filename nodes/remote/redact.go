@@ -1,54 +1,87 @@
 package remote
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// Config.String and Config.LogValue (config.go) hide the API key; so do the methods here, for
-// every other way a Config, a Source or the client inside it may be printed.
+// A Config, a Source and the client inside it hold the API key. Every way of printing them
+// hides it: String, GoString (%#v), LogValue (log/slog) and MarshalJSON.
 
 // plainConfig is Config without its methods.
 type plainConfig Config
 
-// GoString implements fmt.GoStringer (%#v): Config's fields with the API key replaced by "***".
-func (c Config) GoString() string {
-	c.APIKey = nodes.Redact(c.APIKey)
-	return strings.Replace(fmt.Sprintf("%#v", plainConfig(c)), "remote.plainConfig", "remote.Config", 1)
+// printed is how a Config prints: its settings with the API key replaced by "***"; the log
+// shows whether a key is set; JSON leaves out TLS, Logger and Clock (which are not data).
+// Nothing reads a Config from JSON.
+func (c Config) printed() nodes.Printed {
+	r := c
+	r.APIKey = nodes.Redact(c.APIKey)
+	return nodes.Printed{
+		Name: "remote.Config",
+		Text: fmt.Sprintf("remote.Config{Servers:%v Schema:%q APIKey:%q Timeout:%v PollInterval:%v CacheDir:%q DisableCache:%v "+
+			"AZ:%q IP:%q AZRefreshInterval:%v RecoverCheckCount:%d HealthTick:%v}",
+			c.Servers, c.Schema, r.APIKey, c.Timeout, c.PollInterval, c.CacheDir, c.DisableCache,
+			c.AZ, c.IP, c.AZRefreshInterval, c.RecoverCheckCount, c.HealthTick),
+		Fields: plainConfig(r),
+		Attrs: []slog.Attr{
+			slog.Any("servers", c.Servers),
+			slog.String("schema", c.Schema),
+			slog.Bool("api_key_set", c.APIKey != ""),
+			slog.Duration("timeout", c.Timeout),
+			slog.Duration("poll_interval", c.PollInterval),
+			slog.String("cache_dir", c.CacheDir),
+			slog.Bool("disable_cache", c.DisableCache),
+			slog.String("az", c.AZ),
+			slog.String("ip", c.IP),
+			slog.Duration("az_refresh_interval", c.AZRefreshInterval),
+			slog.Int("recover_check_count", c.RecoverCheckCount),
+			slog.Duration("health_tick", c.HealthTick),
+		},
+		JSON: struct {
+			plainConfig
+			// These shadow the embedded fields of the same names, which JSON cannot carry.
+			TLS    bool `json:"TLS,omitempty"`
+			Logger bool `json:"Logger,omitempty"`
+			Clock  bool `json:"Clock,omitempty"`
+		}{plainConfig: plainConfig(r), TLS: c.TLS != nil},
+	}
 }
 
-// MarshalJSON implements json.Marshaler: Config's fields with the API key replaced by "***",
-// without TLS, Logger and Clock (which are not data). Nothing reads a Config from JSON.
-func (c Config) MarshalJSON() ([]byte, error) {
-	c.APIKey = nodes.Redact(c.APIKey)
-	return json.Marshal(struct {
-		plainConfig
-		// These shadow the embedded fields of the same names, which JSON cannot carry.
-		TLS    bool `json:"TLS,omitempty"`
-		Logger bool `json:"Logger,omitempty"`
-		Clock  bool `json:"Clock,omitempty"`
-	}{plainConfig: plainConfig(c), TLS: c.TLS != nil})
+// String describes c with the API key replaced by "***", so that printing a Config (%v, %+v)
+// does not show it.
+func (c Config) String() string { return c.printed().String() }
+
+// GoString implements fmt.GoStringer (%#v): Config's fields with the API key replaced.
+func (c Config) GoString() string { return c.printed().GoString() }
+
+// LogValue implements slog.LogValuer: the settings without the API key.
+func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
+
+// MarshalJSON implements json.Marshaler: Config's fields with the API key replaced.
+func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
+
+// printed is how a Source prints: by its Config, without the API key, and (in logs) whether it
+// has fallen back to the default set. A Source holds locks and is used by pointer only.
+func (s *Source) printed() nodes.Printed {
+	return nodes.Printed{Name: "remote.Source", Text: "remote.Source{" + s.s.Config.String() + "}",
+		Attrs: []slog.Attr{slog.Any("config", s.s.Config), slog.Bool("degraded", s.Degraded())},
+		JSON:  s.s.Config}
 }
 
-// String describes the source by its Config, without the API key. A Source holds locks and is
-// used by pointer only.
-func (s *Source) String() string { return "remote.Source{" + s.s.Config.String() + "}" }
+// String describes the source by its Config, without the API key.
+func (s *Source) String() string { return s.printed().String() }
 
 // GoString implements fmt.GoStringer (%#v) as String does.
-func (s *Source) GoString() string { return s.String() }
+func (s *Source) GoString() string { return s.printed().GoString() }
 
-// LogValue implements slog.LogValuer: the source's Config, without the API key, and whether it
-// has fallen back to the default set.
-func (s *Source) LogValue() slog.Value {
-	return slog.GroupValue(slog.Any("config", s.s.Config), slog.Bool("degraded", s.Degraded()))
-}
+// LogValue implements slog.LogValuer: the source's Config and whether it is degraded.
+func (s *Source) LogValue() slog.Value { return s.printed().LogValue() }
 
 // MarshalJSON implements json.Marshaler: the source's Config, without the API key.
-func (s *Source) MarshalJSON() ([]byte, error) { return json.Marshal(s.s.Config) }
+func (s *Source) MarshalJSON() ([]byte, error) { return s.printed().MarshalJSON() }
 
 // String describes the client without its API key.
 func (c client) String() string {
