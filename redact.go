@@ -44,16 +44,10 @@ func (c Config) redacted() Config {
 // plainConfig is Config without its methods, for GoString and MarshalJSON.
 type plainConfig Config
 
-// String returns the DSN with its secrets replaced by "***", for logs and error messages.
-func (c Config) String() string { return c.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v): the fields, with the secrets replaced.
-func (c Config) GoString() string { return c.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the DSN as String writes it.
-func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: a JSON string holding the DSN as String writes it.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Config as printed says.
+func (c Config) String() string               { return c.printed().String() }
+func (c Config) GoString() string             { return c.printed().GoString() }
+func (c Config) LogValue() slog.Value         { return c.printed().LogValue() }
 func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
 
 // printedConnector is how a Connector prints: by its DSN as Config.String writes it (its
@@ -67,14 +61,8 @@ func printedConnector(c *Connector) nodes.Printed {
 		}{dsn}}
 }
 
-// String shows the Connector's DSN as Config.String writes it, without secrets.
-func (c *Connector) String() string { return printedConnector(c).String() }
-
-// GoString implements fmt.GoStringer (%#v) as String does.
-func (c *Connector) GoString() string { return printedConnector(c).GoString() }
-
-// LogValue implements slog.LogValuer: the DSN as Config.String writes it, and the balance mode.
-func (c *Connector) LogValue() slog.Value { return printedConnector(c).LogValue() }
-
-// MarshalJSON implements json.Marshaler: the DSN as Config.String writes it.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Connector as printed says.
+func (c *Connector) String() string               { return printedConnector(c).String() }
+func (c *Connector) GoString() string             { return printedConnector(c).GoString() }
+func (c *Connector) LogValue() slog.Value         { return printedConnector(c).LogValue() }
 func (c *Connector) MarshalJSON() ([]byte, error) { return printedConnector(c).MarshalJSON() }

@@ -34,44 +34,26 @@ func (c EtcdConfig) printed() nodes.Printed {
 			slog.Duration("dialTimeout", c.DialTimeout),
 			slog.Duration("refreshInterval", c.RefreshInterval),
 		},
-		JSON: struct {
-			plainEtcdConfig
-			// These shadow the embedded fields of the same names, which JSON cannot carry.
-			TLS    bool `json:"TLS,omitempty"`
-			Logger bool `json:"Logger,omitempty"`
-		}{plainEtcdConfig: plainEtcdConfig(r), TLS: c.TLS != nil},
+		NotData: []string{"TLS", "Logger"},
 	}
 }
 
-// String describes c with the password replaced by "***".
-func (c EtcdConfig) String() string { return c.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v): EtcdConfig's fields with the password replaced.
-func (c EtcdConfig) GoString() string { return c.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the settings, and whether a password is set.
-func (c EtcdConfig) LogValue() slog.Value { return c.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: EtcdConfig's fields with the password replaced.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print an EtcdConfig as printed says.
+func (c EtcdConfig) String() string               { return c.printed().String() }
+func (c EtcdConfig) GoString() string             { return c.printed().GoString() }
+func (c EtcdConfig) LogValue() slog.Value         { return c.printed().LogValue() }
 func (c EtcdConfig) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
 
 // printed is how an Etcd backend prints: by its EtcdConfig, without the password. An Etcd
 // holds locks and is used by pointer only.
 func (e *Etcd) printed() nodes.Printed {
-	return nodes.Printed{Name: "configserver.Etcd", Text: "configserver.Etcd{" + e.cfg.String() + "}",
-		Attrs: []slog.Attr{slog.Any("config", e.cfg)}, JSON: e.cfg}
+	return nodes.PrintedAs("configserver.Etcd", e.cfg)
 }
 
-// String describes the backend by its EtcdConfig, without the password.
-func (e *Etcd) String() string { return e.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v) as String does.
-func (e *Etcd) GoString() string { return e.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the backend's EtcdConfig, without the password.
-func (e *Etcd) LogValue() slog.Value { return e.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: the backend's EtcdConfig, without the password.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print an Etcd as printed says.
+func (e *Etcd) String() string               { return e.printed().String() }
+func (e *Etcd) GoString() string             { return e.printed().GoString() }
+func (e *Etcd) LogValue() slog.Value         { return e.printed().LogValue() }
 func (e *Etcd) MarshalJSON() ([]byte, error) { return e.printed().MarshalJSON() }
 
 // plainConfig is Config without its methods.
@@ -105,16 +87,10 @@ func (c Config) printed() nodes.Printed {
 	}
 }
 
-// String describes c with the admin token replaced by "***".
-func (c Config) String() string { return c.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v) as String does.
-func (c Config) GoString() string { return c.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the settings, and whether an admin token is set.
-func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: Config's settings with the admin token replaced.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Config as printed says.
+func (c Config) String() string               { return c.printed().String() }
+func (c Config) GoString() string             { return c.printed().GoString() }
+func (c Config) LogValue() slog.Value         { return c.printed().LogValue() }
 func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
 
 // jsonOrKind is b itself when it marshals itself (an *Etcd), else its kind.

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -23,9 +26,19 @@ type Printed struct {
 	Fields any
 	// Attrs are LogValue's group; without any, LogValue is Text.
 	Attrs []slog.Attr
-	// JSON, when set, is what MarshalJSON encodes instead of Fields (a shape that leaves out
-	// what JSON cannot carry, such as a TLS config or a logger). With neither, it encodes Text.
+	// NotData names fields of Fields that are not data (a TLS config, a logger, a clock):
+	// MarshalJSON shows each as true when it is set and leaves it out when it is not.
+	NotData []string
+	// JSON, when set, is what MarshalJSON encodes instead of Fields. With neither, it encodes
+	// Text.
 	JSON any
+}
+
+// PrintedAs is how a value that holds locks, and is used by pointer only, prints: as name
+// around its config (which prints itself without its secrets), with more attributes for logs.
+func PrintedAs(name string, config fmt.Stringer, attrs ...slog.Attr) Printed {
+	return Printed{Name: name, Text: name + "{" + config.String() + "}",
+		Attrs: append([]slog.Attr{slog.Any("config", config)}, attrs...), JSON: config}
 }
 
 // String returns Text.
@@ -47,13 +60,39 @@ func (p Printed) LogValue() slog.Value {
 	return slog.GroupValue(p.Attrs...)
 }
 
-// MarshalJSON encodes JSON, else Fields, else Text.
+// MarshalJSON encodes JSON, else Fields (NotData shown as whether each is set), else Text.
 func (p Printed) MarshalJSON() ([]byte, error) {
 	switch {
 	case p.JSON != nil:
 		return json.Marshal(p.JSON)
-	case p.Fields != nil:
+	case p.Fields == nil:
+		return json.Marshal(p.Text)
+	case len(p.NotData) == 0:
 		return json.Marshal(p.Fields)
 	}
-	return json.Marshal(p.Text)
+	v := reflect.ValueOf(p.Fields)
+	b := []byte{'{'}
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		value := v.Field(i).Interface()
+		if slices.Contains(p.NotData, f.Name) {
+			if v.Field(i).IsZero() {
+				continue
+			}
+			value = true
+		}
+		data, err := json.Marshal(value)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, f.Name)
+		b = append(append(b, ':'), data...)
+	}
+	return append(b, '}'), nil
 }

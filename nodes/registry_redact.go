@@ -88,15 +88,8 @@ func (sc SourceConfig) printed() Printed {
 	}
 }
 
-// String shows the network, the addresses and the parameters, with the secrets replaced.
-func (sc SourceConfig) String() string { return sc.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v), with the secret parameters replaced.
-func (sc SourceConfig) GoString() string { return sc.printed().GoString() }
-
-// LogValue implements slog.LogValuer, with the secret parameters replaced.
-func (sc SourceConfig) LogValue() slog.Value { return sc.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: network, addresses and parameters, with the secret
-// parameters replaced.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a SourceConfig as printed says.
+func (sc SourceConfig) String() string               { return sc.printed().String() }
+func (sc SourceConfig) GoString() string             { return sc.printed().GoString() }
+func (sc SourceConfig) LogValue() slog.Value         { return sc.printed().LogValue() }
 func (sc SourceConfig) MarshalJSON() ([]byte, error) { return sc.printed().MarshalJSON() }

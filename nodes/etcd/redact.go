@@ -34,43 +34,24 @@ func (c Config) printed() nodes.Printed {
 			slog.Duration("dial_timeout", c.DialTimeout),
 			slog.Duration("refresh_interval", c.RefreshInterval),
 		},
-		JSON: struct {
-			plainConfig
-			// These shadow the embedded fields of the same names, which JSON cannot carry.
-			TLS    bool `json:"TLS,omitempty"`
-			Logger bool `json:"Logger,omitempty"`
-			Clock  bool `json:"Clock,omitempty"`
-		}{plainConfig: plainConfig(r), TLS: c.TLS != nil},
+		NotData: []string{"TLS", "Logger", "Clock"},
 	}
 }
 
-// String describes c with the password replaced by "***".
-func (c Config) String() string { return c.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v): Config's fields with the password replaced.
-func (c Config) GoString() string { return c.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the settings, and whether a password is set.
-func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: Config's fields with the password replaced.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Config as printed says.
+func (c Config) String() string               { return c.printed().String() }
+func (c Config) GoString() string             { return c.printed().GoString() }
+func (c Config) LogValue() slog.Value         { return c.printed().LogValue() }
 func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
 
 // printed is how a Source prints: by its Config, without the password. A Source holds locks
 // and is used by pointer only.
 func (s *Source) printed() nodes.Printed {
-	return nodes.Printed{Name: "etcd.Source", Text: "etcd.Source{" + s.cfg.String() + "}",
-		Attrs: []slog.Attr{slog.Any("config", s.cfg)}, JSON: s.cfg}
+	return nodes.PrintedAs("etcd.Source", s.cfg)
 }
 
-// String describes the source by its Config, without the password.
-func (s *Source) String() string { return s.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v) as String does.
-func (s *Source) GoString() string { return s.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the source's Config, without the password.
-func (s *Source) LogValue() slog.Value { return s.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: the source's Config, without the password.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Source as printed says.
+func (s *Source) String() string               { return s.printed().String() }
+func (s *Source) GoString() string             { return s.printed().GoString() }
+func (s *Source) LogValue() slog.Value         { return s.printed().LogValue() }
 func (s *Source) MarshalJSON() ([]byte, error) { return s.printed().MarshalJSON() }

@@ -40,47 +40,26 @@ func (c Config) printed() nodes.Printed {
 			slog.Int("recover_check_count", c.RecoverCheckCount),
 			slog.Duration("health_tick", c.HealthTick),
 		},
-		JSON: struct {
-			plainConfig
-			// These shadow the embedded fields of the same names, which JSON cannot carry.
-			TLS    bool `json:"TLS,omitempty"`
-			Logger bool `json:"Logger,omitempty"`
-			Clock  bool `json:"Clock,omitempty"`
-		}{plainConfig: plainConfig(r), TLS: c.TLS != nil},
+		NotData: []string{"TLS", "Logger", "Clock"},
 	}
 }
 
-// String describes c with the API key replaced by "***", so that printing a Config (%v, %+v)
-// does not show it.
-func (c Config) String() string { return c.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v): Config's fields with the API key replaced.
-func (c Config) GoString() string { return c.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the settings without the API key.
-func (c Config) LogValue() slog.Value { return c.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: Config's fields with the API key replaced.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Config as printed says.
+func (c Config) String() string               { return c.printed().String() }
+func (c Config) GoString() string             { return c.printed().GoString() }
+func (c Config) LogValue() slog.Value         { return c.printed().LogValue() }
 func (c Config) MarshalJSON() ([]byte, error) { return c.printed().MarshalJSON() }
 
 // printed is how a Source prints: by its Config, without the API key, and (in logs) whether it
 // has fallen back to the default set. A Source holds locks and is used by pointer only.
 func (s *Source) printed() nodes.Printed {
-	return nodes.Printed{Name: "remote.Source", Text: "remote.Source{" + s.s.Config.String() + "}",
-		Attrs: []slog.Attr{slog.Any("config", s.s.Config), slog.Bool("degraded", s.Degraded())},
-		JSON:  s.s.Config}
+	return nodes.PrintedAs("remote.Source", s.s.Config, slog.Bool("degraded", s.Degraded()))
 }
 
-// String describes the source by its Config, without the API key.
-func (s *Source) String() string { return s.printed().String() }
-
-// GoString implements fmt.GoStringer (%#v) as String does.
-func (s *Source) GoString() string { return s.printed().GoString() }
-
-// LogValue implements slog.LogValuer: the source's Config and whether it is degraded.
-func (s *Source) LogValue() slog.Value { return s.printed().LogValue() }
-
-// MarshalJSON implements json.Marshaler: the source's Config, without the API key.
+// String, GoString (%#v), LogValue (log/slog) and MarshalJSON print a Source as printed says.
+func (s *Source) String() string               { return s.printed().String() }
+func (s *Source) GoString() string             { return s.printed().GoString() }
+func (s *Source) LogValue() slog.Value         { return s.printed().LogValue() }
 func (s *Source) MarshalJSON() ([]byte, error) { return s.printed().MarshalJSON() }
 
 // String describes the client without its API key.
