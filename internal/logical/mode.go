@@ -108,6 +108,14 @@ func (m *Mode) Borrow(ctx context.Context, target role.Target) (*physical.Conn, 
 			return p, nil
 		}
 	}
+	return m.dialFor(ctx, target, first)
+}
+
+// dialFor is Borrow when no idle physical connection was found on first (the node Borrow
+// picked and claimed, nil when none): a new one is dialed there, then on the next least busy
+// nodes. It is a function of its own so that first, which the closures below share and
+// Config.TryNodes sees, is moved to the heap only when a dial is needed.
+func (m *Mode) dialFor(ctx context.Context, target role.Target, first *physical.TableNode) (*physical.Conn, error) {
 	next := func(tried []*physical.TableNode) *physical.TableNode {
 		if n := first; n != nil { // already claimed: dial there before trying any other node
 			first = nil
