@@ -20,12 +20,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testkit.VerifyTestMain(m)
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's logging goroutines.

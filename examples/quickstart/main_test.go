@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
@@ -20,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	quietDriver()
-	goleak.VerifyTestMain(m)
+	testkit.VerifyTestMain(m)
 }
 
 // TestQuickstart runs the demo as `go run` does, shortened: the fault schedule scales with

@@ -5,21 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/lbdtest"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestMain fails the package when any goroutine outlives the tests: every Connector, probe,
 // rebalancer and stats loop must stop on Close.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testkit.VerifyTestMain(m)
 }
 
 func TestCloseLeavesNothingBehind(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	before := goleak.IgnoreCurrent()
+	before := testkit.IgnoreCurrent()
 	logs := &logRecorder{}
 	c, err := lbd.NewConnector(cl.DSN("logStats=true"), fast(250*time.Millisecond, 250*time.Millisecond, 100*time.Millisecond, logs)...)
 	if err != nil {
@@ -50,5 +50,5 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 		}
 		return true
 	})
-	goleak.VerifyNone(t, before)
+	testkit.VerifyNone(t, before)
 }

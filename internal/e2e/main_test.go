@@ -3,12 +3,12 @@ package e2e
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // TestMain fails the package when a goroutine outlives the tests: every Connector, source,
 // config-server, HTTP server, proxy cluster and etcd member started here must be stopped by the
 // test that started it. No goroutine is ignored.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testkit.VerifyTestMain(m)
 }
