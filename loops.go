@@ -47,7 +47,7 @@ func (c *Connector) startLoops() error {
 		return fmt.Errorf("lbd: %w", err)
 	}
 	for _, tn := range c.table.Nodes(nil) {
-		c.startProbing(at(tn))
+		at(tn).startProbing()
 	}
 	c.rebal.Start()
 	c.loops.Add(1)
@@ -93,7 +93,7 @@ func (c *Connector) onTransition(t nodetable.Transition[*physical.Node]) {
 	case nodetable.Down:
 		n.phys.RetireBefore(physical.NodeDown, t.Seq)
 		if t.Cause != nodetable.CauseProbe {
-			c.triggerProbe(n)
+			n.triggerProbe()
 		}
 	case nodetable.Draining:
 		n.phys.RetireBefore(physical.NodeDraining, t.Seq)

@@ -205,7 +205,8 @@ func (p *nodeProbe) Close() error {
 // startProbing gives n a fresh probe target and hands it to the prober.
 // With a role check, the first probe runs at once: until it answers, no node has a role a
 // target other than any accepts.
-func (c *Connector) startProbing(n *node) {
+func (n *node) startProbing() {
+	c := n.c
 	t := &nodeProbe{owner: c, n: n}
 	n.probe.Store(t)
 	c.prober.Add(t)
@@ -215,9 +216,9 @@ func (c *Connector) startProbing(n *node) {
 }
 
 // triggerProbe asks for an early probe of n (coalesced by the prober).
-func (c *Connector) triggerProbe(n *node) {
-	if t := n.probe.Load(); t != nil && c.prober != nil {
-		c.prober.Trigger(t)
+func (n *node) triggerProbe() {
+	if t := n.probe.Load(); t != nil && n.c.prober != nil {
+		n.c.prober.Trigger(t)
 	}
 }
 

@@ -365,8 +365,8 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	for _, tn := range added {
 		c.cfg.Logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
 		n := at(tn)
-		c.startProbing(n)
-		c.triggerProbe(n)
+		n.startProbing()
+		n.triggerProbe()
 	}
 	if err != nil {
 		c.cfg.Logger.Warn("lbd: node list not fully applied", "error", err.Error())

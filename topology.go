@@ -193,6 +193,6 @@ func (c *Connector) recheckRoles() {
 		return
 	}
 	for _, tn := range c.table.Nodes(nil) {
-		c.triggerProbe(at(tn))
+		at(tn).triggerProbe()
 	}
 }

@@ -130,7 +130,7 @@ func (m *Mode) dialFor(ctx context.Context, target role.Target, first *physical.
 		m.table.Charge(n.TN())
 		p, err := m.cfg.Dial(ctx, n, panicDial)
 		if err == nil && !m.table.IsUp(n.TN()) {
-			p.Close() // not handed out, as a checkout would not hand it out (conn.enter)
+			p.Close() // not handed out, as a checkout would not hand it out (physical.Conn's checkout rule)
 			err = errClosedWhileDialing
 		}
 		if err == nil && !p.ClaimFresh() {
