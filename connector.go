@@ -233,11 +233,11 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.Balance == BalanceStatement {
 		return c.stmt.Connect(ctx)
 	}
-	cn, err := c.connectPhysical(ctx)
+	p, err := c.connectPhysical(ctx)
 	if err != nil {
-		return nil, err
+		return nil, err // not p: a nil *physical.Conn is not a nil driver.Conn
 	}
-	return cn, nil
+	return p, nil
 }
 
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
@@ -284,7 +284,7 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 		}
 		tried = append(tried, tn)
 		n := tn.Payload()
-		cn, err := use(n, panicDial)
+		p, err := use(n, panicDial)
 		state := StateUp
 		if panicDial {
 			c.table.PanicDialed(tn, err)
@@ -293,7 +293,7 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 			upTried++
 		}
 		if err == nil {
-			return cn, nil
+			return p, nil
 		}
 		if exception.SameOnEveryNode(err) {
 			return nil, err
