@@ -6,16 +6,20 @@
 // # State machine
 //
 // A connection is fresh (dialed, not used yet), in use, idle (in database/sql's free list, or
-// parked on its node in statement mode) or closed. Only this package reads or moves the state:
+// parked on its node in statement mode) or closed. Only this package reads or moves the state
+// (state.go holds every move):
 //
-//	fresh ──Claim/enter──► in use ◄──Claim/enter── idle
-//	  │                     │  ▲                     ▲ │
-//	  │                     │  └──────────────────── │ │
-//	  ├──Park──────────────────────IsValid──────────►┘ │
-//	  └──RetireIfIdle/Close──► closed ◄──RetireIfIdle/Close
+//	fresh  → in use   the first operation (enter), or ClaimFresh (statement mode's dial)
+//	idle   → in use   an operation or ResetSession at checkout (enter), Claim, PopFree
+//	in use → idle     IsValid, when database/sql (or statement mode) takes it back
+//	fresh  → idle     Park, or IsValid of a connection never used
+//	idle, fresh → closed   RetireIfIdle, PopOldestFree (idle only)
+//	any    → closed   Close
+//	idle, fresh → in use → back   a prepared statement's Close on a connection not in use
 //
-// Retired is a mark beside the state (Retire, MarkRetired): a retired connection is dropped at
-// its next return or checkout, never cut mid-statement; an idle or fresh one closes at once.
+// Retired is a mark beside the state (MarkRetired, Retire): a retired connection is dropped at
+// its next return or checkout, never cut mid-statement; Retire also closes an idle or fresh one
+// at once. A connection whose node is not up is retired at its next checkout or return.
 //
 // # Imports
 //
