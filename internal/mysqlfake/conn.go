@@ -323,7 +323,9 @@ const (
 )
 
 // okPayload is an OK packet with no affected rows and the given status flags.
-func okPayload(status uint16) []byte { return []byte{0x00, 0, 0, byte(status), byte(status >> 8), 0, 0} }
+func okPayload(status uint16) []byte {
+	return []byte{0x00, 0, 0, byte(status), byte(status >> 8), 0, 0}
+}
 
 // resultSet builds one result set starting at sequence number seq, ending with status; it
 // returns the segments and the next sequence number.
