@@ -47,6 +47,30 @@ func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
 	t.deliver()
 }
 
+// RefusedRead records that n refused a read as not the primary (exception.NotPrimary): a
+// server that takes no statement of this tenant now, such as an OceanBase standby tenant, or a
+// replica that refuses what lbd's classifier took for a read. n leaves the pick indexes, so no
+// new connection or read goes there, until its next good probe puts it back; its state and
+// role are left alone. It reports whether that changed.
+func (t *Table[P]) RefusedRead(n *Node[P]) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n.refusedRead || t.nodes[n.addr] != n {
+		return false
+	}
+	n.refusedRead = true
+	t.unindexLocked(n)
+	return true
+}
+
+// readsAgainLocked ends a RefusedRead: a good probe says the node answers again.
+func (t *Table[P]) readsAgainLocked(n *Node[P]) {
+	n.refusedRead = false
+	if n.state == Up && !n.standby {
+		t.indexLocked(n)
+	}
+}
+
 // Role returns n's current role with one atomic load and no mutex: statement mode's split asks
 // it for the bound connection at every statement.
 func (t *Table[P]) Role(n *Node[P]) nodes.Role { return nodes.Role(n.roleNow.Load()) }

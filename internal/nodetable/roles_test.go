@@ -272,3 +272,31 @@ func TestLaggingReplicaTakesNoReads(t *testing.T) {
 		t.Fatal("a recovered lagging replica took a pick")
 	}
 }
+
+// A replica that refused a read takes no pick until its next good probe; a failed probe does
+// not bring it back.
+func TestRefusedReadTakesTheNodeOutUntilAGoodProbe(t *testing.T) {
+	h := withRoles(t, role.Any, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica))
+	r := h.node("r:1")
+	if !h.tab.RefusedRead(r) || h.tab.RefusedRead(r) {
+		t.Fatal("RefusedRead does not report the change once")
+	}
+	for range 4 {
+		if n := h.tab.PickInUseFor(role.Any, nil); n == nil || n.Addr() != "p:1" {
+			t.Fatalf("read pick after the replica refused a read = %v, want the primary", n)
+		}
+	}
+	if v, _ := h.view("r:1"); v.State != Up || v.Role != nodes.RoleReplica {
+		t.Fatalf("view %+v: a refused read changed the state or role", v)
+	}
+	h.tab.Probed(r, h.tick(), errRefused, 0)
+	if n := h.tab.PickInUseFor(role.ReplicaOnly, nil); n != nil {
+		t.Fatalf("a failed probe brought the node back: %v", n)
+	}
+	for h.state("r:1") != Up {
+		h.tab.Probed(r, h.tick(), nil, 0)
+	}
+	if n := h.tab.PickInUseFor(role.ReplicaOnly, nil); n == nil || n.Addr() != "r:1" {
+		t.Fatalf("after a good probe the replica takes no read pick: %v", n)
+	}
+}
