@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
 // Connection states as lbd sees them through database/sql's hooks: database/sql calls IsValid
@@ -153,7 +154,19 @@ const quitTimeout = time.Second
 //
 // When the guard beneath found the proxy breaking the protocol, go-sql-driver only saw a failed
 // read and answers "invalid connection"; the guard's finding, naming the node, replaces that.
-func (c *conn) observe(err error) error {
+func (c *conn) observe(err error) error { return c.observeRun(err, "", false) }
+
+// observeText is observe for a COM_QUERY text, which may hold several statements.
+func (c *conn) observeText(err error, text string) error { return c.observeRun(err, text, false) }
+
+// observeResult is observe for an error met while a result was read: the command had begun to
+// answer, so some of it ran.
+func (c *conn) observeResult(err error) error { return c.observeRun(err, "", true) }
+
+// observeRun is observe for a command that ran text ("" for a command that runs one statement
+// at most: a prepare, an execution, a ping, a BEGIN); afterResult says the error came after
+// part of the answer was read.
+func (c *conn) observeRun(err error, text string, afterResult bool) error {
 	if err == nil || err == driver.ErrSkip {
 		return err
 	}
@@ -164,11 +177,24 @@ func (c *conn) observe(err error) error {
 		return c.fail(protocolError(c.node.addr, err))
 	}
 	if c.connector.roleAware() && exception.NotPrimary(err) {
-		return c.connector.onNotPrimary(c, err)
+		return c.connector.onNotPrimary(c, err, !afterResult && c.nothingRan(text))
 	}
 	c.connector.onStatementError(c, err)
 	c.connector.onConnError(c, err)
 	return err
+}
+
+// nothingRan reports whether a server error answering the latest command proves that the
+// server ran none of it. Where the guard reads the packets, the error must have opened the
+// answer: a server runs a multi-statement text in order and stops at the first failure, so an
+// OK or a result before the error means an earlier statement ran. Where the guard cannot read
+// them (TLS, compression), only a command that runs one statement at most qualifies: text is ""
+// or holds a single statement.
+func (c *conn) nothingRan(text string) bool {
+	if !c.tc.guard.Opaque() {
+		return !c.tc.guard.Answered()
+	}
+	return text == "" || sqlclass.SingleStatement(text)
 }
 
 // driverFoundViolation reports the errors go-sql-driver returns when it finds the server
@@ -321,7 +347,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	defer c.node.flight.land(&err)
 	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
-	return res, c.observe(err)
+	return res, c.observeText(err, query)
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -334,7 +360,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
-		return nil, c.observe(err)
+		return nil, c.observeText(err, query)
 	}
 	return wrapRows(ctx, c, rows), nil
 }

@@ -3,6 +3,7 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
@@ -37,6 +38,9 @@ type logicalConn struct {
 	produced bool  // the last statement's result may be read by the next one
 	closed   bool
 	want     role.Target    // the target of the statement being bound (see route)
+	// boundForRead: phys was bound for a read (the split's read target), so it may be on a
+	// replica; a pin there must not carry a write (strandedOnReplica).
+	boundForRead bool
 	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
@@ -46,10 +50,14 @@ var _ fullConn = (*logicalConn)(nil)
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
 
 // bind returns the physical connection to run a statement with effects eff on, claiming one
-// when needed. Errors are those of Connect, or driver.ErrBadConn (nothing was sent, database/sql
-// retries elsewhere) when the physical connection a pin holds has closed: the session state it
-// carried is gone, as when a connection dies in the pool in connection mode.
-func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, error) {
+// when needed. replicaOK says the statement may run on a replica connection that holds this
+// logical connection's session (sqlclass.ReplicaSession, a ping, a prepare, a read-only
+// BEGIN). Errors are those of Connect; ErrPinnedToReplica (nothing sent) when a pin holds a
+// replica connection and the statement is not replicaOK; or driver.ErrBadConn (nothing was
+// sent, database/sql retries elsewhere) when the physical connection a pin holds has closed:
+// the session state it carried is gone, as when a connection dies in the pool in connection
+// mode.
+func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK bool) (*conn, error) {
 	if l.closed {
 		return nil, driver.ErrBadConn
 	}
@@ -58,6 +66,9 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 	}
 	if l.phys != nil {
 		if l.claimed && (l.pinned() || l.fits(l.phys)) {
+			if !replicaOK && l.strandedOnReplica() {
+				return nil, ErrPinnedToReplica
+			}
 			l.c.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
 		}
@@ -67,6 +78,9 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 			l.c.giveBack(p)
 		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
+				if !replicaOK && l.strandedOnReplica() {
+					return nil, ErrPinnedToReplica // claimed: database/sql's IsValid gives it back
+				}
 				return l.phys, nil
 			}
 			if l.pinned() {
@@ -82,7 +96,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*conn, err
 	if err != nil {
 		return nil, err
 	}
-	l.phys, l.claimed = p, true
+	l.phys, l.claimed, l.boundForRead = p, true, l.want != writeTarget
 	return p, nil
 }
 
@@ -145,7 +159,9 @@ func (l *logicalConn) IsValid() bool {
 			l.phys = nil
 			return !l.pinned()
 		}
-		return true
+		// Session state on a replica: every later user of the pool could meet
+		// ErrPinnedToReplica with its next write, so the logical connection leaves the pool.
+		return !l.strandedOnReplica()
 	}
 	l.phys = nil
 	l.c.giveBack(p)
@@ -214,7 +230,7 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 // ends.
 func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	l.want = l.c.txTarget(ctx, opts)
-	p, err := l.bind(ctx, 0) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
+	p, err := l.bind(ctx, 0, opts.ReadOnly) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
 	}
@@ -228,56 +244,96 @@ func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 // ExecContext implements driver.ExecerContext.
-func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	eff := sqlclass.Classify(query)
-	p, write, err := l.bindFor(ctx, query, eff)
-	if err != nil {
-		return nil, err
+func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (res driver.Result, err error) {
+	if l.prepares(args) {
+		return nil, driver.ErrSkip
 	}
-	res, err := p.ExecContext(ctx, query, args)
-	l.ran(ctx, p, eff, write, err)
+	err = l.run(ctx, query, sqlclass.Classify(query), func(p *conn) (err error) {
+		res, err = p.ExecContext(ctx, query, args)
+		return err
+	})
 	return res, err
 }
 
 // QueryContext implements driver.QueryerContext.
-func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	eff := sqlclass.Classify(query)
-	p, write, err := l.bindFor(ctx, query, eff)
-	if err != nil {
-		return nil, err
+func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (rows driver.Rows, err error) {
+	if l.prepares(args) {
+		return nil, driver.ErrSkip
 	}
-	rows, err := p.QueryContext(ctx, query, args)
-	l.ran(ctx, p, eff, write, err)
+	err = l.run(ctx, query, sqlclass.Classify(query), func(p *conn) (err error) {
+		rows, err = p.QueryContext(ctx, query, args)
+		return err
+	})
 	return rows, err
 }
 
-// bindFor binds the physical connection a statement with text query and effects eff runs on:
-// the target the read/write split routes it to, and, for a causal read, after its scope's
-// position was reached there. write reports whether the statement counts as a write.
-func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Effect) (p *conn, write bool, err error) {
-	l.want, write = l.c.route(ctx, query)
-	p, err = l.bind(ctx, eff)
-	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff) })
-	}
-	if err == nil {
-		l.c.countRouted(p, write)
-	}
-	return p, write, err
+// prepares reports a statement with arguments that go-sql-driver will not interpolate: it
+// answers driver.ErrSkip without sending anything, and database/sql prepares the statement and
+// runs it as such. Saying so before binding saves a bind, a causal wait and a count for a
+// statement that does not run here.
+func (l *logicalConn) prepares(args []driver.NamedValue) bool {
+	return len(args) > 0 && !l.c.cfg.MySQL.InterpolateParams
 }
 
-// ran records what a statement that ran on p with effects eff did to the session and, for a
-// write, to its scope's read-your-writes state. driver.ErrSkip means it did not run (database/sql
-// prepares it and runs it as such).
-func (l *logicalConn) ran(ctx context.Context, p *conn, eff sqlclass.Effect, write bool, err error) {
+// run runs one statement with text query and effects eff, by do, on the physical connection the
+// split routes it to, and records what it did. A read that a replica refused as not the
+// primary (it did not run) runs once more, on the primary, and that replica takes no read until
+// a probe passes (nodetable's RefusedRead).
+func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, do func(*conn) error) error {
+	rt := l.c.route(ctx, query)
+	p, err := l.bindFor(ctx, rt, query, eff)
+	if err != nil {
+		return err
+	}
+	err = do(p)
+	if l.replicaRefused(rt, p, err) {
+		rt = routing{target: writeTarget}
+		if p, err = l.bindFor(ctx, rt, query, eff); err != nil {
+			return err
+		}
+		err = do(p)
+	}
+	l.ran(ctx, p, rt, eff, err)
+	return err
+}
+
+// replicaRefused reports a read routed to a replica that its node refused as not the primary
+// before running any of it, outside a pin (a transaction or session state cannot move), and
+// takes that node out of the read picks.
+func (l *logicalConn) replicaRefused(rt routing, p *conn, err error) bool {
+	var refused *RefusedError
+	if err == nil || rt.target != readTarget || l.pinned() || !errors.As(err, &refused) {
+		return false
+	}
+	l.c.table.RefusedRead(p.node.tn)
+	return true
+}
+
+// bindFor binds the physical connection a statement with text query, effects eff and routing
+// rt runs on, after, for a causal read, its scope's position was reached there.
+func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff sqlclass.Effect) (*conn, error) {
+	replicaOK := sqlclass.ReplicaSession(query)
+	l.want = rt.target
+	p, err := l.bind(ctx, eff, replicaOK)
+	if err == nil {
+		p, err = l.awaitPosition(ctx, p, func() (*conn, error) { return l.bind(ctx, eff, replicaOK) })
+	}
+	return p, err
+}
+
+// ran records what a statement that ran on p with effects eff and routing rt did to the session
+// and, for a write, to its scope's read-your-writes state, and counts it. driver.ErrSkip means
+// it did not run (database/sql prepares it and runs it as such).
+func (l *logicalConn) ran(ctx context.Context, p *conn, rt routing, eff sqlclass.Effect, err error) {
 	if err == driver.ErrSkip {
 		return
 	}
-	if err == nil && write {
+	l.c.countRouted(p, rt)
+	if err == nil && rt.write {
 		l.captureAfter(ctx, p)
 	}
 	l.after(eff, err)
-	if write {
+	if rt.write {
 		l.c.noteWrite(ctx)
 	}
 }
@@ -290,8 +346,8 @@ const keepsResult = sqlclass.ReadsResult
 
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
-	l.want, _ = l.c.route(ctx, "SELECT 1")
-	p, err := l.bind(ctx, keepsResult)
+	l.want = l.c.route(ctx, "SELECT 1").target
+	p, err := l.bind(ctx, keepsResult, true)
 	if err != nil {
 		return err
 	}
@@ -311,8 +367,8 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
-	l.want, _ = l.c.route(context.Background(), "") // what the caller does with it is unknown: the primary
-	p, err := l.bind(context.Background(), 0)
+	l.want = l.c.route(context.Background(), "").target // what the caller does with it is unknown: the primary
+	p, err := l.bind(context.Background(), 0, false)
 	if err != nil {
 		return nil
 	}

@@ -3,12 +3,14 @@ package lbd
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Read/write splitting (readWriteSplit=true, statement mode): each statement binds a physical
@@ -88,27 +90,32 @@ func (c *Connector) lastWriteOf(ctx context.Context) *atomic.Int64 {
 	return &c.split.lastWrite
 }
 
-// route returns the target a statement with text query binds for, and whether it counts as a
-// write (it starts its scope's read-your-writes window once it ran). Without the split every
-// statement has the Connector's target and nothing counts.
-func (c *Connector) route(ctx context.Context, query string) (target role.Target, write bool) {
+// routing is where the split sends one statement and what the statement counts as once it ran.
+type routing struct {
+	target role.Target
+	write  bool // a write: once it ran, it starts its scope's read-your-writes window
+	ryw    bool // a read sent to the primary by read-your-writes
+}
+
+// route returns where a statement with text query goes. Without the split every statement has
+// the Connector's target and counts as nothing.
+func (c *Connector) route(ctx context.Context, query string) routing {
 	if !c.split.on {
-		return c.roles.target, false
+		return routing{target: c.roles.target}
 	}
 	if !sqlclass.ReplicaRead(query) {
-		return writeTarget, true
+		return routing{target: writeTarget, write: true}
 	}
 	if ctx.Value(primaryKey{}) != nil {
-		return writeTarget, false
+		return routing{target: writeTarget}
 	}
 	if c.split.causal.on {
-		return readTarget, false // a read of a scope with a position waits on the replica (awaitPosition)
+		return routing{target: readTarget} // a read of a scope with a position waits on the replica (awaitPosition)
 	}
 	if w := c.split.window; w > 0 && c.cfg.clock.Now().UnixNano()-c.lastWriteOf(ctx).Load() < w {
-		c.split.rywReads.Add(1)
-		return writeTarget, false
+		return routing{target: writeTarget, ryw: true}
 	}
-	return readTarget, false
+	return routing{target: readTarget}
 }
 
 // noteWrite starts the read-your-writes window of ctx's scope.
@@ -124,27 +131,51 @@ func (l *logicalConn) fits(p *conn) bool {
 	return !l.c.split.on || l.want.Accepts(l.c.table.Role(p.node.tn))
 }
 
+// strandedOnReplica reports whether the logical connection is pinned to a physical connection
+// that was bound for a read and whose node is not the primary now: session state or a
+// read-only transaction lives there, so a statement that needs the primary can neither run
+// there nor move. See ErrPinnedToReplica.
+func (l *logicalConn) strandedOnReplica() bool {
+	return l.c.split.on && l.pinned() && l.phys != nil && l.boundForRead &&
+		l.c.table.Role(l.phys.node.tn) != nodes.RolePrimary
+}
+
+// ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split
+// cannot prove replica-safe (a write, a locking read, a named lock, anything
+// sqlclass.ReplicaSession does not accept) meets a logical connection pinned to a replica: by a
+// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one.
+// Running it there could write on a replica; moving it to the primary would lose the session
+// state, so it runs nowhere. Fix: run the transaction read-write (a read-write transaction and
+// the state it leaves live on the primary), or give its context OnPrimary. database/sql does
+// not hand such a logical connection out again once it returns to the pool.
+var ErrPinnedToReplica = errors.New("lbd: the statement must run on the primary, but its connection is pinned to a replica by a read-only transaction or by session state set in one; run the transaction read-write or use lbd.OnPrimary")
+
 // txTarget is where a transaction goes: a read-only one (BeginTx with ReadOnly) may run on a
-// replica, as the application asked; any other on the primary.
+// replica, as the application asked, unless its context says OnPrimary; any other on the
+// primary.
 func (c *Connector) txTarget(ctx context.Context, opts driver.TxOptions) role.Target {
 	if !c.split.on {
 		return c.roles.target
 	}
-	if opts.ReadOnly {
+	if opts.ReadOnly && ctx.Value(primaryKey{}) == nil {
 		return readTarget
 	}
 	return writeTarget
 }
 
-// countRouted counts a statement of the split on the node it runs on: a read when it was
-// routed as one (to any node), a write otherwise.
-func (c *Connector) countRouted(p *conn, write bool) {
+// countRouted counts a statement of the split that ran on p, once: a read when it was routed
+// as one (to any node), a write otherwise, and a read that read-your-writes sent to the
+// primary.
+func (c *Connector) countRouted(p *conn, rt routing) {
 	if !c.split.on || p == nil {
 		return
 	}
-	if write {
+	if rt.write {
 		p.node.splitWrites.Add(1)
 	} else {
 		p.node.splitReads.Add(1)
+	}
+	if rt.ryw {
+		c.split.rywReads.Add(1)
 	}
 }
