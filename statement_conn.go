@@ -37,11 +37,11 @@ type logicalConn struct {
 	apiTx    bool  // a transaction begun by BeginTx is open
 	produced bool  // the last statement's result may be read by the next one
 	closed   bool
-	want     role.Target    // the target of the statement being bound (see route)
+	want     role.Target // the target of the statement being bound (see route)
 	// boundForRead: phys was bound for a read (the split's read target), so it may be on a
 	// replica; a pin there must not carry a write (strandedOnReplica).
 	boundForRead bool
-	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
+	stmts        []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
 var _ fullConn = (*logicalConn)(nil)
