@@ -278,7 +278,7 @@ func (l *logicalConn) prepares(args []driver.NamedValue) bool {
 // run runs one statement with text query and effects eff, by do, on the physical connection the
 // split routes it to, and records what it did. A read that a replica refused as not the
 // primary (it did not run) runs once more, on the primary, and that replica takes no read until
-// a probe passes (nodetable's RefusedRead).
+// a good probe a probe interval later (nodetable's RefusedRead).
 func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, do func(*conn) error) error {
 	rt := l.c.route(ctx, query)
 	p, err := l.bindFor(ctx, rt, query, eff)
@@ -305,7 +305,7 @@ func (l *logicalConn) replicaRefused(rt routing, p *conn, err error) bool {
 	if err == nil || rt.target != readTarget || l.pinned() || !errors.As(err, &refused) {
 		return false
 	}
-	l.c.table.RefusedRead(p.node.tn)
+	l.c.table.RefusedRead(p.node.tn, l.c.cfg.clock.Now())
 	return true
 }
 
