@@ -144,6 +144,8 @@ func replicaText(query string, session bool) bool {
 				}
 			case tokQuoted, tokString:
 				return false // `f`(), or "f"() under ANSI_QUOTES: not a built-in
+			case tokUserVar:
+				return false // @v(: not SQL
 			}
 		case tokRParen:
 			depth--
@@ -168,6 +170,9 @@ func replicaText(query string, session bool) bool {
 				return false
 			}
 		case tokOther:
+			if sc.s[sc.i-1] == '@' {
+				return false // 'user'@'host': an account name has no place here
+			}
 			if set && depth == 0 && sc.s[sc.i-1] == ',' {
 				wantVar = true // SET @a = 1, @b = 2: every target a user variable
 			}
