@@ -330,7 +330,10 @@ func FuzzReplicaRead(f *testing.F) {
 		f.Add(tc.query)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		read, session := ReplicaRead(q), ReplicaSession(q)
+		read, session, single := ReplicaRead(q), ReplicaSession(q), SingleStatement(q)
+		if single && rescanStatements(q) > 1 {
+			t.Errorf("%q: SingleStatement but a plain reading finds a second statement", q)
+		}
 		if read {
 			if !session {
 				t.Errorf("%q: ReplicaRead but not ReplicaSession", q)
@@ -345,7 +348,7 @@ func FuzzReplicaRead(f *testing.F) {
 		if !read && !session {
 			return
 		}
-		if !SingleStatement(q) {
+		if !single {
 			t.Errorf("%q: replica-safe (read %v, session %v) but not a single statement", q, read, session)
 		}
 		if why := rescan(q); why != "" {
@@ -513,4 +516,64 @@ func rescan(q string) string {
 		return "an unclosed executable comment"
 	}
 	return ""
+}
+
+// rescanStatements counts the statements of q, up to 2, reading strings, quoted identifiers
+// and comments byte by byte apart from the scanner (executable comments count as SQL), and 0
+// if a quote or comment is never closed.
+func rescanStatements(q string) int {
+	n, in := 0, false
+	for i := 0; i < len(q); {
+		c := q[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		case c == '#', c == '-' && i+1 < len(q) && q[i+1] == '-' && (i+2 == len(q) || q[i+2] <= ' '):
+			for i < len(q) && q[i] != '\n' {
+				i++
+			}
+		case strings.HasPrefix(q[i:], "/*!"), strings.HasPrefix(q[i:], "/*M!"):
+			if !strings.Contains(q[i:], "*/") {
+				return 0
+			}
+			i += strings.IndexByte(q[i:], '!') + 1 // the contents are SQL; "*/" is read below
+		case strings.HasPrefix(q[i:], "*/"):
+			i += 2
+		case strings.HasPrefix(q[i:], "/*"):
+			end := strings.Index(q[i+2:], "*/")
+			if end < 0 {
+				return 0
+			}
+			i += 2 + end + 2
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for j < len(q) && q[j] != c {
+				if q[j] == '\\' && c != '`' {
+					j++
+				}
+				j++
+			}
+			if j >= len(q) {
+				return 0
+			}
+			i = j + 1 // a doubled quote reads as two strings: the same boundaries
+			in = true
+		case c == ';':
+			if in {
+				n++
+				in = false
+			}
+			i++
+		default:
+			if n > 0 {
+				return 2
+			}
+			in = true
+			i++
+		}
+	}
+	if in {
+		n++
+	}
+	return n
 }
