@@ -43,8 +43,8 @@ var replicaCases = []struct {
 	{"SELECT @a, @'b', @`c` FROM t WHERE x = @d", false, true},
 	{"SELECT a INTO @v FROM t", false, true},
 	{"SELECT a, b FROM t INTO @v, @w", false, true},
-	{"SELECT * FROM t INTO OUTFILE '/tmp/x'", false, false},
-	{"SELECT a INTO DUMPFILE '/tmp/a' FROM t", false, false},
+	{"SELECT * FROM t INTO OUTFILE 'out.csv'", false, false},
+	{"SELECT a INTO DUMPFILE 'out.bin' FROM t", false, false},
 	{"SELECT a INTO v FROM t", false, false}, // a local variable of a stored program
 	{"SELECT a INTO @v FROM t FOR UPDATE", false, false},
 	{"SET @a = 1", false, true},
