@@ -120,7 +120,9 @@ var _ fullStmt = (*logicalStmt)(nil)
 func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	eff := sqlclass.Classify(query)
 	l.want = l.c.route(ctx, query).target
-	p, err := l.bind(ctx, eff|keepsResult, true) // preparing runs nothing; each execution is bound again
+	// Preparing runs nothing, but a text that may not run where a pin holds the logical
+	// connection is refused now rather than at its first execution.
+	p, err := l.bind(ctx, eff|keepsResult, sqlclass.ReplicaSession(query))
 	if err != nil {
 		return nil, err
 	}
