@@ -301,12 +301,18 @@ func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect
 // before running any of it, outside a pin (a transaction or session state cannot move), and
 // takes that node out of the read picks.
 func (l *logicalConn) replicaRefused(rt routing, p *conn, err error) bool {
-	var refused *RefusedError
-	if err == nil || rt.target != readTarget || l.pinned() || !errors.As(err, &refused) {
+	if err == nil || rt.target != readTarget || l.pinned() || !isRefusal(err) {
 		return false
 	}
 	l.c.table.RefusedRead(p.node.tn, l.c.cfg.clock.Now())
 	return true
+}
+
+// isRefusal reports a RefusedError in err's tree. It is a function of its own so that the
+// target errors.As needs is allocated only for an error.
+func isRefusal(err error) bool {
+	var refused *RefusedError
+	return errors.As(err, &refused)
 }
 
 // bindFor binds the physical connection a statement with text query, effects eff and routing
