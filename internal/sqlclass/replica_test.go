@@ -285,7 +285,6 @@ func TestSingleStatement(t *testing.T) {
 		{"INSERT INTO t VALUES (1) /* c */ ;", true},
 		{"SELECT 'a;b', `c;d`, \"e;f\" -- ;\n", true},
 		{"SELECT 1 # ; SELECT 2", true},
-		{";SELECT 1", true},
 		{"SELECT 'O\\'Brien'", true}, // one statement read either way
 		{"", false},
 		{";", false},
@@ -298,6 +297,8 @@ func TestSingleStatement(t *testing.T) {
 		{"SELECT 1 /* unterminated", false},
 		{"SELECT 1 /*! unterminated", false},
 		{"SELECT 1 /*!99999 ; DELETE FROM t */", false}, // the server may run the comment
+		{"/*!0;0*/", false},                             // digits an executable comment took for its version, then a leading ";"
+		{"; SELECT 1", false},                           // an empty statement first
 		{"BEGIN NOT ATOMIC SELECT 1; SELECT 2; END", false},
 		// NO_BACKSLASH_ESCAPES reads two statements: ('C:\') ends the first.
 		{"INSERT INTO t VALUES ('C:\\'); INSERT INTO t VALUES ('x'); -- '", false},

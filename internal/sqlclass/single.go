@@ -38,6 +38,12 @@ func statements(sc *scanner) int {
 			}
 			return n
 		case tokSemi:
+			if n == 0 && !in {
+				// A ";" before any statement: an empty statement the server answers with
+				// an error of its own, or digits an executable comment's version took
+				// ("/*!0;0*/"). Either way not one plain statement.
+				return 2
+			}
 			if in {
 				n++
 				in = false
