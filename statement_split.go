@@ -14,11 +14,15 @@ import (
 )
 
 // Read/write splitting (readWriteSplit=true, statement mode): each statement binds a physical
-// connection on a node of the role it needs. Reads that a replica may run (sqlclass.ReplicaRead:
-// one SELECT without locks, session effects or a second statement) go to the least busy node
-// that is not a standby, replicas and primary alike, as Taobao's UMP balanced reads over both;
-// everything else goes to a primary: writes, locking reads, anything the classifier cannot prove
-// read-only, everything inside a transaction and everything on a pinned logical connection.
+// connection on a node of the role it needs. Reads proven replica-safe (sqlclass.ReplicaRead:
+// one plain SELECT whose every function is on an allow-list of functions a replica answers as
+// the primary would, with no lock clause, session effect, system variable or per-server schema)
+// go to the least busy node that is not a standby, replicas and primary alike, as Taobao's UMP
+// balanced reads over both; everything else goes to a primary: writes, locking reads, named
+// locks and other per-server state, anything the classifier does not know, everything inside a
+// transaction and everything on a pinned logical connection. A logical connection pinned to a
+// replica connection (a read-only transaction, or session state set in one) runs there only
+// what sqlclass.ReplicaSession accepts; anything else fails with ErrPinnedToReplica.
 //
 // Read-your-writes by time: after a statement went to the primary in a scope, that scope's
 // reads go to the primary too for ReadAfterWrite (readAfterWriteMillis, default 300 ms, UMP's
