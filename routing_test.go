@@ -189,21 +189,29 @@ func TestReadRefusedByAReplicaRunsOnThePrimary(t *testing.T) {
 	}
 }
 
+// splitConnOverFakes opens the split over a scripted replica and primary, the replica listed
+// first so that the first read-only transaction binds there, and checks out one *sql.Conn.
+func splitConnOverFakes(t *testing.T) (primary, replica *scripted, db *sql.DB, conn *sql.Conn) {
+	t.Helper()
+	primary, replica = &scripted{}, &scripted{}
+	srvs := startScripted(t, replica, primary)
+	db, _ = openRoles(t, srvs, []string{"replica", "primary"}, "balance=statement&readWriteSplit=true", quiet()...)
+	conn, err := db.Conn(ctx5s(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return primary, replica, db, conn
+}
+
 // A read-only transaction ran on a replica and set a user variable there: the logical
 // connection is pinned to that replica connection, and every statement that needs the primary
 // fails with ErrPinnedToReplica before it is sent — in the transaction, after it, prepared, and
 // as a read-write BEGIN. Nothing is written on the replica, which does not refuse writes here
 // (a proxy fleet without read_only, a user with SUPER).
 func TestWriteNeverRunsOnAPinnedReplica(t *testing.T) {
-	primary, replica := &scripted{}, &scripted{}
-	srvs := startScripted(t, replica, primary)
-	db, _ := openRoles(t, srvs, []string{"replica", "primary"}, "balance=statement&readWriteSplit=true", quiet()...)
+	primary, replica, db, conn := splitConnOverFakes(t)
 	ctx := ctx5s(t)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -247,15 +255,8 @@ func TestWriteNeverRunsOnAPinnedReplica(t *testing.T) {
 
 // A read-only transaction given OnPrimary runs on the primary, and writes after it are fine.
 func TestReadOnlyTransactionOnPrimary(t *testing.T) {
-	primary, replica := &scripted{}, &scripted{}
-	srvs := startScripted(t, replica, primary)
-	db, _ := openRoles(t, srvs, []string{"replica", "primary"}, "balance=statement&readWriteSplit=true", quiet()...)
+	primary, replica, _, conn := splitConnOverFakes(t)
 	ctx := ctx5s(t)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	tx, err := conn.BeginTx(OnPrimary(ctx), &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

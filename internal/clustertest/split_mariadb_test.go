@@ -37,14 +37,11 @@ func delayReplica(t *testing.T, rAdmin *sql.DB, delay time.Duration) {
 	})
 }
 
-// delayedPairTable creates a table named after prefix on the pair's primary, waits for it on the
-// replica, then holds the replica delay behind the primary until the test ends; it returns the
-// primary, the replica's admin handle and the table.
-func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary, rAdmin *sql.DB, table string) {
+// pairTable creates a table named after prefix on the pair's primary, dropped when the test
+// ends, and waits until the replica has it.
+func pairTable(t *testing.T, primary, replica *sql.DB, prefix string) string {
 	t.Helper()
-	primary, replica := mariaDBPair(t)
-	rAdmin = mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	table = fmt.Sprintf("%s_%d", prefix, os.Getpid())
+	table := fmt.Sprintf("%s_%d", prefix, os.Getpid())
 	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +50,17 @@ func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary
 		_, err := replica.Exec("SELECT 1 FROM " + table)
 		return err == nil
 	})
+	return table
+}
+
+// delayedPairTable creates a table named after prefix on the pair's primary, waits for it on the
+// replica, then holds the replica delay behind the primary until the test ends; it returns the
+// primary, the replica's admin handle and the table.
+func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary, rAdmin *sql.DB, table string) {
+	t.Helper()
+	primary, replica := mariaDBPair(t)
+	rAdmin = mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	table = pairTable(t, primary, replica, prefix)
 	delayReplica(t, rAdmin, delay)
 	return primary, rAdmin, table
 }
@@ -237,15 +245,7 @@ func TestSplitRoutesByProofOnThePair(t *testing.T) {
 		}
 	}
 
-	table := fmt.Sprintf("lbd_proof_%d", os.Getpid())
-	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
-		_, err := replica.Exec("SELECT 1 FROM " + table)
-		return err == nil
-	})
+	table := pairTable(t, primary, replica, "lbd_proof")
 	rAddr := mustAddr(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
 	pinned := false
 	for i := 0; i < 20 && !pinned; i++ {
