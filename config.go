@@ -257,11 +257,15 @@ func (c *Config) settle() error {
 	if c.FailoverTimeout < 0 {
 		return fmt.Errorf("lbd: failoverTimeout is %v; it must not be negative (DSN parameter failoverTimeoutMillis, option WithFailoverTimeout)", c.FailoverTimeout)
 	}
-	if _, err := c.parseRoleSettings(); err != nil {
+	rs, err := c.parseRoleSettings()
+	if err != nil {
 		return err
 	}
 	if c.ReadWriteSplit && c.Balance != BalanceStatement {
 		return errors.New("lbd: readWriteSplit=true needs balance=statement: in connection mode a pooled connection stays on one proxy for many statements, reads and writes alike")
+	}
+	if err := c.checkRoleSources(rs); err != nil {
+		return err
 	}
 	switch c.ReadConsistency {
 	case "", "time":
@@ -299,6 +303,45 @@ func (c *Config) settle() error {
 		c.randN = pickStart
 	}
 	return nil
+}
+
+// checkRoleSources refuses a configuration whose roles can never meet what it asks of them: the
+// read/write split (whose writes need a primary) or target=primary / target=replica, with no
+// way for any node to get the role. Roles come from a role check, from the static list's
+// host:port#role, or from a node source's documents (lbremote, lbetcd; a source given with
+// WithSource may carry them too), so only a static list without a role check is judged: it
+// must name the role the configuration needs. roleCheck=tidb makes every node a primary, so
+// it can never serve target=replica.
+func (c *Config) checkRoleSources(rs roleSettings) error {
+	needs, why := nodes.RoleUnknown, ""
+	switch {
+	case c.ReadWriteSplit:
+		needs, why = nodes.RolePrimary, "readWriteSplit=true sends writes to the primary"
+	case c.Target == TargetPrimary:
+		needs, why = nodes.RolePrimary, "target=primary connects only to primaries"
+	case c.Target == TargetReplica:
+		needs, why = nodes.RoleReplica, "target=replica connects only to replicas"
+	default:
+		return nil
+	}
+	if f := rs.check.Fixed(); f != nodes.RoleUnknown {
+		if f != needs {
+			return fmt.Errorf("lbd: %s, but roleCheck=%s makes every node a %s: use another target or role check", why, rs.check.Name(), f)
+		}
+		return nil
+	}
+	if rs.check.Query() != "" || c.source != nil || (c.Network != Network && c.Network != "") {
+		return nil // the role check or the source may report the role at run time
+	}
+	for _, r := range c.Roles {
+		if r == needs {
+			return nil
+		}
+	}
+	if len(c.Roles) == 0 {
+		return fmt.Errorf("lbd: %s, but nothing gives a node a role: set roleCheck (mysql, oceanbase, tidb or a SELECT), or write the roles in the list as host:port#primary and host:port#replica", why)
+	}
+	return fmt.Errorf("lbd: %s, but no node of the list is a %s and roleCheck is none: mark one as host:port#%s, or set roleCheck to find the roles at run time", why, needs, needs)
 }
 
 // pickBase and pickSeq give pickStart its draws: a random point per process, and how many

@@ -263,3 +263,36 @@ func TestWithWarmup(t *testing.T) {
 		t.Fatalf("FormatDSN() = %q, want warmupSeconds=120", cfg.FormatDSN())
 	}
 }
+
+// Configurations whose roles can never meet what they ask are refused at construction, with
+// one line that names the parameter and the fix; those that can work are accepted.
+func TestRolesThatCanNeverBeMetAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		dsn     string
+		wantErr string // "" accepts
+	}{
+		{"u:p@lb(127.0.0.1:1,127.0.0.1:2)/db?balance=statement&readWriteSplit=true", "nothing gives a node a role: set roleCheck"},
+		{"u:p@lb(127.0.0.1:1)/db?target=primary", "nothing gives a node a role"},
+		{"u:p@lb(127.0.0.1:1#replica,127.0.0.1:2#replica)/db?balance=statement&readWriteSplit=true", "no node of the list is a primary"},
+		{"u:p@lb(127.0.0.1:1#primary)/db?target=replica", "no node of the list is a replica and roleCheck is none: mark one as host:port#replica"},
+		{"u:p@lb(127.0.0.1:1)/db?target=replica&roleCheck=tidb", "roleCheck=tidb makes every node a primary"},
+		{"u:p@lb(127.0.0.1:1,127.0.0.1:2)/db?balance=statement&readWriteSplit=true&roleCheck=mysql", ""},
+		{"u:p@lb(127.0.0.1:1#primary,127.0.0.1:2)/db?balance=statement&readWriteSplit=true", ""},
+		{"u:p@lb(127.0.0.1:1)/db?balance=statement&readWriteSplit=true&roleCheck=tidb", ""},
+		{"u:p@lb(127.0.0.1:1)/db?target=prefer-primary", ""}, // falls back to nodes of unknown role
+		{"u:p@lb(127.0.0.1:1)/db?target=primary&roleCheck=SELECT role FROM t", ""},
+	} {
+		c, err := NewConnector(tc.dsn, WithLogger(slog.New(slog.DiscardHandler)))
+		if c != nil {
+			c.Close()
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v; want it accepted", tc.dsn, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v; want one containing %q", tc.dsn, err, tc.wantErr)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%s: a multi-line error %q", tc.dsn, err)
+		}
+	}
+}

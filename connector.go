@@ -136,19 +136,21 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	}
 	c.table = table
 	c.stmt = logical.New(logical.Config{
-		Table:          table,
-		Connect:        c.connectPhysical,
-		TryNodes:       c.tryNodes,
-		Dial:           c.connectNode,
-		CountRouted:    countRouted,
-		Closed:         c.closed.Load,
-		ErrClosed:      ErrClosed,
-		Now:            run.clock.Now,
-		Logger:         run.Logger,
-		Target:         roles.target,
-		Split:          run.ReadWriteSplit,
-		ReadAfterWrite: run.ReadAfterWrite,
-		Causal:         run.ReadConsistency == "gtid",
+		Table:             table,
+		Connect:           c.connectPhysical,
+		TryNodes:          c.tryNodes,
+		Dial:              c.connectNode,
+		CountRouted:       countRouted,
+		Closed:            c.closed.Load,
+		ErrClosed:         ErrClosed,
+		Now:               run.clock.Now,
+		Logger:            run.Logger,
+		Target:            roles.target,
+		Split:             run.ReadWriteSplit,
+		ReadAfterWrite:    run.ReadAfterWrite,
+		Causal:            run.ReadConsistency == "gtid",
+		Refused:           isRefusal,
+		InterpolateParams: run.MySQL.InterpolateParams,
 	})
 	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())

@@ -46,10 +46,10 @@ func at(tn *tableNode) *node { return nodeOf(tn.Payload()) }
 // StatementError implements physical.Hooks: a refusal by a node that is no longer the primary
 // is a role change; any other error is shown to passive outlier detection and to the exception
 // sorter.
-func (n *node) StatementError(p *physical.Conn, err error) error {
+func (n *node) StatementError(p *physical.Conn, err error, nothingRan bool) error {
 	c := n.c
 	if c.roleAware() && exception.NotPrimary(err) {
-		return c.onNotPrimary(p, err)
+		return c.onNotPrimary(p, err, nothingRan)
 	}
 	c.onStatementError(p, err)
 	c.onConnError(p, err)

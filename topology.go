@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
@@ -50,6 +51,48 @@ const DefaultFailoverTimeout = 5 * time.Second
 // database/sql runs it again on a new connection, which waits up to FailoverTimeout for the new
 // primary.
 var ErrPrimaryChanged = errors.New("lbd: the primary changed during the transaction; start it again")
+
+// ErrPartialRun is returned (wrapped, with the server's error) when a server refused a statement
+// of a multi-statement text (multiStatements=true) after earlier statements of the same text
+// had run: the text is not run again, since running it again would repeat what ran. The caller
+// must find out what ran and finish the work itself; the connection is retired.
+var ErrPartialRun = errors.New("lbd: part of the statement text ran before the server refused the rest; it was not run again")
+
+// RefusedError is a statement a server refused before running any of it, because the node is
+// not the primary (exception.NotPrimary: MySQL/MariaDB 1290 and 1836, OceanBase 4782). It
+// wraps the server's error (errors.As finds the *mysql.MySQLError with its number, SQLSTATE
+// and message) and driver.ErrBadConn, which tells database/sql that the statement may run again
+// on another connection. database/sql does so a few times; when it gives up, the caller gets
+// this error.
+type RefusedError struct {
+	Addr string // the node that refused, "host:port"
+	Err  error  // the server's error
+}
+
+// Error names the node and quotes the server's error.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("lbd: %s refused the statement as not the primary; none of it ran: %v", e.Addr, e.Err)
+}
+
+// Unwrap returns the server's error and driver.ErrBadConn.
+func (e *RefusedError) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
+
+// isRefusal reports a RefusedError in err's tree. It is a function of its own so that the
+// target errors.As needs is allocated only for an error.
+func isRefusal(err error) bool {
+	var refused *RefusedError
+	return errors.As(err, &refused)
+}
+
+// ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split
+// cannot prove replica-safe (a write, a locking read, a named lock, anything
+// sqlclass.ReplicaSession does not accept) meets a logical connection pinned to a replica: by a
+// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one.
+// Running it there could write on a replica; moving it to the primary would lose the session
+// state, so it runs nowhere. Fix: run the transaction read-write (a read-write transaction and
+// the state it leaves live on the primary), or give its context OnPrimary. database/sql does
+// not hand such a logical connection out again once it returns to the pool.
+var ErrPinnedToReplica = logical.ErrPinnedToReplica
 
 // roleSettings are the parsed forms of Config.RoleCheck and Config.Target.
 type roleSettings struct {
@@ -162,14 +205,20 @@ func (c *Connector) roleAware() bool {
 	return c.roles.check.Query() != "" || c.roles.target != role.Any || c.cfg.ReadWriteSplit
 }
 
-// onNotPrimary handles a statement that p's node refused as not primary (exception.NotPrimary),
-// which means the statement did not run: the node takes the role the refusal names at once,
-// every node's role is checked again now (the new primary may be any of them), and p is
-// retired. Outside a transaction the caller gets driver.ErrBadConn, so database/sql runs the
-// statement again on another connection, whose Connect waits up to FailoverTimeout for a
-// primary. Inside a transaction, whose earlier statements are lost with the session, the
-// caller gets ErrPrimaryChanged wrapping the server's error.
-func (c *Connector) onNotPrimary(p *physical.Conn, err error) error {
+// onNotPrimary handles a statement that p's node refused as not primary (exception.NotPrimary):
+// the node takes the role the refusal names at once, every node's role is checked again now
+// (the new primary may be any of them), and p is retired. What the caller gets depends on what
+// the refusal proves (nothingRan, see physical's Conn.nothingRan):
+//
+//   - inside a transaction, whose earlier statements are lost with the session:
+//     ErrPrimaryChanged wrapping the server's error;
+//   - when the server surely ran none of the command: a *RefusedError wrapping the server's
+//     error and driver.ErrBadConn, so database/sql runs the statement again on another
+//     connection (whose Connect waits up to FailoverTimeout for a primary), and when its retries
+//     end the caller sees the server's own number and message, not a bare "bad connection";
+//   - when part of a multi-statement text may have run: ErrPartialRun wrapping the server's
+//     error; nothing is run again.
+func (c *Connector) onNotPrimary(p *physical.Conn, err error, nothingRan bool) error {
 	now := nodes.RoleReplica
 	if exception.StandbyTenant(err) {
 		now = nodes.RoleStandby
@@ -177,10 +226,13 @@ func (c *Connector) onNotPrimary(p *physical.Conn, err error) error {
 	p.MarkRetired(physical.Role)
 	c.table.RefusedWrite(p.Node().TN(), now)
 	c.recheckRoles()
-	if p.InTx() {
+	switch {
+	case p.InTx():
 		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, p.Node().Addr(), err)
+	case !nothingRan:
+		return fmt.Errorf("%w: %s refused a later statement of the text as not the primary: %w", ErrPartialRun, p.Node().Addr(), err)
 	}
-	return driver.ErrBadConn
+	return &RefusedError{Addr: p.Node().Addr(), Err: err}
 }
 
 // recheckRoles asks for an early probe, role check included, of every node, at most once per

@@ -95,7 +95,16 @@ var ErrNoPosition = errors.New("causal: the server reported no GTID position")
 type Position struct {
 	flavor Flavor
 	text   string
+	// overflow: merging made the position larger than a wait may carry (MaxDomains domains, or
+	// maxPosition bytes): no replica can be asked to reach it, so its reads go to the primary.
+	overflow bool
 }
+
+// MaxDomains bounds the MariaDB replication domains a merged position holds. Real topologies
+// use a handful (one per independent primary in multi-source replication); a primary that
+// reports more makes the merged position Overflowed rather than a wait text that grows with
+// every write.
+const MaxDomains = 64
 
 // Parse validates a position as the server wrote it (CaptureQuery's answer). A server is a peer:
 // anything that is not a well-formed GTID list of the flavor, or longer than 4096 bytes, is an
@@ -150,7 +159,11 @@ func (f Flavor) validPart(p string) error {
 }
 
 // IsZero reports whether p is empty (nothing to wait for).
-func (p Position) IsZero() bool { return p.text == "" }
+func (p Position) IsZero() bool { return p.text == "" && !p.overflow }
+
+// Overflowed reports whether merging made p too large to wait for (see MaxDomains): a read that
+// needs it must go to the primary.
+func (p Position) Overflowed() bool { return p.overflow }
 
 // String returns the position as the server writes it: WaitQuery's first argument.
 func (p Position) String() string { return p.text }
@@ -159,9 +172,12 @@ func (p Position) String() string { return p.text }
 // per replication domain the higher sequence number (sequence numbers grow within a domain).
 // MySQL: the newer of the two (q when both are set), since each capture is the server's whole
 // executed set, which contains every earlier capture from the same primary. Positions of
-// different flavors are not merged: the newer wins.
+// different flavors are not merged: the newer wins. A merge of more than MaxDomains domains, or
+// longer than 4096 bytes, is Overflowed, and so is every later merge with it.
 func Merge(p, q Position) Position {
 	switch {
+	case p.overflow || q.overflow:
+		return Position{flavor: q.flavor, overflow: true}
 	case p.IsZero():
 		return q
 	case q.IsZero():
@@ -180,6 +196,9 @@ func Merge(p, q Position) Position {
 			seq, _ := strconv.ParseUint(f[2], 10, 64)
 			old, seen := byDomain[d]
 			if !seen {
+				if len(order) == MaxDomains {
+					return Position{flavor: MariaDB, overflow: true}
+				}
 				order = append(order, d)
 			}
 			if !seen || seq > old.seq {
@@ -192,7 +211,11 @@ func Merge(p, q Position) Position {
 		g := byDomain[d]
 		parts[i] = fmt.Sprintf("%d-%d-%d", d, g.server, g.seq)
 	}
-	return Position{flavor: MariaDB, text: strings.Join(parts, ",")}
+	text := strings.Join(parts, ",")
+	if len(text) > maxPosition {
+		return Position{flavor: MariaDB, overflow: true}
+	}
+	return Position{flavor: MariaDB, text: text}
 }
 
 func clip(s string) string {

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -99,5 +100,38 @@ func TestWaitText(t *testing.T) {
 	m, _ := MySQL.Parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
 	if got := m.WaitText(2); got != "SELECT WAIT_FOR_EXECUTED_GTID_SET('3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5', 2.000)" || m.Flavor() != MySQL {
 		t.Errorf("MySQL wait text %q", got)
+	}
+}
+
+// Positions merged from a primary that reports a new domain with every write stay bounded:
+// past MaxDomains the merge is Overflowed (reads go to the primary), never a longer wait text.
+func TestMergeIsBounded(t *testing.T) {
+	var acc Position
+	for i := range 5000 {
+		p, err := MariaDB.Parse(fmt.Sprintf("%d-1-%d", i, i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc = Merge(acc, p)
+		if len(acc.String()) > maxPosition {
+			t.Fatalf("after %d writes the position is %d bytes", i+1, len(acc.String()))
+		}
+		if got, want := acc.Overflowed(), i+1 > MaxDomains; got != want {
+			t.Fatalf("after %d domains Overflowed = %v, want %v", i+1, got, want)
+		}
+	}
+	if acc.IsZero() || acc.String() != "" {
+		t.Fatalf("an overflowed position must be non-empty and carry no text: %q", acc.String())
+	}
+	// Long but few domains: the byte bound holds too.
+	long, _ := MariaDB.Parse("1-1-18446744073709551615")
+	acc = Position{}
+	for d := range MaxDomains {
+		p, _ := MariaDB.Parse(fmt.Sprintf("%d-4294967295-18446744073709551615", 1000000000+d))
+		acc = Merge(acc, p)
+	}
+	acc = Merge(acc, long)
+	if !acc.Overflowed() && len(acc.String()) > maxPosition {
+		t.Fatalf("%d bytes and not overflowed", len(acc.String()))
 	}
 }

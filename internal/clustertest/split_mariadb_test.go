@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -36,14 +37,11 @@ func delayReplica(t *testing.T, rAdmin *sql.DB, delay time.Duration) {
 	})
 }
 
-// delayedPairTable creates a table named after prefix on the pair's primary, waits for it on the
-// replica, then holds the replica delay behind the primary until the test ends; it returns the
-// primary, the replica's admin handle and the table.
-func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary, rAdmin *sql.DB, table string) {
+// pairTable creates a table named after prefix on the pair's primary, dropped when the test
+// ends, and waits until the replica has it.
+func pairTable(t *testing.T, primary, replica *sql.DB, prefix string) string {
 	t.Helper()
-	primary, replica := mariaDBPair(t)
-	rAdmin = mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	table = fmt.Sprintf("%s_%d", prefix, os.Getpid())
+	table := fmt.Sprintf("%s_%d", prefix, os.Getpid())
 	if _, err := primary.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +50,17 @@ func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary
 		_, err := replica.Exec("SELECT 1 FROM " + table)
 		return err == nil
 	})
+	return table
+}
+
+// delayedPairTable creates a table named after prefix on the pair's primary, waits for it on the
+// replica, then holds the replica delay behind the primary until the test ends; it returns the
+// primary, the replica's admin handle and the table.
+func delayedPairTable(t *testing.T, prefix string, delay time.Duration) (primary, rAdmin *sql.DB, table string) {
+	t.Helper()
+	primary, replica := mariaDBPair(t)
+	rAdmin = mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	table = pairTable(t, primary, replica, prefix)
 	delayReplica(t, rAdmin, delay)
 	return primary, rAdmin, table
 }
@@ -203,4 +212,75 @@ func mustAddr(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	return cfg.Addr
+}
+
+// On the real pair, with an account that has neither SUPER nor READ ONLY ADMIN: a named lock
+// held on the primary is seen as held through the split, every time (IS_FREE_LOCK and
+// IS_USED_LOCK are answered by the primary, never by the replica, where the lock does not
+// exist); and a write after session state set in a read-only transaction on the replica fails
+// with lbd.ErrPinnedToReplica before it is sent, writing nothing anywhere.
+func TestSplitRoutesByProofOnThePair(t *testing.T) {
+	primary, replica := mariaDBPair(t)
+	db, c := splitOverPairConnector(t, "readAfterWriteMillis=0")
+	ctx := context.Background()
+	holder, err := primary.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	lock := fmt.Sprintf("lbd_lock_%d", os.Getpid())
+	var got sql.NullInt64
+	if err := holder.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", lock).Scan(&got); err != nil || got.Int64 != 1 {
+		t.Fatalf("GET_LOCK on the primary: %v, %v", got, err)
+	}
+	defer holder.ExecContext(ctx, "DO RELEASE_LOCK(?)", lock)
+	for i := range 20 {
+		var free int
+		var used sql.NullInt64
+		if err := db.QueryRowContext(ctx, "SELECT IS_FREE_LOCK(?)", lock).Scan(&free); err != nil || free != 0 {
+			t.Fatalf("IS_FREE_LOCK %d: %d, %v; the lock is held on the primary", i, free, err)
+		}
+		if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lock).Scan(&used); err != nil || !used.Valid {
+			t.Fatalf("IS_USED_LOCK %d: %v, %v; the lock is held on the primary", i, used, err)
+		}
+	}
+
+	table := pairTable(t, primary, replica, "lbd_proof")
+	rAddr := mustAddr(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
+	pinned := false
+	for i := 0; i < 20 && !pinned; i++ {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "SET @lbd_x = 1"); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := c.Stats().Node(rAddr)
+		pinned = r.InUse == 1
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if pinned {
+			_, err := conn.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1)")
+			var me *mysql.MySQLError
+			if !errors.Is(err, lbd.ErrPinnedToReplica) || errors.As(err, &me) {
+				t.Errorf("a write after session state on the replica: %v; want lbd.ErrPinnedToReplica, not the server's refusal", err)
+			}
+		}
+		conn.Close()
+	}
+	if !pinned {
+		t.Fatal("no read-only transaction of 20 ran on the replica")
+	}
+	for name, h := range map[string]*sql.DB{"primary": primary, "replica": replica} {
+		var n int
+		if err := h.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s holds %d rows (%v); the refused write must write nothing", name, n, err)
+		}
+	}
 }

@@ -79,14 +79,23 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 			merged = causal.Merge(*old, pos)
 		}
 		if slot.CompareAndSwap(old, &merged) {
+			if merged.Overflowed() && (old == nil || !old.Overflowed()) {
+				m.cfg.Logger.Warn("lbd: a read-your-writes scope's GTID position spans more replication domains than a wait may carry; its reads go to the primary from now on",
+					"max_domains", causal.MaxDomains, "node", p.Node().Addr())
+			}
 			return
 		}
 	}
 }
 
 // awaitPosition makes the read about to run on p, bound for a replica read, wait there for its
-// scope's position; when the replica does not reach it within the bound, the read is bound on
-// the primary instead. It returns the connection to run the read on.
+// scope's position; when the replica does not reach it within ReadAfterWrite, the read is bound
+// on the primary instead. It returns the connection to run the read on.
+//
+// The wait asks the server to give up after ReadAfterWrite, and lbd stops waiting for its answer
+// causalWaitSlack later: a replica that never answers costs at most that, not the caller's
+// whole deadline. A wait cut that way leaves its physical connection closed, and rebind gives it
+// back. A position too large to wait for (causal.MaxDomains) sends the read to the primary.
 func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebind func() (*physical.Conn, error)) (*physical.Conn, error) {
 	m := l.m
 	cs := &m.split.causal
@@ -97,23 +106,31 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	if pos == nil || pos.IsZero() || m.table.Role(p.Node().TN()) == nodes.RolePrimary {
 		return p, nil
 	}
-	start := time.Now()
-	answer, err := physical.OneValue(ctx, p, pos.WaitText(m.cfg.ReadAfterWrite.Seconds()))
-	cs.waits.Add(1)
-	cs.waitTime.Add(int64(time.Since(start)))
-	if err == nil {
-		var reached bool
-		if reached, err = pos.Flavor().Reached(answer); err == nil && reached {
-			return p, nil
+	if !pos.Overflowed() {
+		start := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, m.cfg.ReadAfterWrite+causalWaitSlack)
+		answer, err := physical.OneValue(wctx, p, pos.WaitText(m.cfg.ReadAfterWrite.Seconds()))
+		cancel()
+		cs.waits.Add(1)
+		cs.waitTime.Add(int64(time.Since(start)))
+		if err == nil {
+			var reached bool
+			if reached, err = pos.Flavor().Reached(answer); err == nil && reached {
+				return p, nil
+			}
 		}
-	}
-	if err != nil && ctx.Err() != nil {
-		return nil, err
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
 	}
 	cs.fallback.Add(1)
 	l.want = writeTarget
 	return rebind()
 }
+
+// causalWaitSlack is how much longer than the wait it asked for lbd waits for a replica's
+// answer to a GTID wait: room for one round trip on a busy network.
+const causalWaitSlack = 50 * time.Millisecond
 
 // CausalStats counts what readConsistency=gtid did; lbd.CausalStats documents it.
 type CausalStats struct {

@@ -37,8 +37,11 @@ type logicalConn struct {
 	apiTx    bool           // a transaction begun by BeginTx is open
 	produced bool           // the last statement's result may be read by the next one
 	closed   bool
-	want     role.Target    // the target of the statement being bound (see route)
-	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
+	want     role.Target // the target of the statement being bound (see route)
+	// boundForRead: phys was bound for a read (the split's read target), so it may be on a
+	// replica; a pin there must not carry a write (strandedOnReplica).
+	boundForRead bool
+	stmts        []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
 var _ physical.FullConn = (*logicalConn)(nil)
@@ -47,10 +50,13 @@ var _ physical.FullConn = (*logicalConn)(nil)
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
 
 // bind returns the physical connection to run a statement with effects eff on, claiming one
-// when needed. Errors are those of Connect, or driver.ErrBadConn (nothing was sent, database/sql
-// retries elsewhere) when the physical connection a pin holds has closed: the session state it
-// carried is gone, as when a connection dies in the pool in connection mode.
-func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.Conn, error) {
+// when needed. replicaOK says the statement may run on a replica connection that holds this
+// logical connection's session (sqlclass.ReplicaSession, a ping, a read-only BEGIN). Errors are
+// those of Connect; ErrPinnedToReplica (nothing sent) when a pin holds a replica connection and
+// the statement is not replicaOK; or driver.ErrBadConn (nothing was sent, database/sql retries
+// elsewhere) when the physical connection a pin holds has closed: the session state it carried
+// is gone, as when a connection dies in the pool in connection mode.
+func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK bool) (*physical.Conn, error) {
 	if l.closed {
 		return nil, driver.ErrBadConn
 	}
@@ -59,6 +65,9 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.
 	}
 	if l.phys != nil {
 		if l.claimed && (l.pinned() || l.fits(l.phys)) {
+			if !replicaOK && l.strandedOnReplica() {
+				return nil, ErrPinnedToReplica
+			}
 			l.m.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
 		}
@@ -68,6 +77,9 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.
 			l.m.GiveBack(p)
 		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
+				if !replicaOK && l.strandedOnReplica() {
+					return nil, ErrPinnedToReplica // claimed: database/sql's IsValid gives it back
+				}
 				return l.phys, nil
 			}
 			if l.pinned() {
@@ -83,7 +95,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect) (*physical.
 	if err != nil {
 		return nil, err
 	}
-	l.phys, l.claimed = p, true
+	l.phys, l.claimed, l.boundForRead = p, true, l.want != writeTarget
 	return p, nil
 }
 
@@ -146,7 +158,9 @@ func (l *logicalConn) IsValid() bool {
 			l.phys = nil
 			return !l.pinned()
 		}
-		return true
+		// Session state on a replica: every later user of the pool could meet
+		// ErrPinnedToReplica with its next write, so the logical connection leaves the pool.
+		return !l.strandedOnReplica()
 	}
 	l.phys = nil
 	l.m.GiveBack(p)
@@ -215,7 +229,7 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 // ends.
 func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	l.want = l.m.txTarget(ctx, opts)
-	p, err := l.bind(ctx, 0) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
+	p, err := l.bind(ctx, 0, opts.ReadOnly) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
 	}
@@ -229,56 +243,95 @@ func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 // ExecContext implements driver.ExecerContext.
-func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	eff := sqlclass.Classify(query)
-	p, write, err := l.bindFor(ctx, query, eff)
-	if err != nil {
-		return nil, err
+func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (res driver.Result, err error) {
+	if l.prepares(args) {
+		return nil, driver.ErrSkip
 	}
-	res, err := p.ExecContext(ctx, query, args)
-	l.ran(ctx, p, eff, write, err)
+	err = l.run(ctx, query, sqlclass.Classify(query), func(p *physical.Conn) (err error) {
+		res, err = p.ExecContext(ctx, query, args)
+		return err
+	})
 	return res, err
 }
 
 // QueryContext implements driver.QueryerContext.
-func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	eff := sqlclass.Classify(query)
-	p, write, err := l.bindFor(ctx, query, eff)
-	if err != nil {
-		return nil, err
+func (l *logicalConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (rows driver.Rows, err error) {
+	if l.prepares(args) {
+		return nil, driver.ErrSkip
 	}
-	rows, err := p.QueryContext(ctx, query, args)
-	l.ran(ctx, p, eff, write, err)
+	err = l.run(ctx, query, sqlclass.Classify(query), func(p *physical.Conn) (err error) {
+		rows, err = p.QueryContext(ctx, query, args)
+		return err
+	})
 	return rows, err
 }
 
-// bindFor binds the physical connection a statement with text query and effects eff runs on:
-// the target the read/write split routes it to, and, for a causal read, after its scope's
-// position was reached there. write reports whether the statement counts as a write.
-func (l *logicalConn) bindFor(ctx context.Context, query string, eff sqlclass.Effect) (p *physical.Conn, write bool, err error) {
-	l.want, write = l.m.route(ctx, query)
-	p, err = l.bind(ctx, eff)
-	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff) })
-	}
-	if err == nil {
-		l.m.countRouted(p, write)
-	}
-	return p, write, err
+// prepares reports a statement with arguments that go-sql-driver will not interpolate: it
+// answers driver.ErrSkip without sending anything, and database/sql prepares the statement and
+// runs it as such. Saying so before binding saves a bind, a causal wait and a count for a
+// statement that does not run here.
+func (l *logicalConn) prepares(args []driver.NamedValue) bool {
+	return len(args) > 0 && !l.m.cfg.InterpolateParams
 }
 
-// ran records what a statement that ran on p with effects eff did to the session and, for a
-// write, to its scope's read-your-writes state. driver.ErrSkip means it did not run (database/sql
-// prepares it and runs it as such).
-func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, eff sqlclass.Effect, write bool, err error) {
+// run runs one statement with text query and effects eff, by do, on the physical connection the
+// split routes it to, and records what it did. A read that a replica refused as not the
+// primary (it did not run) runs once more, on the primary, and that replica takes no read until
+// a good probe a probe interval later (nodetable's RefusedRead).
+func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, do func(*physical.Conn) error) error {
+	rt := l.m.route(ctx, query)
+	p, err := l.bindFor(ctx, rt, query, eff)
+	if err != nil {
+		return err
+	}
+	err = do(p)
+	if l.replicaRefused(rt, p, err) {
+		rt = routing{target: writeTarget}
+		if p, err = l.bindFor(ctx, rt, query, eff); err != nil {
+			return err
+		}
+		err = do(p)
+	}
+	l.ran(ctx, p, rt, eff, err)
+	return err
+}
+
+// replicaRefused reports a read routed to a replica that its node refused as not the primary
+// before running any of it, outside a pin (a transaction or session state cannot move), and
+// takes that node out of the read picks.
+func (l *logicalConn) replicaRefused(rt routing, p *physical.Conn, err error) bool {
+	if err == nil || !l.m.split.on || rt.target != readTarget || l.pinned() || !l.m.cfg.Refused(err) {
+		return false
+	}
+	l.m.table.RefusedRead(p.Node().TN(), l.m.cfg.Now())
+	return true
+}
+
+// bindFor binds the physical connection a statement with text query, effects eff and routing
+// rt runs on, after, for a causal read, its scope's position was reached there.
+func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff sqlclass.Effect) (*physical.Conn, error) {
+	replicaOK := sqlclass.ReplicaSession(query)
+	l.want = rt.target
+	p, err := l.bind(ctx, eff, replicaOK)
+	if err == nil {
+		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff, replicaOK) })
+	}
+	return p, err
+}
+
+// ran records what a statement that ran on p with effects eff and routing rt did to the session
+// and, for a write, to its scope's read-your-writes state, and counts it. driver.ErrSkip means
+// it did not run (database/sql prepares it and runs it as such).
+func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, rt routing, eff sqlclass.Effect, err error) {
 	if err == driver.ErrSkip {
 		return
 	}
-	if err == nil && write {
+	l.m.countRouted(p, rt)
+	if err == nil && rt.write {
 		l.captureAfter(ctx, p)
 	}
 	l.after(eff, err)
-	if write {
+	if rt.write {
 		l.m.noteWrite(ctx)
 	}
 }
@@ -291,8 +344,8 @@ const keepsResult = sqlclass.ReadsResult
 
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
-	l.want, _ = l.m.route(ctx, "SELECT 1")
-	p, err := l.bind(ctx, keepsResult)
+	l.want = l.m.route(ctx, "SELECT 1").target
+	p, err := l.bind(ctx, keepsResult, true)
 	if err != nil {
 		return err
 	}
@@ -312,8 +365,8 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
-	l.want, _ = l.m.route(context.Background(), "") // what the caller does with it is unknown: the primary
-	p, err := l.bind(context.Background(), 0)
+	l.want = l.m.route(context.Background(), "").target // what the caller does with it is unknown: the primary
+	p, err := l.bind(context.Background(), 0, false)
 	if err != nil {
 		return nil
 	}

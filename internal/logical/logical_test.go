@@ -70,8 +70,8 @@ func (fakeRows) Next(dest []driver.Value) error { return io.EOF }
 // noHooks: the fake connections return no errors.
 type noHooks struct{}
 
-func (noHooks) StatementError(_ *physical.Conn, err error) error { return err }
-func (noHooks) Broken(*physical.Conn, error)                     {}
+func (noHooks) StatementError(_ *physical.Conn, err error, _ bool) error { return err }
+func (noHooks) Broken(*physical.Conn, error)                             {}
 
 // rig is statement mode over a table of nodes whose dials make fake connections.
 type rig struct {

@@ -31,6 +31,9 @@ type Config struct {
 	Dial func(ctx context.Context, n *physical.Node, panicDial bool) (*physical.Conn, error)
 	// CountRouted counts a statement of the split on its node, as a read or a write.
 	CountRouted func(n *physical.Node, write bool)
+	// Refused reports an error that says a node refused the statement as not the primary
+	// before running any of it (the root's RefusedError).
+	Refused func(error) bool
 	// Closed reports whether the Connector is closed; ErrClosed is then the error.
 	Closed    func() bool
 	ErrClosed error
@@ -41,6 +44,9 @@ type Config struct {
 	Split          bool          // readWriteSplit
 	ReadAfterWrite time.Duration // read-your-writes window; 0: none
 	Causal         bool          // readConsistency=gtid (with Split)
+	// InterpolateParams is go-sql-driver's interpolateParams: without it a statement with
+	// arguments is prepared by database/sql (ExecContext and QueryContext answer ErrSkip).
+	InterpolateParams bool
 }
 
 // Mode is statement mode for one Connector: the count of logical connections database/sql

@@ -112,7 +112,6 @@ type logicalStmt struct {
 	proto    physical.FullStmt // the first physical copy, for go-sql-driver's connection-free conversions
 	closed   bool
 	query    string
-	write    bool // the current execution counts as a write (see route)
 }
 
 var _ physical.FullStmt = (*logicalStmt)(nil)
@@ -121,8 +120,10 @@ var _ physical.FullStmt = (*logicalStmt)(nil)
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
 func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	eff := sqlclass.Classify(query)
-	l.want, _ = l.m.route(ctx, query)
-	p, err := l.bind(ctx, eff|keepsResult)
+	l.want = l.m.route(ctx, query).target
+	// Preparing runs nothing, but a text that may not run where a pin holds the logical
+	// connection is refused now rather than at its first execution.
+	p, err := l.bind(ctx, eff|keepsResult, sqlclass.ReplicaSession(query))
 	if err != nil {
 		return nil, err
 	}
@@ -137,36 +138,31 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 	return ls, nil
 }
 
-// on binds the logical connection and returns the statement's copy on its physical connection.
-func (s *logicalStmt) on(ctx context.Context) (physical.FullStmt, error) {
+func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (res driver.Result, err error) {
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
-	p, write, err := s.l.bindFor(ctx, s.query, s.eff)
-	if err != nil {
-		return nil, err
-	}
-	s.write = write
-	return s.l.m.statementOn(ctx, p, s.q)
-}
-
-func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	st, err := s.on(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := st.ExecContext(ctx, args)
-	s.l.ran(ctx, s.l.phys, s.eff, s.write, err)
+	err = s.l.run(ctx, s.query, s.eff, func(p *physical.Conn) error {
+		st, err := s.l.m.statementOn(ctx, p, s.q)
+		if err == nil {
+			res, err = st.ExecContext(ctx, args)
+		}
+		return err
+	})
 	return res, err
 }
 
-func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	st, err := s.on(ctx)
-	if err != nil {
-		return nil, err
+func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (rows driver.Rows, err error) {
+	if s.closed {
+		return nil, driver.ErrBadConn
 	}
-	rows, err := st.QueryContext(ctx, args)
-	s.l.ran(ctx, s.l.phys, s.eff, s.write, err)
+	err = s.l.run(ctx, s.query, s.eff, func(p *physical.Conn) error {
+		st, err := s.l.m.statementOn(ctx, p, s.q)
+		if err == nil {
+			rows, err = st.QueryContext(ctx, args)
+		}
+		return err
+	})
 	return rows, err
 }
 

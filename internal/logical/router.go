@@ -3,20 +3,26 @@ package logical
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"sync/atomic"
 
 	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Read/write splitting (readWriteSplit=true, statement mode): each statement binds a physical
-// connection on a node of the role it needs. Reads that a replica may run (sqlclass.ReplicaRead:
-// one SELECT without locks, session effects or a second statement) go to the least busy node
-// that is not a standby, replicas and primary alike, as Taobao's UMP balanced reads over both;
-// everything else goes to a primary: writes, locking reads, anything the classifier cannot prove
-// read-only, everything inside a transaction and everything on a pinned logical connection.
+// connection on a node of the role it needs. Reads proven replica-safe (sqlclass.ReplicaRead:
+// one plain SELECT whose every function is on an allow-list of functions a replica answers as
+// the primary would, with no lock clause, session effect, system variable or per-server schema)
+// go to the least busy node that is not a standby, replicas and primary alike, as Taobao's UMP
+// balanced reads over both; everything else goes to a primary: writes, locking reads, named
+// locks and other per-server state, anything the classifier does not know, everything inside a
+// transaction and everything on a pinned logical connection. A logical connection pinned to a
+// replica connection (a read-only transaction, or session state set in one) runs there only
+// what sqlclass.ReplicaSession accepts; anything else fails with ErrPinnedToReplica.
 //
 // Read-your-writes by time: after a statement went to the primary in a scope, that scope's
 // reads go to the primary too for ReadAfterWrite (readAfterWriteMillis, default 300 ms, UMP's
@@ -76,27 +82,32 @@ func (m *Mode) lastWriteOf(ctx context.Context) *atomic.Int64 {
 	return &m.split.lastWrite
 }
 
-// route returns the target a statement with text query binds for, and whether it counts as a
-// write (it starts its scope's read-your-writes window once it ran). Without the split every
-// statement has the Connector's target and nothing counts.
-func (m *Mode) route(ctx context.Context, query string) (target role.Target, write bool) {
+// routing is where the split sends one statement and what the statement counts as once it ran.
+type routing struct {
+	target role.Target
+	write  bool // a write: once it ran, it starts its scope's read-your-writes window
+	ryw    bool // a read sent to the primary by read-your-writes
+}
+
+// route returns where a statement with text query goes. Without the split every statement has
+// the Connector's target and counts as nothing.
+func (m *Mode) route(ctx context.Context, query string) routing {
 	if !m.split.on {
-		return m.cfg.Target, false
+		return routing{target: m.cfg.Target}
 	}
 	if !sqlclass.ReplicaRead(query) {
-		return writeTarget, true
+		return routing{target: writeTarget, write: true}
 	}
 	if ctx.Value(primaryKey{}) != nil {
-		return writeTarget, false
+		return routing{target: writeTarget}
 	}
 	if m.split.causal.on {
-		return readTarget, false // a read of a scope with a position waits on the replica (awaitPosition)
+		return routing{target: readTarget} // a read of a scope with a position waits on the replica (awaitPosition)
 	}
 	if w := m.split.window; w > 0 && m.cfg.Now().UnixNano()-m.lastWriteOf(ctx).Load() < w {
-		m.split.rywReads.Add(1)
-		return writeTarget, false
+		return routing{target: writeTarget, ryw: true}
 	}
-	return readTarget, false
+	return routing{target: readTarget}
 }
 
 // noteWrite starts the read-your-writes window of ctx's scope.
@@ -112,25 +123,46 @@ func (l *logicalConn) fits(p *physical.Conn) bool {
 	return !l.m.split.on || l.want.Accepts(l.m.table.Role(p.Node().TN()))
 }
 
+// strandedOnReplica reports whether the logical connection is pinned to a physical connection
+// that was bound for a read and whose node is not the primary now: session state or a
+// read-only transaction lives there, so a statement that needs the primary can neither run
+// there nor move. See ErrPinnedToReplica.
+func (l *logicalConn) strandedOnReplica() bool {
+	return l.m.split.on && l.pinned() && l.phys != nil && l.boundForRead &&
+		l.m.table.Role(l.phys.Node().TN()) != nodes.RolePrimary
+}
+
+// ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split
+// cannot prove replica-safe (a write, a locking read, a named lock, anything
+// sqlclass.ReplicaSession does not accept) meets a logical connection pinned to a replica: by a
+// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one.
+// lbd.ErrPinnedToReplica documents it for users.
+var ErrPinnedToReplica = errors.New("lbd: the statement must run on the primary, but its connection is pinned to a replica by a read-only transaction or by session state set in one; run the transaction read-write or use lbd.OnPrimary")
+
 // txTarget is where a transaction goes: a read-only one (BeginTx with ReadOnly) may run on a
-// replica, as the application asked; any other on the primary.
+// replica, as the application asked, unless its context says OnPrimary; any other on the
+// primary.
 func (m *Mode) txTarget(ctx context.Context, opts driver.TxOptions) role.Target {
 	if !m.split.on {
 		return m.cfg.Target
 	}
-	if opts.ReadOnly {
+	if opts.ReadOnly && ctx.Value(primaryKey{}) == nil {
 		return readTarget
 	}
 	return writeTarget
 }
 
-// countRouted counts a statement of the split on the node it runs on: a read when it was
-// routed as one (to any node), a write otherwise.
-func (m *Mode) countRouted(p *physical.Conn, write bool) {
+// countRouted counts a statement of the split that ran on p, once: a read when it was routed
+// as one (to any node), a write otherwise, and a read that read-your-writes sent to the
+// primary.
+func (m *Mode) countRouted(p *physical.Conn, rt routing) {
 	if !m.split.on || p == nil {
 		return
 	}
-	m.cfg.CountRouted(p.Node(), write)
+	m.cfg.CountRouted(p.Node(), rt.write)
+	if rt.ryw {
+		m.split.rywReads.Add(1)
+	}
 }
 
 // RYWReads returns how many reads read-your-writes sent to the primary.

@@ -264,11 +264,7 @@ func (c *conn) answer(p []byte) (Command, []segment) {
 		return cmd, ok()
 	case ComQuery:
 		cmd.Text = string(p[1:])
-		res := c.srv.cfg.Answer(cmd.Text)
-		if res == nil {
-			return cmd, ok()
-		}
-		return cmd, c.resultSet(res, false)
+		return cmd, c.results(c.srv.cfg.Answer(cmd.Text), false)
 	case ComStmtPrepare:
 		cmd.Text = string(p[1:])
 		return cmd, c.prepare(cmd.Text)
@@ -285,18 +281,55 @@ func (c *conn) answer(p []byte) (Command, []segment) {
 		if err != nil {
 			return cmd, fail(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute: "+err.Error())
 		}
-		res := c.srv.cfg.Answer(bind(st.text, args))
-		if res == nil {
-			return cmd, ok()
-		}
-		return cmd, c.resultSet(res, true)
+		return cmd, c.results(c.srv.cfg.Answer(bind(st.text, args)), true)
 	}
 	return cmd, fail(1047, "08S01", "Unknown command")
 }
 
-// resultSet builds a text (or, for binary, a prepared statement's) result set.
-func (c *conn) resultSet(res *Result, binaryRows bool) []segment {
+// results builds the answer to a query: an OK, an ERR or a result set (text, or for binary a
+// prepared statement's), followed by the next statement's when res.Next is set. The sequence
+// numbers run on through every result of the answer.
+func (c *conn) results(res *Result, binaryRows bool) []segment {
 	seq := byte(1)
+	var segs []segment
+	for ; ; res = res.Next {
+		more := res != nil && res.Next != nil && res.Err == nil
+		status := uint16(statusAutocommit)
+		if more {
+			status |= statusMoreResults
+		}
+		switch {
+		case res != nil && res.Err != nil:
+			segs = append(segs, segment{PhaseAnswer, Packet(seq, ErrPayload(res.Err.Number, res.Err.State, res.Err.Message))})
+			return segs
+		case res == nil || res.Columns == nil:
+			segs = append(segs, segment{PhaseAnswer, Packet(seq, okPayload(status))})
+			seq++
+		default:
+			var rs []segment
+			rs, seq = c.resultSet(res, binaryRows, seq, status)
+			segs = append(segs, rs...)
+		}
+		if !more {
+			return segs
+		}
+	}
+}
+
+// Server status flags (MySQL's SERVER_STATUS_AUTOCOMMIT and SERVER_MORE_RESULTS_EXISTS).
+const (
+	statusAutocommit  = 0x0002
+	statusMoreResults = 0x0008
+)
+
+// okPayload is an OK packet with no affected rows and the given status flags.
+func okPayload(status uint16) []byte {
+	return []byte{0x00, 0, 0, byte(status), byte(status >> 8), 0, 0}
+}
+
+// resultSet builds one result set starting at sequence number seq, ending with status; it
+// returns the segments and the next sequence number.
+func (c *conn) resultSet(res *Result, binaryRows bool, seq byte, status uint16) ([]segment, byte) {
 	next := func(payload []byte) []byte { b := Packet(seq, payload); seq++; return b }
 	segs := []segment{{PhaseResultHeader, next(LenencInt(nil, uint64(len(res.Columns))))}}
 	var cols []byte
@@ -320,11 +353,11 @@ func (c *conn) resultSet(res *Result, binaryRows bool) []segment {
 		rows = append(rows, next(b)...)
 	}
 	segs = append(segs, segment{PhaseRows, rows})
-	end := EOFPayload()
+	end := []byte{0xfe, 0, 0, byte(status), byte(status >> 8)}
 	if c.deprecateEOF() {
-		end = []byte{0xfe, 0, 0, 0x02, 0, 0, 0}
+		end = []byte{0xfe, 0, 0, byte(status), byte(status >> 8), 0, 0}
 	}
-	return append(segs, segment{PhaseResultEnd, next(end)})
+	return append(segs, segment{PhaseResultEnd, next(end)}), seq
 }
 
 func (c *conn) prepare(text string) []segment {

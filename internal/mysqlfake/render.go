@@ -34,7 +34,7 @@ func Render(f Fault, cfg Config) (Phase, []byte) {
 	case PhasePrepare:
 		segs = c.prepare("SELECT ?")
 	default:
-		segs = c.resultSet(cfg.Answer("SELECT 1"), false)
+		segs = c.results(cfg.Answer("SELECT 1"), false)
 	}
 	var out []byte
 	if f.Phase == PhaseCommand {

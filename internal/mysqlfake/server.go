@@ -27,10 +27,24 @@ const (
 // maxCommand bounds a client packet the fake reads; lbd's tests send small ones.
 const maxCommand = 1 << 20
 
-// Result is a query's answer: column names and rows of text values. A nil *Result answers OK.
+// Result is a query's answer: column names and rows of text values. A nil *Result answers OK,
+// and so does a Result with no Columns and no Err.
 type Result struct {
 	Columns []string
 	Rows    [][]string
+	// Err, when set, answers this ERR packet in place of the result.
+	Err *Error
+	// Next, when set, is the answer to the text's next statement (a multi-statement text): this
+	// result ends with SERVER_MORE_RESULTS_EXISTS and Next follows it in the same answer. A
+	// result with Err ends the answer, as a server stops at a failed statement.
+	Next *Result
+}
+
+// Error is a server error: number, SQLSTATE and message.
+type Error struct {
+	Number  uint16
+	State   string
+	Message string
 }
 
 // Config sets up a Server. The zero value accepts any user and password, sends EOF packets

@@ -161,3 +161,59 @@ func TestReseqMovesEveryPacket(t *testing.T) {
 
 // waitWithin bounds every wait of these tests for the server to react.
 const waitWithin = 5 * time.Second
+
+// Scripted answers: an ERR in place of a result, and a multi-statement text whose first
+// statement succeeds and whose second fails, as go-sql-driver reads them.
+func TestErrorsAndMultiStatementAnswers(t *testing.T) {
+	for _, deprecateEOF := range []bool{false, true} {
+		t.Run(map[bool]string{false: "eof", true: "deprecate_eof"}[deprecateEOF], func(t *testing.T) {
+			refused := &Error{Number: 1290, State: "HY000", Message: "read-only"}
+			s := Start(t, Config{DeprecateEOF: deprecateEOF, Answer: func(q string) *Result {
+				switch q {
+				case "INSERT 1":
+					return &Result{Err: refused}
+				case "INSERT 1; INSERT 2":
+					return &Result{Next: &Result{Err: refused}}
+				case "SELECT a; SELECT b":
+					return &Result{Columns: []string{"a"}, Rows: [][]string{{"1"}}, Next: &Result{Columns: []string{"b"}, Rows: [][]string{{"2"}}}}
+				}
+				return DefaultAnswer(q)
+			}})
+			db, err := sql.Open("mysql", "u@tcp("+s.Addr()+")/db?timeout=2s&readTimeout=2s&multiStatements=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			var me *mysql.MySQLError
+			if _, err := db.ExecContext(ctx(t), "INSERT 1"); !errors.As(err, &me) || me.Number != 1290 {
+				t.Fatalf("single refused statement: %v", err)
+			}
+			if _, err := db.ExecContext(ctx(t), "INSERT 1; INSERT 2"); !errors.As(err, &me) || me.Number != 1290 {
+				t.Fatalf("second statement refused: %v", err)
+			}
+			rows, err := db.QueryContext(ctx(t), "SELECT a; SELECT b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for {
+				for rows.Next() {
+					var v int
+					if err := rows.Scan(&v); err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, v)
+				}
+				if !rows.NextResultSet() {
+					break
+				}
+			}
+			if err := rows.Close(); err != nil || len(got) != 2 || got[0] != 1 || got[1] != 2 {
+				t.Fatalf("two result sets read %v, %v; want [1 2]", got, err)
+			}
+			if err := db.PingContext(ctx(t)); err != nil {
+				t.Fatalf("connection unusable after the answers: %v", err)
+			}
+		})
+	}
+}

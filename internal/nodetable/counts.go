@@ -140,7 +140,7 @@ func (t *Table[P]) Ups() int { return int(t.ups.Load()) }
 // indexLocked puts n in both pick indexes of its role; a standby role is in none. An indexed
 // entry is always in the index of its node's current role: setRoleLocked moves it.
 func (t *Table[P]) indexLocked(n *Node[P]) {
-	if n.role == nodes.RoleStandby || n.lagging {
+	if n.role == nodes.RoleStandby || n.lagging || n.refusedRead {
 		return
 	}
 	if !n.byOpen.Indexed() {

@@ -2,6 +2,7 @@ package nodetable
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -45,6 +46,32 @@ func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
 	}
 	t.mu.Unlock()
 	t.deliver()
+}
+
+// RefusedRead records that n refused a read as not the primary at now (exception.NotPrimary):
+// a server that takes no statement of this tenant now, such as an OceanBase standby tenant, or a
+// replica that refuses what lbd's classifier took for a read. n leaves the pick indexes, so no
+// new connection or read goes there, until a good probe at least one ProbeInterval later puts it
+// back (a probe sooner than that, such as the role recheck the refusal itself asks for, proves
+// only that the node answers); its state and role are left alone. It reports whether that
+// changed.
+func (t *Table[P]) RefusedRead(n *Node[P], now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n.refusedRead || t.nodes[n.addr] != n {
+		return false
+	}
+	n.refusedRead, n.refusedAt = true, now
+	t.unindexLocked(n)
+	return true
+}
+
+// readsAgainLocked ends a RefusedRead.
+func (t *Table[P]) readsAgainLocked(n *Node[P]) {
+	n.refusedRead = false
+	if n.state == Up && !n.standby {
+		t.indexLocked(n)
+	}
 }
 
 // Role returns n's current role with one atomic load and no mutex: statement mode's split asks

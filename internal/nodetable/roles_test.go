@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
@@ -270,5 +271,38 @@ func TestLaggingReplicaTakesNoReads(t *testing.T) {
 	h.tab.Probed(r, h.tick(), nil, 0)
 	if h.state("r:1") != Up || h.tab.PickInUseFor(role.ReplicaOnly, nil) != nil {
 		t.Fatal("a recovered lagging replica took a pick")
+	}
+}
+
+// A replica that refused a read takes no pick until a good probe at least one probe interval
+// later; a sooner probe, or a failed one, does not bring it back.
+func TestRefusedReadTakesTheNodeOutUntilAGoodProbe(t *testing.T) {
+	h := withRoles(t, role.Any, false, node("p:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica))
+	r := h.node("r:1")
+	at := h.tick()
+	if !h.tab.RefusedRead(r, at) || h.tab.RefusedRead(r, at) {
+		t.Fatal("RefusedRead does not report the change once")
+	}
+	for range 4 {
+		if n := h.tab.PickInUseFor(role.Any, nil); n == nil || n.Addr() != "p:1" {
+			t.Fatalf("read pick after the replica refused a read = %v, want the primary", n)
+		}
+	}
+	if v, _ := h.view("r:1"); v.State != Up || v.Role != nodes.RoleReplica {
+		t.Fatalf("view %+v: a refused read changed the state or role", v)
+	}
+	h.tab.Probed(r, at.Add(time.Millisecond), nil, 0)
+	if n := h.tab.PickInUseFor(role.ReplicaOnly, nil); n != nil {
+		t.Fatalf("a good probe right after the refusal brought the node back: %v", n)
+	}
+	h.tab.Probed(r, at.Add(probeInterval), errRefused, 0)
+	if n := h.tab.PickInUseFor(role.ReplicaOnly, nil); n != nil {
+		t.Fatalf("a failed probe brought the node back: %v", n)
+	}
+	for h.state("r:1") != Up {
+		h.tab.Probed(r, h.tick(), nil, 0)
+	}
+	if n := h.tab.PickInUseFor(role.ReplicaOnly, nil); n == nil || n.Addr() != "r:1" {
+		t.Fatalf("after a good probe an interval later the replica takes no read pick: %v", n)
 	}
 }

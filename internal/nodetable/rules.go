@@ -72,7 +72,10 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if n.state == Up {
 			t.setStateLocked(n, Down, CauseProbe, "probe failed: "+err.Error())
 		}
-	} else if n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2 {
+	} else if n.refusedRead && now.Sub(n.refusedAt) >= t.cfg.ProbeInterval {
+		t.readsAgainLocked(n)
+	}
+	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2) {
 		n.goodProbes++
 		n.lastGood = now
 		need := t.cfg.RecoverCount

@@ -182,6 +182,8 @@ type Node[P any] struct {
 	everUp       bool        // false for a node added at run time that has not passed a probe yet
 	standby      bool        // probed and tracked, but out of the pick indexes
 	lagging      bool        // a replica behind its primary by more than the caller allows: out of the pick indexes
+	refusedRead  bool        // refused a read as not the primary: out of the pick indexes until a good probe
+	refusedAt    time.Time   // when refusedRead was set
 	lastErr      error       // the latest failure held against the node
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int

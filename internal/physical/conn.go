@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
 // FullConn is everything go-sql-driver's connection implements; lbd's wrapper keeps every one
@@ -111,7 +112,19 @@ const QuitTimeout = time.Second
 //
 // When the guard beneath found the proxy breaking the protocol, go-sql-driver only saw a failed
 // read and answers "invalid connection"; the guard's finding, naming the node, replaces that.
-func (c *Conn) observe(err error) error {
+func (c *Conn) observe(err error) error { return c.observeRun(err, "", false) }
+
+// observeText is observe for a COM_QUERY text, which may hold several statements.
+func (c *Conn) observeText(err error, text string) error { return c.observeRun(err, text, false) }
+
+// observeResult is observe for an error met while a result was read: the command had begun to
+// answer, so some of it ran.
+func (c *Conn) observeResult(err error) error { return c.observeRun(err, "", true) }
+
+// observeRun is observe for a command that ran text ("" for a command that runs one statement
+// at most: a prepare, an execution, a ping, a BEGIN); afterResult says the error came after
+// part of the answer was read.
+func (c *Conn) observeRun(err error, text string, afterResult bool) error {
 	if err == nil || err == driver.ErrSkip {
 		return err
 	}
@@ -121,7 +134,20 @@ func (c *Conn) observe(err error) error {
 	if driverFoundViolation(err) {
 		return c.fail(ProtocolError(c.node.addr, err))
 	}
-	return c.node.hooks.StatementError(c, err)
+	return c.node.hooks.StatementError(c, err, !afterResult && c.nothingRan(text))
+}
+
+// nothingRan reports whether a server error answering the latest command proves that the
+// server ran none of it. Where the guard reads the packets, the error must have opened the
+// answer: a server runs a multi-statement text in order and stops at the first failure, so an
+// OK or a result before the error means an earlier statement ran. Where the guard cannot read
+// them (TLS, compression), only a command that runs one statement at most qualifies: text is ""
+// or holds a single statement.
+func (c *Conn) nothingRan(text string) bool {
+	if answered, known := c.sock.Answered(); known {
+		return !answered
+	}
+	return text == "" || sqlclass.SingleStatement(text)
 }
 
 // driverFoundViolation reports the errors go-sql-driver returns when it finds the server
@@ -229,7 +255,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	defer c.node.Flight.land(&err)
 	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
-	return res, c.observe(err)
+	return res, c.observeText(err, query)
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -242,7 +268,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
-		return nil, c.observe(err)
+		return nil, c.observeText(err, query)
 	}
 	return wrapRows(ctx, c, rows), nil
 }

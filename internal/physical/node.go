@@ -20,8 +20,9 @@ type (
 // at NewNode and gets it back with Node.Hooks.
 type Hooks interface {
 	// StatementError is told every error a statement returned that is not a protocol
-	// violation, and returns the error the caller gets.
-	StatementError(c *Conn, err error) error
+	// violation, and returns the error the caller gets. nothingRan says the error proves that
+	// the server ran none of the command (see Conn.nothingRan).
+	StatementError(c *Conn, err error, nothingRan bool) error
 	// Broken is told the protocol violation that broke c (the connection is closed already).
 	Broken(c *Conn, err error)
 }

@@ -30,7 +30,7 @@ type hooks struct {
 	broken []error
 }
 
-func (h *hooks) StatementError(_ *Conn, err error) error {
+func (h *hooks) StatementError(_ *Conn, err error, _ bool) error {
 	h.mu.Lock()
 	h.errs = append(h.errs, err)
 	h.mu.Unlock()

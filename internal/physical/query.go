@@ -27,7 +27,12 @@ func OneValue(ctx context.Context, pc driver.Conn, query string) (string, error)
 	}
 	dest := make([]driver.Value, 1)
 	if err := rows.Next(dest); err != nil {
-		return "", fmt.Errorf("answered no row: %w", err)
+		if err == io.EOF {
+			// A valid, empty answer: nothing is wrong with the connection. io.EOF must not
+			// reach the caller, which would take it for a lost connection.
+			return "", errors.New("answered no row")
+		}
+		return "", fmt.Errorf("answer broke off before its row: %w", err)
 	}
 	var value string
 	switch v := dest[0].(type) {

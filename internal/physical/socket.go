@@ -69,6 +69,16 @@ func (s *Socket) ProtocolErr() error {
 	return nil
 }
 
+// Answered reports whether the answer to the latest command began with anything but an ERR
+// packet (wire.Guard.Answered); known is false when the guard cannot see the packets (TLS,
+// compression) or there is no socket.
+func (s *Socket) Answered() (answered, known bool) {
+	if s == nil || s.guard.Opaque() {
+		return false, false
+	}
+	return s.guard.Answered(), true
+}
+
 // SetDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
 func (s *Socket) SetDeadline(t time.Time) error {
 	return s.setDeadline(t, s.TCPConn.SetDeadline)

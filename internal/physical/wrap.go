@@ -190,14 +190,14 @@ func (r *rows) Close() (err error) {
 	}
 	defer r.c.contain(&err)
 	if r.ended {
-		return r.c.observe(r.r.Close())
+		return r.c.observeResult(r.r.Close())
 	}
 	bound := r.c.sock.LimitTo(r.ctx)
 	err = r.r.Close()
 	if bound.Lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while reading the rest of the result: %w", context.Cause(r.ctx), err)
 	}
-	return r.c.observe(err)
+	return r.c.observeResult(err)
 }
 
 // Next passes io.EOF (the normal end of rows) through without asking the sorter.
@@ -214,7 +214,7 @@ func (r *rows) Next(dest []driver.Value) (err error) {
 		r.ended = !r.r.HasNextResultSet()
 		return err
 	}
-	return r.c.observe(err)
+	return r.c.observeResult(err)
 }
 
 func (r *rows) HasNextResultSet() bool { return r.c.brokenErr() == nil && r.r.HasNextResultSet() }
@@ -228,7 +228,7 @@ func (r *rows) NextResultSet() (err error) {
 	if err == nil || isEndOfRows(err) {
 		return err
 	}
-	return r.c.observe(err)
+	return r.c.observeResult(err)
 }
 
 func (r *rows) ColumnTypeDatabaseTypeName(i int) string { return r.r.ColumnTypeDatabaseTypeName(i) }

@@ -52,9 +52,18 @@ type scanner struct {
 	exec     bool   // inside /*! ... */: the next "*/" closes it
 	quoteEnd int    // index just past the last closing quote, -1 if none
 	word     string // text of the last tokWord, or name of the last tokSysVar
+	start    int    // index of the first byte of the last tokString or tokQuoted
 	// unterminated: a quote was never closed. Under NO_BACKSLASH_ESCAPES the server ends the
 	// literal earlier than this scanner does ('C:\'), so what follows is unknown.
 	unterminated bool
+	// openComment: a comment (/* ..., /*! ...) was never closed.
+	openComment bool
+	// backslash: a backslash escaped the quote that opened its string ('it\'s'). A server in
+	// NO_BACKSLASH_ESCAPES mode ends the string at that quote, so the text reads otherwise.
+	backslash bool
+	// noEscapes: read strings as a server in NO_BACKSLASH_ESCAPES mode does, where a backslash
+	// is an ordinary byte.
+	noEscapes bool
 }
 
 func newScanner(s string) scanner { return scanner{s: s, quoteEnd: -1} }
@@ -98,6 +107,9 @@ func (sc *scanner) next() tok {
 		i = sc.i
 	}
 	sc.i = i
+	if sc.exec {
+		sc.openComment = true
+	}
 	return tokEOF
 }
 
@@ -133,6 +145,7 @@ func (sc *scanner) comment() {
 			sc.i = j + n + 2
 		} else {
 			sc.i = len(sc.s)
+			sc.openComment = true
 		}
 		return
 	}
@@ -158,10 +171,12 @@ func (sc *scanner) punct(c byte) tok {
 	case '.':
 		return tokDot
 	case '\'', '"':
+		sc.start = start
 		sc.i = sc.skipQuoted(sc.i, c)
 		sc.quoteEnd = sc.i
 		return tokString
 	case '`':
+		sc.start = start
 		sc.i = sc.skipQuoted(sc.i, c)
 		sc.quoteEnd = sc.i
 		return tokQuoted
@@ -202,13 +217,16 @@ func (sc *scanner) name() string {
 
 // skipQuoted returns the index just past the quote q that closes the literal whose contents
 // start at s[i], or len(s) if it is unterminated. A doubled quote stands for itself; in
-// strings (not in `identifiers`) a backslash escapes the next byte.
+// strings (not in `identifiers`) a backslash escapes the next byte, unless sc.noEscapes.
 func (sc *scanner) skipQuoted(i int, q byte) int {
 	s := sc.s
 	for i < len(s) {
 		switch s[i] {
 		case '\\':
-			if q != '`' {
+			if q != '`' && !sc.noEscapes {
+				if i+1 < len(s) && s[i+1] == q {
+					sc.backslash = true
+				}
 				i += 2
 				continue
 			}

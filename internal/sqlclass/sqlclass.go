@@ -14,6 +14,27 @@
 //
 // RetryableRead answers a related question with the same lexer: is a text a single read that
 // may run again on another physical connection after a failure (GORM's RetryReads asks it).
+// SingleStatement tells whether a text holds exactly one statement, so that a refusal of it
+// means none of it ran.
+//
+// # Replica-safe by proof
+//
+// The read/write split sends a statement to a replica only when ReplicaRead proves that the
+// replica gives the answer the primary would give; ReplicaSession proves the same for a
+// replica connection that already holds the logical connection's session state (user
+// variables, a read-only transaction). The proof is by allow-list, not by the absence of a
+// known danger: the text must be one plain SELECT (or, for ReplicaSession, a SET of user
+// variables), every function it calls must be a built-in whose answer depends only on its
+// arguments, the rows read, the session's own settings or the clock (ReplicaSafeFunction;
+// the list is in allow.go, by family, with the MySQL and MariaDB references), and it must
+// read no system variable and no table of a schema that differs from server to server
+// (information_schema, performance_schema, mysql, sys, oceanbase). Anything the lexer cannot
+// read, and every name it does not know (user-defined and stored functions, built-ins not
+// listed yet, named locks, LAST_INSERT_ID(), sequences, replication waits, ...), goes to the
+// primary. A missing entry only costs a read on the primary. What the text does not show
+// cannot be proven: an unqualified table of a DSN whose default database is one of the
+// schemas above, or a server configured apart from the others (time zone tables, full-text
+// settings).
 package sqlclass
 
 import "strconv"

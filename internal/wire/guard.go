@@ -141,6 +141,11 @@ type Guard struct {
 	after    afterDefs
 	prepCols int // a prepare's columns, read after its parameters
 
+	// answered: the answer to the latest command began with something other than an ERR
+	// packet (an OK, a result, a LOCAL INFILE request), so an error that follows in the same
+	// answer came after some of the command's work.
+	answered bool
+
 	walk   walker
 	auth   []byte // the greeting or auth packet being collected
 	plugin string // the auth plugin in use: the greeting's, then an auth switch's
@@ -220,9 +225,15 @@ func (g *Guard) clientPacketEnd() {
 	f.cont = false
 }
 
+// Answered reports whether the answer to the latest command began with anything but an ERR
+// packet. An ERR that the server sent first proves it ran none of a multi-statement text (the
+// server stops at the first failing statement); after an OK or a result, some of it ran. It is
+// meaningful only while the connection is not Opaque.
+func (g *Guard) Answered() bool { return g.answered }
+
 // command sets up for the answer to the command byte c.
 func (g *Guard) command(c byte) {
-	g.binary = false
+	g.binary, g.answered = false, false
 	switch c {
 	case comQuit, comStmtClose, comStmtLong:
 		g.phase = phaseIdle
@@ -467,6 +478,7 @@ func greetingPlugin(p []byte) string {
 
 // headerPacket checks a response's first packet (or the next result's header).
 func (g *Guard) headerPacket(p []byte, total int) error {
+	g.answered = g.answered || p[0] != 0xff
 	switch p[0] {
 	case 0x00:
 		status, ok := okStatus(p, total)

@@ -277,3 +277,40 @@ func FuzzGuard(f *testing.F) {
 		}
 	})
 }
+
+// Answered tells an ERR that opened the answer (nothing of the text ran) from one that came
+// after an OK with more results pending (the first statement ran), and starts over at each
+// command.
+func TestGuardAnswered(t *testing.T) {
+	errPkt := []byte{0xff, 0x0a, 0x05, '#', 'H', 'Y', '0', '0', '0', 'r', 'o'}
+	feed := func(g *Guard, steps ...step) {
+		t.Helper()
+		for _, s := range steps {
+			if s.client {
+				g.Client(s.b)
+			} else if err := g.Server(s.b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var g Guard
+	g.Init(Limits{})
+	feed(&g, handshake(modern, 0)...)
+	query := cli(0, []byte{0x03}, []byte("INSERT 1; INSERT 2"))
+	feed(&g, query, srv(1, errPkt))
+	if g.Answered() {
+		t.Fatal("an ERR opening the answer counted as an answer")
+	}
+	feed(&g, query, srv(1, okPacket(0x0a)), srv(2, errPkt))
+	if !g.Answered() {
+		t.Fatal("an ERR after an OK with more results did not count the OK")
+	}
+	feed(&g, query, srv(1, errPkt))
+	if g.Answered() {
+		t.Fatal("Answered carried over to the next command")
+	}
+	feed(&g, query, srv(1, b(1)), srv(2, columnDef("a")), srv(3, b(1, '1')), srv(4, eofPacket(0x02)))
+	if !g.Answered() {
+		t.Fatal("a result set did not count as an answer")
+	}
+}

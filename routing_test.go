@@ -1,0 +1,405 @@
+package lbd
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+)
+
+// Routing by proof, against scripted proxies: what a refusal proves, where a pinned logical
+// connection may run, how long a causal wait may take, and what the split counts.
+
+// scripted answers queries by the first matching prefix in answers (DefaultAnswer otherwise)
+// and records every text it is asked, in order.
+type scripted struct {
+	queryLog
+	answers map[string]func(q string) *mysqlfake.Result
+}
+
+func (s *scripted) answer(q string) *mysqlfake.Result {
+	s.queryLog.answer(q)
+	for prefix, f := range s.answers {
+		if strings.HasPrefix(q, prefix) {
+			return f(q)
+		}
+	}
+	return mysqlfake.DefaultAnswer(q)
+}
+
+// count returns how many recorded texts start with prefix.
+func (s *scripted) count(prefix string) int {
+	n := 0
+	for _, q := range s.all() {
+		if strings.HasPrefix(q, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func refusal(number uint16) func(string) *mysqlfake.Result {
+	return func(string) *mysqlfake.Result {
+		return &mysqlfake.Result{Err: &mysqlfake.Error{Number: number, State: "HY000", Message: "refused: not the primary"}}
+	}
+}
+
+func oneRow(value string) func(string) *mysqlfake.Result {
+	return func(string) *mysqlfake.Result {
+		return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{value}}}
+	}
+}
+
+// startScripted starts one fake per script.
+func startScripted(t *testing.T, scripts ...*scripted) []*mysqlfake.Server {
+	t.Helper()
+	srvs := make([]*mysqlfake.Server, len(scripts))
+	for i, s := range scripts {
+		srvs[i] = mysqlfake.Start(t, mysqlfake.Config{Answer: s.answer, StallTimeout: 10 * time.Second})
+	}
+	return srvs
+}
+
+// rolesDSN lists srvs with roles[i] as each one's role from the DSN.
+func rolesDSN(srvs []*mysqlfake.Server, roles []string, params string) string {
+	addrs := make([]string, len(srvs))
+	for i, s := range srvs {
+		addrs[i] = s.Addr() + "#" + roles[i]
+	}
+	return "u:p@lb(" + strings.Join(addrs, ",") + ")/db?timeout=2s&" + params
+}
+
+func openRoles(t *testing.T, srvs []*mysqlfake.Server, roles []string, params string, opts ...Option) (*sql.DB, *Connector) {
+	t.Helper()
+	c, err := NewConnector(rolesDSN(srvs, roles, params), append([]Option{WithLogger(discardLogger())}, opts...)...)
+	if err != nil {
+		t.Fatalf("NewConnector: %v", err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	return db, c
+}
+
+func ctx5s(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A primary that runs the first statement of a two-statement text and refuses the second:
+// the text reached it once, and the caller learns that part of it ran, with the server's error.
+func TestPartlyRunTextIsNotSentAgain(t *testing.T) {
+	const text = "INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)"
+	for _, mode := range []struct{ name, params string }{
+		{"target=primary", "target=primary&multiStatements=true"},
+		{"split", "balance=statement&readWriteSplit=true&multiStatements=true"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{
+				text: func(string) *mysqlfake.Result {
+					return &mysqlfake.Result{Next: &mysqlfake.Result{Err: &mysqlfake.Error{Number: 1290, State: "HY000", Message: "read-only"}}}
+				},
+			}}
+			replica := &scripted{}
+			srvs := startScripted(t, primary, replica)
+			db, _ := openRoles(t, srvs, []string{"primary", "replica"}, mode.params, quiet()...)
+			_, err := db.ExecContext(ctx5s(t), text)
+			var me *mysql.MySQLError
+			if !errors.Is(err, ErrPartialRun) || !errors.As(err, &me) || me.Number != 1290 {
+				t.Fatalf("error %v; want ErrPartialRun wrapping the server's 1290", err)
+			}
+			if n := primary.count(text); n != 1 {
+				t.Fatalf("the partly run text reached the primary %d times, want once", n)
+			}
+			if n := replica.count("INSERT"); n != 0 {
+				t.Fatalf("the replica saw %d INSERTs", n)
+			}
+		})
+	}
+}
+
+// A node that passes its role check as primary but refuses every write: after database/sql's
+// retries the caller gets the server's own error, not a bare "driver: bad connection".
+func TestPersistentRefusalReturnsTheServersError(t *testing.T) {
+	for _, number := range []uint16{4782, 1290} {
+		t.Run(fmt.Sprint(number), func(t *testing.T) {
+			primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{
+				"SELECT @@global.read_only": oneRow("0"),
+				"INSERT":                    refusal(number),
+			}}
+			srvs := startScripted(t, primary)
+			logs := &logRecorder{}
+			db, _ := openFakeDB(t, srvs, "target=primary&roleCheck=mysql&failoverTimeoutMillis=3000",
+				fast(100*time.Millisecond, time.Second, time.Hour, logs)...)
+			_, err := db.ExecContext(ctx5s(t), "INSERT INTO t VALUES (1)")
+			var me *mysql.MySQLError
+			var refused *RefusedError
+			if !errors.As(err, &me) || me.Number != number || !errors.As(err, &refused) || refused.Addr != srvs[0].Addr() {
+				t.Fatalf("error %v; want a RefusedError naming %s with the server's %d", err, srvs[0].Addr(), number)
+			}
+			if !strings.Contains(err.Error(), me.Message) {
+				t.Fatalf("error %q does not quote the server's message", err)
+			}
+			if n := primary.count("INSERT"); n < 1 || n > 3 {
+				t.Fatalf("the write reached the node %d times, want database/sql's 1 to 3", n)
+			}
+		})
+	}
+}
+
+// A replica that refuses a read as read-only: the read runs on the primary instead, and the
+// replica is not asked again until a probe passes. 30 of 30 reads succeed, through the pool and
+// through one *sql.Conn.
+func TestReadRefusedByAReplicaRunsOnThePrimary(t *testing.T) {
+	const read = "SELECT v FROM t WHERE id = 1"
+	primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{read: oneRow("7")}}
+	replica := &scripted{answers: map[string]func(string) *mysqlfake.Result{read: refusal(1290)}}
+	srvs := startScripted(t, replica, primary) // the replica is listed first: the first read goes there
+	db, c := openRoles(t, srvs, []string{"replica", "primary"}, "balance=statement&readWriteSplit=true", quiet()...)
+	ctx := ctx5s(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 30 {
+		var v int
+		q := db.QueryRowContext
+		if i%2 == 1 {
+			q = conn.QueryRowContext
+		}
+		if err := q(ctx, read).Scan(&v); err != nil || v != 7 {
+			t.Fatalf("read %d: %d, %v", i, v, err)
+		}
+	}
+	if n := replica.count(read); n != 1 {
+		t.Fatalf("the refusing replica was asked %d times, want once", n)
+	}
+	if ns, _ := c.Stats().Node(srvs[0].Addr()); ns.State != StateUp || ns.Role.String() != "replica" {
+		t.Fatalf("the replica is %v/%v; a refused read is not a fault and changes no role", ns.State, ns.Role)
+	}
+}
+
+// splitConnOverFakes opens the split over a scripted replica and primary, the replica listed
+// first so that the first read-only transaction binds there, and checks out one *sql.Conn.
+func splitConnOverFakes(t *testing.T) (primary, replica *scripted, db *sql.DB, conn *sql.Conn) {
+	t.Helper()
+	primary, replica = &scripted{}, &scripted{}
+	srvs := startScripted(t, replica, primary)
+	db, _ = openRoles(t, srvs, []string{"replica", "primary"}, "balance=statement&readWriteSplit=true", quiet()...)
+	conn, err := db.Conn(ctx5s(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return primary, replica, db, conn
+}
+
+// A read-only transaction ran on a replica and set a user variable there: the logical
+// connection is pinned to that replica connection, and every statement that needs the primary
+// fails with ErrPinnedToReplica before it is sent — in the transaction, after it, prepared, and
+// as a read-write BEGIN. Nothing is written on the replica, which does not refuse writes here
+// (a proxy fleet without read_only, a user with SUPER).
+func TestWriteNeverRunsOnAPinnedReplica(t *testing.T) {
+	primary, replica, db, conn := splitConnOverFakes(t)
+	ctx := ctx5s(t)
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SET @x = 1"); err != nil {
+		t.Fatalf("a user variable in a read-only transaction: %v", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (1)"); !errors.Is(err, ErrPinnedToReplica) {
+		t.Fatalf("INSERT in the read-only transaction: %v, want ErrPinnedToReplica", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"INSERT INTO t VALUES (2)", "SELECT GET_LOCK('k', 0)", "SELECT IS_FREE_LOCK('k')", "DELETE FROM t"} {
+		if _, err := conn.ExecContext(ctx, q); !errors.Is(err, ErrPinnedToReplica) {
+			t.Fatalf("%s after the transaction: %v, want ErrPinnedToReplica", q, err)
+		}
+	}
+	if _, err := conn.PrepareContext(ctx, "INSERT INTO t VALUES (?)"); !errors.Is(err, ErrPinnedToReplica) {
+		t.Fatalf("preparing an INSERT: %v, want ErrPinnedToReplica", err)
+	}
+	if _, err := conn.BeginTx(ctx, nil); !errors.Is(err, ErrPinnedToReplica) {
+		t.Fatalf("read-write BEGIN: %v, want ErrPinnedToReplica", err)
+	}
+	var x int
+	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&x); err != nil {
+		t.Fatalf("a read on the pinned replica connection: %v", err)
+	}
+	if n := replica.count("INSERT") + replica.count("DELETE") + replica.count("SELECT GET_LOCK") + replica.count("SELECT IS_FREE_LOCK"); n != 0 {
+		t.Fatalf("the replica received %d writes or lock questions: %q", n, replica.all())
+	}
+	conn.Close()
+	// Back in the pool the stranded logical connection is dropped: a write goes to the primary.
+	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (4)"); err != nil {
+		t.Fatalf("a write through the pool afterwards: %v", err)
+	}
+	if n := primary.count("INSERT INTO t VALUES (4)"); n != 1 {
+		t.Fatalf("the primary saw the later write %d times, want once", n)
+	}
+}
+
+// A read-only transaction given OnPrimary runs on the primary, and writes after it are fine.
+func TestReadOnlyTransactionOnPrimary(t *testing.T) {
+	primary, replica, _, conn := splitConnOverFakes(t)
+	ctx := ctx5s(t)
+	tx, err := conn.BeginTx(OnPrimary(ctx), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SET @x = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatalf("a write after a read-only transaction on the primary: %v", err)
+	}
+	if replica.count("SET @x") != 0 || primary.count("INSERT") != 1 {
+		t.Fatalf("replica %q, primary %q", replica.all(), primary.all())
+	}
+}
+
+// causalPair is a primary whose @@last_gtid answers position() and a replica, listed first so
+// that reads bind there, in the split with GTID causal reads.
+func causalPair(t *testing.T, position func() string, replicaFaults ...mysqlfake.Fault) (primary, replica *scripted, db *sql.DB, c *Connector) {
+	t.Helper()
+	primary = &scripted{answers: map[string]func(string) *mysqlfake.Result{
+		"SELECT @@last_gtid": func(string) *mysqlfake.Result {
+			return &mysqlfake.Result{Columns: []string{"@@last_gtid"}, Rows: [][]string{{position()}}}
+		},
+	}}
+	replica = &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT MASTER_GTID_WAIT": oneRow("0")}}
+	srvs := startScripted(t, replica, primary)
+	for _, f := range replicaFaults {
+		srvs[0].AddFault(f)
+	}
+	db, c = openRoles(t, srvs, []string{"replica", "primary"},
+		"balance=statement&readWriteSplit=true&readConsistency=gtid&readAfterWriteMillis=300", quiet()...)
+	return primary, replica, db, c
+}
+
+// A replica that never answers its GTID wait holds the read no longer than readAfterWriteMillis
+// plus a little: the read then runs on the primary.
+func TestCausalWaitIsBoundedWhenTheReplicaNeverAnswers(t *testing.T) {
+	stall := mysqlfake.Fault{Name: "gtid-wait/stall", Phase: mysqlfake.PhaseResultHeader, After: mysqlfake.Stall,
+		Bytes: func([]byte) []byte { return nil }, Match: mysqlfake.QueryContains("MASTER_GTID_WAIT")}
+	primary, replica, db, c := causalPair(t, func() string { return "0-1-5" }, stall)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatalf("the read after the write: %v", err)
+	}
+	cs := c.Stats().Causal
+	if cs.Waits != 1 || cs.Fallbacks != 1 {
+		t.Fatalf("causal stats %+v; want one wait that fell back", cs)
+	}
+	if bound := 300*time.Millisecond + 100*time.Millisecond; cs.WaitTime > bound {
+		t.Fatalf("the unanswered wait took %v, more than readAfterWriteMillis + 100 ms (%v)", cs.WaitTime, bound)
+	}
+	t.Logf("unanswered GTID wait gave up after %v (readAfterWriteMillis 300)", cs.WaitTime)
+	if primary.count("SELECT 1") != 1 || replica.count("SELECT 1") != 0 {
+		t.Fatalf("the read ran on the replica (%q) instead of the primary (%q)", replica.all(), primary.all())
+	}
+}
+
+// A primary that reports a new replication domain with every write: the scope's position stays
+// under its bound, no wait text the replica receives grows past it, and once the position
+// overflowed the reads go to the primary.
+func TestCausalPositionStaysBounded(t *testing.T) {
+	var domain atomic.Int64
+	primary, replica, db, c := causalPair(t, func() string {
+		d := domain.Add(1)
+		return fmt.Sprintf("%d-1-%d", d, d)
+	})
+	ctx := context.Background()
+	var mu sync.Mutex
+	for i := range 300 {
+		if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			mu.Lock()
+			var v int
+			if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			mu.Unlock()
+		}
+	}
+	for _, q := range replica.all() {
+		if len(q) > 4200 {
+			t.Fatalf("the replica received a %d-byte wait", len(q))
+		}
+	}
+	before, cs := primary.count("SELECT 1"), c.Stats().Causal
+	var v int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	after := c.Stats().Causal
+	if primary.count("SELECT 1") != before+1 || after.Waits != cs.Waits || after.Fallbacks != cs.Fallbacks+1 {
+		t.Fatalf("a read of an overflowed scope: primary reads %d -> %d, causal %+v -> %+v; want it on the primary without a wait",
+			before, primary.count("SELECT 1"), cs, after)
+	}
+}
+
+// Every statement of the split is counted once, on the node it ran on, with and without
+// interpolateParams (without it database/sql prepares each statement with arguments).
+func TestSplitCountsStatementsOnce(t *testing.T) {
+	for _, interpolate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interpolateParams=%v", interpolate), func(t *testing.T) {
+			read := func(string) *mysqlfake.Result { return oneRow("7")("") }
+			primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT v": read}}
+			replica := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT v": read}}
+			srvs := startScripted(t, replica, primary)
+			db, c := openRoles(t, srvs, []string{"replica", "primary"},
+				fmt.Sprintf("balance=statement&readWriteSplit=true&readAfterWriteMillis=60000&interpolateParams=%v", interpolate), quiet()...)
+			ctx := ctx5s(t)
+			const reads, writes = 20, 10
+			for i := range reads {
+				var v int
+				if err := db.QueryRowContext(ctx, "SELECT v FROM t WHERE id = ?", i).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range writes {
+				if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (?)", i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range reads {
+				var v int
+				if err := db.QueryRowContext(ctx, "SELECT v FROM t WHERE id = ?", i).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := c.Stats()
+			var r, w uint64
+			for _, n := range s.Nodes {
+				r, w = r+n.Reads, w+n.Writes
+			}
+			if r != 2*reads || w != writes || s.ReadsToPrimaryAfterWrite != reads {
+				t.Fatalf("counted %d reads, %d writes, %d reads after a write; want %d, %d, %d", r, w, s.ReadsToPrimaryAfterWrite, 2*reads, writes, reads)
+			}
+		})
+	}
+}
