@@ -2,11 +2,13 @@ package lbd
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/lbd-go/lbd/internal/logical"
+	"github.com/lbd-go/lbd/internal/physical"
 )
 
 // BalanceMode says what lbd balances over the proxies: each new physical connection
@@ -78,23 +80,34 @@ func autocommitOff(params map[string]string) bool {
 	return false
 }
 
-// Read/write splitting (readWriteSplit=true, statement mode): each statement binds a physical
-// connection on a node of the role it needs. Reads that a replica may run (sqlclass.ReplicaRead:
-// one SELECT without locks, session effects or a second statement) go to the least busy node
-// that is not a standby, replicas and primary alike, as Taobao's UMP balanced reads over both;
-// everything else goes to a primary: writes, locking reads, anything the classifier cannot prove
-// read-only, everything inside a transaction and everything on a pinned logical connection.
-//
-// Read-your-writes by time: after a statement went to the primary in a scope, that scope's
-// reads go to the primary too for ReadAfterWrite (readAfterWriteMillis, default 300 ms, UMP's
-// figure), so a caller never misses what it just wrote while the replicas catch up. The scope
-// is the whole Connector by default, or the context ReadYourWrites returns, so that one HTTP
-// request or job gets its own guarantee without sending every caller's reads to the primary.
-
 // DefaultReadAfterWrite is how long a scope's reads go to the primary after its write
 // (readAfterWriteMillis): 300 ms, the window Taobao's UMP proxy used, well above the
 // replication delay of a healthy semi-synchronous MySQL or MariaDB replica.
 const DefaultReadAfterWrite = 300 * time.Millisecond
+
+// ConnProxy reports the proxy ("host:port") that conn is on now, for logs and debugging. In
+// connection mode that is the proxy of the physical connection database/sql holds for conn. In
+// statement mode it is the proxy of the physical connection the logical one holds: the one its
+// latest statement ran on, and that a transaction begun on conn runs on, for as long as conn
+// stays checked out; "" before its first statement. The proxy of a transaction is that of the
+// *sql.Conn it was begun on; a statement run through the *sql.DB itself has no connection to
+// ask afterwards, so run it on a *sql.Conn to learn its proxy. ConnProxy costs nothing unless
+// called. It fails when conn is closed (sql.ErrConnDone) or was not opened through lbd.
+func ConnProxy(conn *sql.Conn) (string, error) {
+	var addr string
+	err := conn.Raw(func(dc any) error {
+		if p, ok := dc.(*physical.Conn); ok {
+			addr = p.Node().Addr()
+			return nil
+		}
+		if a, ok := logical.Proxy(dc); ok {
+			addr = a
+			return nil
+		}
+		return fmt.Errorf("lbd: ConnProxy: the connection is a %T, not one of lbd's (open the *sql.DB with lbd.Open or lbd.NewConnector)", dc)
+	})
+	return addr, err
+}
 
 // OnPrimary returns a context whose statements go to the primary with readWriteSplit, reads
 // included, as gorm.io/plugin/dbresolver's clause.Write does: for a read that must see the

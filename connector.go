@@ -22,6 +22,8 @@ import (
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/ring"
+	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -245,7 +247,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
 // moving on to the next best when a dial fails, and in panic mode when none is up.
 func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error) {
-	return c.tryNodes(ctx, c.table.Pick, c.table.PanicPick, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+	return c.tryNodes(ctx, c.roles.target, c.table.Pick, c.table.PanicPick, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		return c.connectNode(ctx, n, panicDial)
 	})
 }
@@ -253,8 +255,9 @@ func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error)
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.
 // When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
-// (panic mode: none is up). It applies Connect's error rules.
-func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) *tableNode,
+// (panic mode: none is up). It applies Connect's error rules; target is the one next picks for,
+// named when no up node has a role it accepts.
+func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(tried []*tableNode) *tableNode,
 	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -312,23 +315,36 @@ func (c *Connector) tryNodes(ctx context.Context, next func(tried []*tableNode) 
 			return nil, ErrClosed
 		}
 	}
-	return nil, c.connectError(failures, upTried == 0)
+	return nil, c.connectError(failures, upTried == 0, target)
 }
 
 // connectError builds the all-failed error: the nodes tried, then every other node with its
-// last failure. allDown says that no node was up to try.
-func (c *Connector) connectError(tried []*NodeError, allDown bool) error {
+// last failure (for a node up but of a role target does not accept, the role check's latest
+// error, if any). allDown says that no node was up to try.
+func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.Target) error {
 	seen := make(map[string]bool, len(tried))
 	for _, t := range tried {
 		seen[t.Addr] = true
 	}
+	roleSource := "node list"
+	if c.roles.check.Query() != "" || c.roles.check.Fixed() != nodes.RoleUnknown {
+		roleSource = "role check " + c.roles.check.Name()
+	}
 	for _, v := range c.table.Snapshot(nil) {
-		if !seen[v.Addr()] {
-			tried = append(tried, &NodeError{Addr: v.Addr(), State: NodeState(v.State), Role: v.Role, Err: v.LastErr})
+		if seen[v.Addr()] {
+			continue
 		}
+		ne := &NodeError{Addr: v.Addr(), State: NodeState(v.State), Role: v.Role, Err: v.LastErr}
+		if v.Role != nodes.RoleUnknown {
+			ne.RoleSource = roleSource
+		}
+		if e := at(v.Node).roleErr.Load(); e != nil && ne.Err == nil {
+			ne.Err = *e
+		}
+		tried = append(tried, ne)
 	}
 	if allDown && c.table.UpNodes() > 0 && c.roleAware() {
-		return &ConnectError{NoTarget: true, Target: c.cfg.Target, Nodes: tried}
+		return &ConnectError{NoTarget: true, Target: Target(target), RoleCheck: c.roles.check.Query() != "", Nodes: tried}
 	}
 	return &ConnectError{AllDown: allDown, Nodes: tried}
 }

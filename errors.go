@@ -17,18 +17,25 @@ type NodeError struct {
 	Addr  string     // the node, "host:port"
 	State NodeState  // the node's state when the error was reported
 	Role  nodes.Role // the node's role then (RoleUnknown when none is known)
-	Err   error      // the cause (a dial error, a *mysql.MySQLError, a probe failure, ...); nil when the node was not tried
+	// RoleSource says where Role came from: "role check NAME" (roleCheck) or "node list" (the
+	// DSN's host:port#role, or a node source's document); "" when the role is unknown.
+	RoleSource string
+	Err        error // the cause (a dial error, a *mysql.MySQLError, a probe failure, a failed role check, ...); nil when the node was not tried and has no failure on record
 }
 
-// Error returns "addr: cause", with the node's state when it was not up and its role when it
-// is known.
+// Error returns "addr: cause", with the node's state when it was not up and its role, and where
+// the role came from, when it is known.
 func (e *NodeError) Error() string {
 	var notes []string
 	if e.State != StateUp {
 		notes = append(notes, e.State.String())
 	}
 	if e.Role != nodes.RoleUnknown {
-		notes = append(notes, e.Role.String())
+		r := e.Role.String()
+		if e.RoleSource != "" {
+			r += " by " + e.RoleSource
+		}
+		notes = append(notes, r)
 	}
 	head := e.Addr
 	if len(notes) > 0 {
@@ -42,7 +49,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 func errString(err error) string {
 	if err == nil {
-		return "no error recorded"
+		return "no failure"
 	}
 	return err.Error()
 }
@@ -58,7 +65,12 @@ type ConnectError struct {
 	// NoTarget is true when nodes were up but none of a role the target accepts (Target), even
 	// after waiting FailoverTimeout for one; none was tried.
 	NoTarget bool
-	Target   Target
+	// Target is the target no up node served: the Connector's, or the read/write split's
+	// primary for a write.
+	Target Target
+	// RoleCheck is true when a role check (roleCheck) decides the roles, false when they come
+	// from the node list.
+	RoleCheck bool
 	// Nodes holds one entry per known node: tried ones first, in the order tried.
 	Nodes []*NodeError
 }
@@ -67,8 +79,10 @@ type ConnectError struct {
 func (e *ConnectError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.NoTarget && e.RoleCheck:
+		fmt.Fprintf(&b, "lbd: no proxy that is up serves target=%s after waiting failoverTimeoutMillis (a switchover may still be under way; the roles and any failed role check follow): ", e.Target)
 	case e.NoTarget:
-		fmt.Fprintf(&b, "lbd: no proxy that is up serves target=%s (set a role check with roleCheck, or wait for the switchover to finish): ", e.Target)
+		fmt.Fprintf(&b, "lbd: no proxy that is up serves target=%s: the roles come from the node list, and no up proxy has one the target accepts (give one the role in the list, or set roleCheck): ", e.Target)
 	case e.AllDown:
 		b.WriteString("lbd: every proxy is down: ")
 	default:

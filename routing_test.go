@@ -403,3 +403,99 @@ func TestSplitCountsStatementsOnce(t *testing.T) {
 		})
 	}
 }
+
+// A write of the split with no primary up: the error names the target the write needed (not
+// the Connector's), says where the roles came from, and shows each node's role and any failed
+// role check, with advice that applies.
+func TestNoPrimaryForAWriteSaysWhatIsKnown(t *testing.T) {
+	replica := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": oneRow("1")}}
+	broken := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": refusal(1227)}}
+	srvs := startScripted(t, replica, broken)
+	logs := &logRecorder{}
+	db, c := openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=mysql&failoverTimeoutMillis=300",
+		fast(100*time.Millisecond, time.Second, time.Hour, logs)...)
+	waitFor(t, 5*time.Second, "the role checks", func() bool {
+		r, _ := c.Stats().Node(srvs[0].Addr())
+		b, _ := c.Stats().Node(srvs[1].Addr())
+		return r.Role.String() == "replica" && b.RoleError != ""
+	})
+	_, err := db.ExecContext(ctx5s(t), "INSERT INTO t VALUES (1)")
+	var ce *ConnectError
+	if !errors.As(err, &ce) || !ce.NoTarget || ce.Target != TargetPrimary || !ce.RoleCheck {
+		t.Fatalf("error %v; want a ConnectError: no target, target=primary, roles by role check", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"target=primary", srvs[0].Addr() + " (replica by role check mysql)", srvs[1].Addr() + ": lbd: role check mysql", "1227"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "set a role check") {
+		t.Errorf("error %q advises a role check that is already set", msg)
+	}
+}
+
+// ConnProxy names the proxy a *sql.Conn is on: in connection mode its physical connection's,
+// in statement mode the one its latest statement and its transaction ran on.
+func TestConnProxy(t *testing.T) {
+	ctx := ctx5s(t)
+	t.Run("connection", func(t *testing.T) {
+		srvs := startScripted(t, &scripted{}, &scripted{})
+		db, _ := openFakeDB(t, srvs, "", quiet()...)
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, err := ConnProxy(conn)
+		if err != nil || addr != srvs[0].Addr() {
+			t.Fatalf("ConnProxy = %q, %v; want the first listed %s", addr, err, srvs[0].Addr())
+		}
+		conn.Close()
+		if _, err := ConnProxy(conn); !errors.Is(err, sql.ErrConnDone) {
+			t.Fatalf("ConnProxy of a closed conn: %v, want sql.ErrConnDone", err)
+		}
+	})
+	t.Run("statement", func(t *testing.T) {
+		_, replica, _, conn := splitConnOverFakes(t)
+		if addr, err := ConnProxy(conn); err != nil || addr != "" {
+			t.Fatalf("before any statement: %q, %v; want \"\"", addr, err)
+		}
+		var v int
+		if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		readOn, _ := ConnProxy(conn)
+		if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		writeOn, _ := ConnProxy(conn)
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txOn, _ := ConnProxy(conn)
+		tx.Rollback()
+		if readOn == "" || writeOn == "" || readOn == writeOn || txOn != writeOn {
+			t.Fatalf("read on %q, write on %q, transaction on %q; want the read on the replica, the rest on the primary", readOn, writeOn, txOn)
+		}
+		if replica.count("SELECT 1") != 1 {
+			t.Fatalf("the read did not run on the replica listed first: %q", replica.all())
+		}
+	})
+	t.Run("not lbd", func(t *testing.T) {
+		srv := startScripted(t, &scripted{})[0]
+		db, err := sql.Open("mysql", "u:p@tcp("+srv.Addr()+")/db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := ConnProxy(conn); err == nil || !strings.Contains(err.Error(), "not one of lbd's") {
+			t.Fatalf("ConnProxy of a plain go-sql-driver conn: %v", err)
+		}
+	})
+}

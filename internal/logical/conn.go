@@ -46,6 +46,20 @@ type logicalConn struct {
 
 var _ physical.FullConn = (*logicalConn)(nil)
 
+// Proxy returns the proxy ("host:port") of the physical connection the logical connection dc
+// holds now ("" when it holds none), and whether dc is a logical connection. database/sql's
+// Conn.Raw hands dc over under the connection's lock, so no statement runs meanwhile.
+func Proxy(dc any) (addr string, ok bool) {
+	l, ok := dc.(*logicalConn)
+	if !ok {
+		return "", false
+	}
+	if l.phys == nil {
+		return "", true
+	}
+	return l.phys.Node().Addr(), true
+}
+
 // pinned reports whether the logical connection must keep its physical connection.
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
 

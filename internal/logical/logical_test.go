@@ -12,6 +12,7 @@ import (
 
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -103,7 +104,7 @@ func newRig(t *testing.T, nodeCount int) *rig {
 		r.conns = append(r.conns, f)
 		return n.Adopt(f, nil), nil
 	}
-	tryNodes := func(ctx context.Context, next func([]*physical.TableNode) *physical.TableNode,
+	tryNodes := func(ctx context.Context, _ role.Target, next func([]*physical.TableNode) *physical.TableNode,
 		_ func([]*physical.TableNode, time.Time) *physical.TableNode,
 		use func(*physical.Node, bool) (*physical.Conn, error)) (*physical.Conn, error) {
 		var tried []*physical.TableNode
@@ -118,7 +119,7 @@ func newRig(t *testing.T, nodeCount int) *rig {
 	r.m = New(Config{
 		Table: table,
 		Connect: func(ctx context.Context) (*physical.Conn, error) {
-			return tryNodes(ctx, table.Pick, nil, func(n *physical.Node, p bool) (*physical.Conn, error) { return dial(ctx, n, p) })
+			return tryNodes(ctx, role.Any, table.Pick, nil, func(n *physical.Node, p bool) (*physical.Conn, error) { return dial(ctx, n, p) })
 		},
 		TryNodes:    tryNodes,
 		Dial:        dial,

@@ -24,7 +24,7 @@ type Config struct {
 	Connect func(ctx context.Context) (*physical.Conn, error)
 	// TryNodes asks next (then panicNext) for a node and use for a connection on it, with
 	// Connect's failover and error rules.
-	TryNodes func(ctx context.Context, next func(tried []*physical.TableNode) *physical.TableNode,
+	TryNodes func(ctx context.Context, target role.Target, next func(tried []*physical.TableNode) *physical.TableNode,
 		panicNext func(tried []*physical.TableNode, now time.Time) *physical.TableNode,
 		use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error)
 	// Dial makes one physical connection to n, whose count the pick already raised.
@@ -129,7 +129,7 @@ func (m *Mode) dialFor(ctx context.Context, target role.Target, first *physical.
 		}
 		return m.table.PickInUseFor(target, tried)
 	}
-	p, err := m.cfg.TryNodes(ctx, next, m.table.PanicPickInUse, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+	p, err := m.cfg.TryNodes(ctx, target, next, m.table.PanicPickInUse, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		if p := m.takeFree(ctx, n); p != nil {
 			return p, nil
 		}
