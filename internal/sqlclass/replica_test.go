@@ -115,6 +115,25 @@ var replicaCases = []struct {
 	{"SELECT a DIV (b) FROM t WHERE c REGEXP ('x') OR c RLIKE ('y')", true, true},
 	{"SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY a) OVER () FROM t", true, true},
 
+	// Keywords MariaDB does not reserve: written before "(" where no keyword may stand, MariaDB
+	// calls a stored function of that name in the default database.
+	{"SELECT columns()", false, false},
+	{"SELECT against()", false, false},
+	{"SELECT escape()", false, false},
+	{"SELECT of()", false, false},
+	{"SELECT lateral()", false, false},
+	{"SELECT a FROM t WHERE b = 1 AND columns(b)", false, false},
+	{"SELECT 1, lateral(2)", false, false},
+	{"SELECT 'a' LIKE 'b' ESCAPE ('|')", true, true},
+	{"SELECT * FROM t JOIN LATERAL (SELECT a FROM u WHERE u.b = t.b) AS l ON 1", true, true},
+	{"SELECT * FROM t FOR SYSTEM_TIME AS OF (NOW())", true, true},
+
+	// MySQL reads the quotes inside an optimizer hint: a "*/" in them does not end the hint,
+	// so what a plain reading takes for a string after the hint is SQL to the server.
+	{"SELECT /*+ BKA(`*/ 'a`) */ GET_LOCK('k', 1) /* ' */ FROM dual", false, false},
+	{"SELECT /*+ SET_VAR(sql_mode = '*/ 1 ') */ RELEASE_LOCK('k') /* ' */", false, false},
+	{"SELECT /*+ MAX_EXECUTION_TIME(1000) */ a FROM t", true, true},
+
 	// Per-server schemas and system variables.
 	{"SELECT * FROM information_schema.PROCESSLIST", false, false},
 	{"SELECT * FROM INFORMATION_SCHEMA.tables", false, false},
@@ -300,6 +319,10 @@ func TestSingleStatement(t *testing.T) {
 		{"/*!0;0*/", false},                             // digits an executable comment took for its version, then a leading ";"
 		{"; SELECT 1", false},                           // an empty statement first
 		{"BEGIN NOT ATOMIC SELECT 1; SELECT 2; END", false},
+		// MySQL ends the hint at the "*/" after the quoted name, so the server reads two
+		// statements where a plain reading sees a string.
+		{"INSERT /*+ BKA(`*/ 'a`) */ INTO t VALUES (1); INSERT INTO t VALUES (2) /* ' */", false},
+		{"SELECT /*+ MAX_EXECUTION_TIME(1000) */ 1", true},
 		// NO_BACKSLASH_ESCAPES reads two statements: ('C:\') ends the first.
 		{"INSERT INTO t VALUES ('C:\\'); INSERT INTO t VALUES ('x'); -- '", false},
 	} {
