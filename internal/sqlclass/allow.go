@@ -163,9 +163,35 @@ var families = [...]family{
 	{"MySQL 8.0 and MariaDB SELECT syntax", vKeyword,
 		"in exists from join straight_join as on using and or not xor where having select " +
 			"union intersect except all any some distinct values row over partition by when " +
-			"then else case like between is index key lateral window against of group " +
-			"columns regexp rlike escape div decimal dec numeric float double real " +
+			"then else case like between is index key window group " +
+			"regexp rlike div decimal dec numeric float double real " +
 			"varchar varbinary int integer bigint smallint tinyint mediumint unsigned signed"},
+}
+
+// contextKeyword reports whether w, followed by "(", is one of the keywords that MariaDB does
+// not reserve, written where only the keyword can stand: before and w are the token and the
+// word (if any) before w. Anywhere else MariaDB reads such a word before "(" as a call of the
+// stored function of that name in the default database (SELECT columns() calls one).
+//
+//   - AGAINST after MATCH (cols): after ")";
+//   - COLUMNS after the path of JSON_TABLE or NESTED PATH, ESCAPE after the pattern of LIKE:
+//     after a string;
+//   - OF after MEMBER (MEMBER OF (json)); after AS (AS OF) the word is not checked at all;
+//   - LATERAL after JOIN. After "," it could be a call in a select list, so that text goes
+//     to the primary.
+func contextKeyword(w string, before tok, beforeWord string) bool {
+	switch {
+	case len(w) == len("against") && equalLower(w, "against"):
+		return before == tokRParen
+	case len(w) == len("columns") && equalLower(w, "columns"),
+		len(w) == len("escape") && equalLower(w, "escape"):
+		return before == tokString
+	case len(w) == len("of") && equalLower(w, "of"):
+		return before == tokWord && len(beforeWord) == len("member") && equalLower(beforeWord, "member")
+	case len(w) == len("lateral") && equalLower(w, "lateral"):
+		return before == tokWord && len(beforeWord) == len("join") && equalLower(beforeWord, "join")
+	}
+	return false
 }
 
 // verdicts maps every listed name to its verdict.

@@ -84,6 +84,8 @@ func replicaText(query string, session bool) bool {
 		isAs      bool      // word is AS
 		forWord   bool      // word is FOR
 		lockWord  bool      // word is LOCK
+		before    tok       // the token before word
+		prevWord  string    // the word before word, if before is a word
 		wantVar   = set     // the next token must be a user variable: after SET, "," in SET, INTO
 		ended     bool      // a ";" ended the statement
 	)
@@ -123,6 +125,7 @@ func replicaText(query string, session bool) bool {
 			isAs = len(w) == len("as") && equalLower(w, "as")
 			forWord = len(w) == len("for") && equalLower(w, "for")
 			lockWord = len(w) == len("lock") && equalLower(w, "lock")
+			before, prevWord = prev, word
 			word, wordEnd = w, sc.i
 		case tokLParen:
 			depth++
@@ -134,6 +137,10 @@ func replicaText(query string, session bool) bool {
 				if !afterAs {
 					switch verdictOf(word) {
 					case vKeyword, vReserved:
+					case vUnknown:
+						if !contextKeyword(word, before, prevWord) {
+							return false
+						}
 					case vSafe:
 						if wordEnd != sc.i-1 {
 							return false // "f (": may be a stored function named f

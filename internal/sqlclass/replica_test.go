@@ -106,7 +106,7 @@ var replicaCases = []struct {
 	{"SELECT CASE WHEN (a) THEN (b) ELSE (c) END FROM t", true, true},
 	{"SELECT a FROM t WHERE a LIKE ('x%') OR a BETWEEN (1) AND (2) OR a IS (NULL) OR NOT (a) OR (a) XOR (b)", true, true},
 	{"SELECT MATCH (a, b) AGAINST ('x' IN NATURAL LANGUAGE MODE) FROM t", true, true},
-	{"SELECT * FROM t, LATERAL (SELECT a FROM u WHERE u.b = t.b) AS l", true, true},
+	{"SELECT * FROM t, LATERAL (SELECT a FROM u WHERE u.b = t.b) AS l", false, false}, // "1, lateral(2)" calls a stored function in MariaDB
 	{"SELECT 1 UNION ALL (SELECT 2) UNION DISTINCT (SELECT 3) INTERSECT (SELECT 3) EXCEPT (SELECT 4)", true, true},
 	{"SELECT a FROM t GROUP BY (a) HAVING (COUNT(*) > 1) ORDER BY (a)", true, true},
 	{"SELECT CAST(a AS DECIMAL(10, 2)), CAST(b AS CHAR(3)), CAST(c AS DATETIME(6)), CONVERT(d, DECIMAL(5))", true, true},
@@ -394,6 +394,8 @@ func rescan(q string) string {
 		dot
 		variable
 		other
+		str    // 'string' or "string"
+		rparen // )
 	)
 	var (
 		depth              int
@@ -401,6 +403,8 @@ func rescan(q string) string {
 		lastWord, name     string // the last word; the last word or quoted name
 		qualified, afterAs bool   // of lastWord
 		prevAs             bool   // lastWord is AS
+		before             = none // kind of the token before lastWord
+		beforeWord         string // the word before lastWord, if before is word
 		ended, exec        bool
 	)
 	ident := func(c byte) bool {
@@ -452,6 +456,7 @@ func rescan(q string) string {
 			afterAs = last == word && prevAs
 			qualified = last == dot
 			prevAs = w == "as"
+			before, beforeWord = last, lastWord
 			lastWord, name = w, w
 			kind = word
 			i = j
@@ -478,6 +483,9 @@ func rescan(q string) string {
 			}
 			name = strings.ToLower(q[i+1 : j-1])
 			kind = quoted
+			if c != '`' {
+				kind = str
+			}
 			i = j
 		case c == '@' && i+1 < len(q) && q[i+1] == '@':
 			return "a system variable"
@@ -499,13 +507,18 @@ func rescan(q string) string {
 		case c == '(':
 			depth++
 			switch last {
-			case quoted, variable:
+			case quoted, str, variable:
 				return "a name that is not a function before ("
 			case word:
 				if qualified {
 					return "a qualified call of " + lastWord
 				}
-				if !afterAs && !ReplicaSafeFunction(lastWord) && verdictOf(lastWord) != vKeyword {
+				// Keywords MariaDB does not reserve, where only the keyword can stand.
+				inPlace := lastWord == "against" && before == rparen ||
+					(lastWord == "columns" || lastWord == "escape") && before == str ||
+					lastWord == "of" && before == word && beforeWord == "member" ||
+					lastWord == "lateral" && before == word && beforeWord == "join"
+				if !afterAs && !inPlace && !ReplicaSafeFunction(lastWord) && verdictOf(lastWord) != vKeyword {
 					return "a call of " + lastWord
 				}
 			}
@@ -515,9 +528,10 @@ func rescan(q string) string {
 			if depth < 0 {
 				return "a ) without ("
 			}
+			kind = rparen
 			i++
 		case c == '.':
-			if (last == word || last == quoted) && serverSchema(name) {
+			if (last == word || last == quoted || last == str) && serverSchema(name) {
 				return "the schema " + name
 			}
 			kind = dot

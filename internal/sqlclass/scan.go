@@ -56,7 +56,8 @@ type scanner struct {
 	// unterminated: a quote was never closed. Under NO_BACKSLASH_ESCAPES the server ends the
 	// literal earlier than this scanner does ('C:\'), so what follows is unknown.
 	unterminated bool
-	// openComment: a comment (/* ..., /*! ...) was never closed.
+	// openComment: a comment (/* ..., /*! ...) was never closed, or it is an optimizer hint
+	// (/*+ ... */) holding a quote, whose end MySQL finds by reading the quotes.
 	openComment bool
 	// backslash: a backslash escaped the quote that opened its string ('it\'s'). A server in
 	// NO_BACKSLASH_ESCAPES mode ends the string at that quote, so the text reads otherwise.
@@ -142,7 +143,14 @@ func (sc *scanner) comment() {
 		j += 2
 	default:
 		if n := strings.Index(sc.s[j:], "*/"); n >= 0 {
+			hint := sc.at(2) == '+'
 			sc.i = j + n + 2
+			if hint && strings.ContainsAny(sc.s[j:j+n], "'\"`") {
+				// An optimizer hint holding a quote: MySQL's hint scanner reads quoted
+				// names and strings, so a "*/" inside them does not end the hint there.
+				// Where that hint ends is unknown here, as if it were never closed.
+				sc.openComment = true
+			}
 		} else {
 			sc.i = len(sc.s)
 			sc.openComment = true
