@@ -615,3 +615,33 @@ func rescanStatements(q string) int {
 	}
 	return n
 }
+
+// oneFlavour lists built-ins of only one of MySQL 8.0 and MariaDB 10.11. The other server
+// reads such a name before "(" as a call of the stored function of that name in the default
+// database, which may write or read per-server state, so neither may be proven safe.
+// MariaDB 10.11 was asked (CREATE FUNCTION <name> gives no "same name as a native function"
+// note, and SELECT <name>() then calls it); the MySQL 8.0 names are those of the MySQL 8.0
+// Reference Manual, chapter 12.
+var oneFlavour = map[string]string{
+	"MySQL 8.0 only": "regexp_like json_schema_valid json_schema_validation_report geomcollection " +
+		"st_buffer_strategy st_collect st_frechetdistance st_geohash st_geomcollfromtxt " +
+		"st_hausdorffdistance st_isvalid st_latfromgeohash st_latitude st_lineinterpolatepoint " +
+		"st_lineinterpolatepoints st_longfromgeohash st_longitude st_makeenvelope " +
+		"st_numinteriorring st_pointatdistance st_pointfromgeohash st_simplify st_swapxy " +
+		"st_transform st_validate mbrcoveredby mbrcovers any_value bin_to_uuid grouping is_uuid " +
+		"uuid_to_bin format_bytes format_pico_time",
+	"MariaDB only": "chr lengthb natural_sort_key sformat add_months to_char nvl nvl2 json_query " +
+		"json_compact json_detailed json_loose json_exists json_normalize json_equals median " +
+		"percentile_cont percentile_disc",
+}
+
+func TestReplicaReadOneFlavourBuiltins(t *testing.T) {
+	for flavour, names := range oneFlavour {
+		for _, n := range strings.Fields(names) {
+			q := "SELECT " + n + "(1)"
+			if ReplicaRead(q) || ReplicaSession(q) {
+				t.Errorf("%s: %q is replica-safe, but the other server may call a stored function %s", flavour, q, n)
+			}
+		}
+	}
+}
