@@ -499,3 +499,35 @@ func TestConnProxy(t *testing.T) {
 		}
 	})
 }
+
+// A refusal that opens the answer to a CALL or to a compound statement does not prove that
+// nothing ran: the procedure's or the block's earlier statements ran before the one refused,
+// and the server answers the whole command with that one error. The text must reach the node
+// once, and the caller learn that part of it may have run.
+func TestRefusedProcedureIsNotSentAgain(t *testing.T) {
+	for _, text := range []string{
+		"CALL move_money(1, 2)",
+		"BEGIN NOT ATOMIC INSERT INTO t VALUES (1); INSERT INTO t VALUES (2); END",
+	} {
+		t.Run(strings.Fields(text)[0], func(t *testing.T) {
+			primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{
+				"SELECT @@global.read_only": oneRow("0"),
+				text:                        refusal(1290),
+			}}
+			srvs := startScripted(t, primary)
+			db, _ := openFakeDB(t, srvs, "target=primary&roleCheck=mysql&failoverTimeoutMillis=3000",
+				fast(100*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+			_, err := db.ExecContext(ctx5s(t), text)
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != 1290 {
+				t.Fatalf("error %v; want the server's 1290", err)
+			}
+			if n := primary.count(text); n != 1 {
+				t.Fatalf("%q reached the node %d times, want once: its body may have run in part", text, n)
+			}
+			if !errors.Is(err, ErrPartialRun) {
+				t.Fatalf("error %v; want ErrPartialRun: part of the procedure may have run", err)
+			}
+		})
+	}
+}
