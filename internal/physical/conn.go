@@ -114,7 +114,8 @@ const QuitTimeout = time.Second
 // read and answers "invalid connection"; the guard's finding, naming the node, replaces that.
 func (c *Conn) observe(err error) error { return c.observeRun(err, "", false) }
 
-// observeText is observe for a COM_QUERY text, which may hold several statements.
+// observeText is observe for a COM_QUERY text, which may hold several statements, or for an
+// execution of a prepared statement, whose text is the one prepared.
 func (c *Conn) observeText(err error, text string) error { return c.observeRun(err, text, false) }
 
 // observeResult is observe for an error met while a result was read: the command had begun to
@@ -122,7 +123,7 @@ func (c *Conn) observeText(err error, text string) error { return c.observeRun(e
 func (c *Conn) observeResult(err error) error { return c.observeRun(err, "", true) }
 
 // observeRun is observe for a command that ran text ("" for a command that runs one statement
-// at most: a prepare, an execution, a ping, a BEGIN); afterResult says the error came after
+// at most: a prepare, a ping, a BEGIN); afterResult says the error came after
 // part of the answer was read.
 func (c *Conn) observeRun(err error, text string, afterResult bool) error {
 	if err == nil || err == driver.ErrSkip {
@@ -142,8 +143,13 @@ func (c *Conn) observeRun(err error, text string, afterResult bool) error {
 // answer: a server runs a multi-statement text in order and stops at the first failure, so an
 // OK or a result before the error means an earlier statement ran. Where the guard cannot read
 // them (TLS, compression), only a command that runs one statement at most qualifies: text is ""
-// or holds a single statement.
+// or holds a single statement. Either way the first statement of text must run no other
+// (sqlclass.OneCommand): the server answers a CALL, or a compound statement, with one error
+// for its whole body, some of which may have run before the statement refused.
 func (c *Conn) nothingRan(text string) bool {
+	if text != "" && !sqlclass.OneCommand(text) {
+		return false
+	}
 	if answered, known := c.sock.Answered(); known {
 		return !answered
 	}
@@ -218,7 +224,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	if err != nil {
 		return nil, c.observe(err)
 	}
-	return newStmt(c, st), nil
+	return newStmt(c, st, query), nil
 }
 
 // Begin implements driver.Conn.

@@ -25,8 +25,9 @@ type FullStmt interface {
 }
 
 type stmt struct {
-	c  *Conn
-	st FullStmt
+	c     *Conn
+	st    FullStmt
+	query string // the text prepared: what a refusal of an execution proves depends on it
 }
 
 var (
@@ -39,12 +40,12 @@ var (
 
 // newStmt wraps a go-sql-driver statement; one that lacks the expected interfaces is returned
 // unwrapped rather than losing any of them.
-func newStmt(c *Conn, st driver.Stmt) driver.Stmt {
+func newStmt(c *Conn, st driver.Stmt, query string) driver.Stmt {
 	ds, ok := st.(FullStmt)
 	if !ok {
 		return st
 	}
-	return &stmt{c: c, st: ds}
+	return &stmt{c: c, st: ds, query: query}
 }
 
 // Close closes the statement on the server. database/sql also closes statements of a connection
@@ -76,7 +77,7 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
-	return res, s.c.observe(err)
+	return res, s.c.observeText(err, s.query)
 }
 
 func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
@@ -88,7 +89,7 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
-		return nil, s.c.observe(err)
+		return nil, s.c.observeText(err, s.query)
 	}
 	return wrapRows(context.Background(), s.c, r), nil
 }
@@ -101,7 +102,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
-	return res, s.c.observe(err)
+	return res, s.c.observeText(err, s.query)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ driver.Rows, err error) {
@@ -113,7 +114,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ dr
 	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
-		return nil, s.c.observe(err)
+		return nil, s.c.observeText(err, s.query)
 	}
 	return wrapRows(ctx, s.c, r), nil
 }
