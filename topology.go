@@ -87,8 +87,9 @@ func isRefusal(err error) bool {
 // ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split
 // cannot prove replica-safe (a write, a locking read, a named lock, anything
 // sqlclass.ReplicaSession does not accept) meets a logical connection pinned to a replica: by a
-// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one.
-// Running it there could write on a replica; moving it to the primary would lose the session
+// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one;
+// or pinned by a transaction or session state to a primary that the role check has since
+// found a replica (a switchover). Running it there could write on a replica; moving it to the primary would lose the session
 // state, so it runs nowhere. Fix: run the transaction read-write (a read-write transaction and
 // the state it leaves live on the primary), or give its context OnPrimary. database/sql does
 // not hand such a logical connection out again once it returns to the pool.

@@ -37,11 +37,8 @@ type logicalConn struct {
 	apiTx    bool           // a transaction begun by BeginTx is open
 	produced bool           // the last statement's result may be read by the next one
 	closed   bool
-	want     role.Target // the target of the statement being bound (see route)
-	// boundForRead: phys was bound for a read (the split's read target), so it may be on a
-	// replica; a pin there must not carry a write (strandedOnReplica).
-	boundForRead bool
-	stmts        []*logicalStmt // open prepared statements, their references dropped at Close
+	want     role.Target    // the target of the statement being bound (see route)
+	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
 var _ physical.FullConn = (*logicalConn)(nil)
@@ -109,7 +106,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 	if err != nil {
 		return nil, err
 	}
-	l.phys, l.claimed, l.boundForRead = p, true, l.want != writeTarget
+	l.phys, l.claimed = p, true
 	return p, nil
 }
 

@@ -124,18 +124,21 @@ func (l *logicalConn) fits(p *physical.Conn) bool {
 }
 
 // strandedOnReplica reports whether the logical connection is pinned to a physical connection
-// that was bound for a read and whose node is not the primary now: session state or a
-// read-only transaction lives there, so a statement that needs the primary can neither run
-// there nor move. See ErrPinnedToReplica.
+// whose node is not the primary now: session state or a transaction lives there, so a
+// statement that needs the primary can neither run there nor move. The pin may have been
+// bound for a read, or on the primary before the role check found that node a replica (a
+// switchover). See ErrPinnedToReplica.
 func (l *logicalConn) strandedOnReplica() bool {
-	return l.m.split.on && l.pinned() && l.phys != nil && l.boundForRead &&
+	return l.m.split.on && l.pinned() && l.phys != nil &&
 		l.m.table.Role(l.phys.Node().TN()) != nodes.RolePrimary
 }
 
 // ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split
 // cannot prove replica-safe (a write, a locking read, a named lock, anything
 // sqlclass.ReplicaSession does not accept) meets a logical connection pinned to a replica: by a
-// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one.
+// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one,
+// or by a transaction or session state on a primary that the role check has since found a
+// replica.
 // lbd.ErrPinnedToReplica documents it for users.
 var ErrPinnedToReplica = errors.New("lbd: the statement must run on the primary, but its connection is pinned to a replica by a read-only transaction or by session state set in one; run the transaction read-write or use lbd.OnPrimary")
 
