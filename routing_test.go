@@ -574,3 +574,41 @@ func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
 	}
 }
+
+// Connection mode with target=primary: a *sql.Conn checked out on the primary, whose node the
+// role check then finds a replica, must not run its next write there.
+func TestConnectionModeWriteAfterDemotion(t *testing.T) {
+	var aReadOnly, bReadOnly atomic.Value
+	aReadOnly.Store("0")
+	bReadOnly.Store("1")
+	roleOf := func(v *atomic.Value) func(string) *mysqlfake.Result {
+		return func(string) *mysqlfake.Result {
+			return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{v.Load().(string)}}}
+		}
+	}
+	a := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&aReadOnly)}}
+	b := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&bReadOnly)}}
+	srvs := startScripted(t, a, b)
+	db, c := openFakeDB(t, srvs, "target=primary&roleCheck=mysql",
+		fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	ctx := ctx5s(t)
+	roleIs := func(addr string, want nodes.Role) func() bool {
+		return func() bool { n, ok := c.Stats().Node(addr); return ok && n.Role == want }
+	}
+	waitFor(t, 3*time.Second, "the first node primary", roleIs(srvs[0].Addr(), nodes.RolePrimary))
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	aReadOnly.Store("1")
+	bReadOnly.Store("0")
+	waitFor(t, 3*time.Second, "the first node a replica", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
+	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
+		t.Fatalf("the write ran on the demoted node (error %v)", err)
+	}
+}
