@@ -37,3 +37,27 @@ func TestDSNParameters(t *testing.T) {
 		t.Fatalf("parsed %+v, session parameters %v", cfg, cfg.MySQL.Params)
 	}
 }
+
+// DNS records carry no role, so the split (whose writes need a primary) and target=primary or
+// target=replica over lbdns with no role check can never be served: NewConnector refuses them,
+// as it refuses a static list that names no role.
+func TestRolesDNSCannotGiveAreRefused(t *testing.T) {
+	for _, dsn := range []string{
+		"u:p@lbdns(p.test:2883)/db?balance=statement&readWriteSplit=true",
+		"u:p@lbdns(p.test:2883)/db?target=primary",
+		"u:p@lbdns(p.test:2883)/db?target=replica",
+	} {
+		c, err := lbd.NewConnector(dsn, lbd.WithLogger((&logs{}).Logger()))
+		if c != nil {
+			c.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "roleCheck") {
+			t.Errorf("NewConnector(%q) = %v, want an error naming roleCheck", dsn, err)
+		}
+	}
+	c, err := lbd.NewConnector("u:p@lbdns(p.test:2883)/db?balance=statement&readWriteSplit=true&roleCheck=mysql", lbd.WithLogger((&logs{}).Logger()))
+	if err != nil {
+		t.Fatalf("with a role check: %v", err)
+	}
+	c.Close()
+}
