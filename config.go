@@ -309,8 +309,9 @@ func (c *Config) settle() error {
 // read/write split (whose writes need a primary) or target=primary / target=replica, with no
 // way for any node to get the role. Roles come from a role check, from the static list's
 // host:port#role, or from a node source's documents (lbremote, lbetcd; a source given with
-// WithSource may carry them too), so only a static list without a role check is judged: it
-// must name the role the configuration needs. roleCheck=tidb makes every node a primary, so
+// WithSource may carry them too), so only a static list, or a source that says it gives no
+// roles (lbdns), without a role check is judged: the list must name the role the
+// configuration needs, and such a source cannot. roleCheck=tidb makes every node a primary, so
 // it can never serve target=replica.
 func (c *Config) checkRoleSources(rs roleSettings) error {
 	needs, why := nodes.RoleUnknown, ""
@@ -330,8 +331,14 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 		}
 		return nil
 	}
-	if rs.check.Query() != "" || c.source != nil || (c.Network != Network && c.Network != "") {
+	if rs.check.Query() != "" || c.source != nil {
 		return nil // the role check or the source may report the role at run time
+	}
+	if c.Network != Network && c.Network != "" {
+		if f, ok := nodes.Lookup(c.Network); !ok || !f.NoRoles {
+			return nil // the source of that network may report the roles
+		}
+		return fmt.Errorf("lbd: %s, but the %s source gives no node a role: set roleCheck (mysql, oceanbase, tidb or a SELECT)", why, c.Network)
 	}
 	for _, r := range c.Roles {
 		if r == needs {

@@ -28,6 +28,10 @@ type SourceFactory struct {
 	// errors are configuration errors, which the Connector returns from NewConnector; they
 	// should name the DSN parameter at fault.
 	New func(SourceConfig) (Source, error)
+	// NoRoles says the source never gives a node a role (DNS records carry none), so a
+	// configuration that needs roles (the read/write split, target=primary, target=replica)
+	// must get them from a role check; without one, NewConnector refuses it.
+	NoRoles bool
 }
 
 // SourceConfig is what a SourceFactory gets from the DSN and the Connector's options.

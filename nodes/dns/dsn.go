@@ -28,6 +28,7 @@ func init() {
 			}
 			return New(cfg)
 		},
+		NoRoles: true, // SRV and A/AAAA records name proxies, never their roles
 	})
 }
 
