@@ -612,3 +612,26 @@ func TestConnectionModeWriteAfterDemotion(t *testing.T) {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
 	}
 }
+
+// A primary whose position after a write is longer than a wait may carry (4096 bytes: here 700
+// replication domains in one answer): no replica can be asked to reach it, so the read after
+// the write runs on the primary, as for a merged position that overflowed. It must not run on
+// a replica without waiting, where it may miss the write.
+func TestCausalPositionTooLongToWaitForReadsOnThePrimary(t *testing.T) {
+	long := make([]string, 700)
+	for i := range long {
+		long[i] = fmt.Sprintf("%d-1-%d", i, i+1)
+	}
+	primary, replica, db, _ := causalPair(t, func() string { return strings.Join(long, ",") })
+	ctx := ctx5s(t)
+	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if replica.count("SELECT 1") != 0 || primary.count("SELECT 1") != 1 {
+		t.Fatalf("the read after the write ran on the replica without a wait (replica %q)", replica.all())
+	}
+}
