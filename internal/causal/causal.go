@@ -90,6 +90,15 @@ const maxPosition = 4096
 // that replicates (binary logging off, or nothing written yet).
 var ErrNoPosition = errors.New("causal: the server reported no GTID position")
 
+// ErrTooLong is wrapped by Parse's error for an answer longer than 4096 bytes. Such a position,
+// well formed or not, cannot be waited for: Overflow stands for it, and its reads go to the
+// primary.
+var ErrTooLong = errors.New("causal: GTID position too long to wait for")
+
+// Overflow returns the overflowed position of flavor f: one too large to wait for (see
+// Overflowed), as a capture longer than a wait may carry (ErrTooLong) is.
+func Overflow(f Flavor) Position { return Position{flavor: f, overflow: true} }
+
 // Position is a validated GTID position of one flavor. The zero Position is empty: nothing to
 // wait for.
 type Position struct {
@@ -115,7 +124,7 @@ func (f Flavor) Parse(s string) (Position, error) {
 		return Position{}, ErrNoPosition
 	}
 	if len(s) > maxPosition {
-		return Position{}, fmt.Errorf("causal: a %d-byte GTID position: want at most %d", len(s), maxPosition)
+		return Position{}, fmt.Errorf("%w: %d bytes, want at most %d", ErrTooLong, len(s), maxPosition)
 	}
 	// MySQL writes long sets over several lines.
 	s = strings.NewReplacer("\n", "", " ", "").Replace(s)

@@ -64,6 +64,11 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
 	pos, err := f.Parse(value)
+	if errors.Is(err, causal.ErrTooLong) {
+		// Too long to wait for: the scope's reads go to the primary, as when a merge
+		// overflows, rather than to a replica that was never asked to catch up.
+		pos, err = causal.Overflow(f), nil
+	}
 	if err != nil {
 		if !errors.Is(err, causal.ErrNoPosition) {
 			m.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.Node().Addr(), "err", err)
