@@ -296,3 +296,24 @@ func TestRolesThatCanNeverBeMetAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// The split cannot see an unqualified table of the default database, so a DSN whose database
+// is a schema whose tables differ from server to server would send "SELECT * FROM user" or
+// "SELECT * FROM processlist" to a replica: it is refused at construction.
+func TestSplitRefusesAPerServerDefaultDatabase(t *testing.T) {
+	for _, db := range []string{"mysql", "information_schema", "PERFORMANCE_SCHEMA", "sys"} {
+		dsn := "u:p@lb(127.0.0.1:1#primary,127.0.0.1:2#replica)/" + db + "?balance=statement&readWriteSplit=true"
+		c, err := NewConnector(dsn, WithLogger(slog.New(slog.DiscardHandler)))
+		if c != nil {
+			c.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), db) {
+			t.Errorf("%s: error %v; want a refusal naming %s", dsn, err, db)
+		}
+	}
+	c, err := NewConnector("u:p@lb(127.0.0.1:1#primary,127.0.0.1:2#replica)/app?balance=statement&readWriteSplit=true", WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatalf("an application database: %v", err)
+	}
+	c.Close()
+}
