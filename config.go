@@ -15,6 +15,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/sqlclass"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -266,6 +267,9 @@ func (c *Config) settle() error {
 	}
 	if err := c.checkRoleSources(rs); err != nil {
 		return err
+	}
+	if c.ReadWriteSplit && sqlclass.ServerSchema(c.MySQL.DBName) {
+		return fmt.Errorf("lbd: readWriteSplit=true with the default database %s, whose tables differ from server to server: an unqualified table there cannot be told from one of another database, so a read of it could run on a replica; name an application database in the DSN and qualify %s's tables", c.MySQL.DBName, c.MySQL.DBName)
 	}
 	switch c.ReadConsistency {
 	case "", "time":

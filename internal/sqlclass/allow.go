@@ -238,6 +238,12 @@ func ReplicaSafeFunction(name string) bool {
 	return v == vSafe || v == vReserved
 }
 
+// ServerSchema reports whether name, in any letter case, is a schema whose tables differ from
+// server to server: information_schema, performance_schema, mysql, sys, oceanbase. ReplicaRead
+// refuses a text naming one; a connection whose default database is one cannot use it, since
+// an unqualified table name does not show its schema.
+func ServerSchema(name string) bool { return serverSchema(name) }
+
 // serverSchema reports whether w names, in any letter case, a schema whose tables differ from
 // server to server: information_schema, performance_schema, mysql, sys, oceanbase.
 func serverSchema(w string) bool {
