@@ -575,6 +575,41 @@ func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
 	}
 }
 
+// A write keeps its physical connection aside for a next statement that reads its result
+// (LAST_INSERT_ID()); when the role check finds that node a replica meanwhile, a write reading
+// the result must not run there.
+func TestWriteReadingTheLastResultNeverRunsOnADemotedNode(t *testing.T) {
+	var aReadOnly, bReadOnly atomic.Value
+	aReadOnly.Store("0")
+	bReadOnly.Store("1")
+	roleOf := func(v *atomic.Value) func(string) *mysqlfake.Result {
+		return func(string) *mysqlfake.Result {
+			return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{v.Load().(string)}}}
+		}
+	}
+	a := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&aReadOnly)}}
+	b := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&bReadOnly)}}
+	srvs := startScripted(t, a, b)
+	db, c := openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=mysql",
+		fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	ctx := ctx5s(t)
+	roleIs := func(addr string, want nodes.Role) func() bool {
+		return func() bool { n, ok := c.Stats().Node(addr); return ok && n.Role == want }
+	}
+	waitFor(t, 3*time.Second, "the first node primary", roleIs(srvs[0].Addr(), nodes.RolePrimary))
+	db.SetMaxOpenConns(1) // the write's logical connection serves the next statement
+	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	aReadOnly.Store("1")
+	bReadOnly.Store("0")
+	waitFor(t, 3*time.Second, "the first node a replica", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	_, err := db.ExecContext(ctx, "INSERT INTO u VALUES (LAST_INSERT_ID())")
+	if n := a.count("INSERT INTO u"); n != 0 {
+		t.Fatalf("the write ran on the demoted node (error %v)", err)
+	}
+}
+
 // Connection mode with target=primary: a *sql.Conn checked out on the primary, whose node the
 // role check then finds a replica, must not run its next write there.
 func TestConnectionModeWriteAfterDemotion(t *testing.T) {
