@@ -91,9 +91,16 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 				if !replicaOK && l.strandedOnReplica() {
 					return nil, ErrPinnedToReplica // claimed: database/sql's IsValid gives it back
 				}
-				return l.phys, nil
-			}
-			if l.pinned() {
+				if l.pinned() || l.fits(l.phys) {
+					return l.phys, nil
+				}
+				// Kept aside for its result on a node whose role no longer serves this
+				// statement (a switchover since): the result goes with it, as when lbd
+				// closed it meanwhile.
+				p := l.phys
+				l.phys, l.claimed, l.produced = nil, false, false
+				l.m.GiveBack(p)
+			} else if l.pinned() {
 				return nil, driver.ErrBadConn
 			}
 		} else {
