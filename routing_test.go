@@ -3,6 +3,7 @@ package lbd
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -573,6 +574,9 @@ func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
 	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
 	}
+	if !errors.Is(err, ErrPrimaryChanged) || errors.Is(err, ErrPinnedToReplica) {
+		t.Fatalf("error %v; want ErrPrimaryChanged: the session state was set on the primary, then lost with the switchover", err)
+	}
 }
 
 // A write keeps its physical connection aside for a next statement that reads its result
@@ -645,6 +649,28 @@ func TestConnectionModeWriteAfterDemotion(t *testing.T) {
 	_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
 	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
+	}
+	if !errors.Is(err, driver.ErrBadConn) {
+		t.Fatalf("error %v; want driver.ErrBadConn: nothing was sent, and a *sql.Conn cannot move", err)
+	}
+	// Inside a transaction the connection cannot move either, and the caller is told to start
+	// the transaction again.
+	aReadOnly.Store("0")
+	bReadOnly.Store("1")
+	waitFor(t, 3*time.Second, "the first node primary again", roleIs(srvs[0].Addr(), nodes.RolePrimary))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (3)"); err != nil {
+		t.Fatal(err)
+	}
+	aReadOnly.Store("1")
+	bReadOnly.Store("0")
+	waitFor(t, 3*time.Second, "the first node a replica again", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (4)"); !errors.Is(err, ErrPrimaryChanged) || a.count("INSERT INTO t VALUES (4)") != 0 {
+		t.Fatalf("a write in a transaction on the demoted node: %v (ran %d times); want ErrPrimaryChanged, not run", err, a.count("INSERT INTO t VALUES (4)"))
 	}
 }
 

@@ -50,7 +50,7 @@ const DefaultFailoverTimeout = 5 * time.Second
 // retired. Outside a transaction lbd hides the change: the refused statement did not run, so
 // database/sql runs it again on a new connection, which waits up to FailoverTimeout for the new
 // primary.
-var ErrPrimaryChanged = errors.New("lbd: the primary changed during the transaction; start it again")
+var ErrPrimaryChanged = physical.ErrPrimaryChanged
 
 // ErrPartialRun is returned (wrapped, with the server's error) when a server refused a statement
 // of a multi-statement text (multiStatements=true) after earlier statements of the same text

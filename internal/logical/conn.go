@@ -37,8 +37,11 @@ type logicalConn struct {
 	apiTx    bool           // a transaction begun by BeginTx is open
 	produced bool           // the last statement's result may be read by the next one
 	closed   bool
-	want     role.Target    // the target of the statement being bound (see route)
-	stmts    []*logicalStmt // open prepared statements, their references dropped at Close
+	want     role.Target // the target of the statement being bound (see route)
+	// boundForRead: phys was bound for a read (the split's read target), so it may be on a
+	// replica from the start; otherwise it was bound on the primary (see strandedErr).
+	boundForRead bool
+	stmts        []*logicalStmt // open prepared statements, their references dropped at Close
 }
 
 var _ physical.FullConn = (*logicalConn)(nil)
@@ -77,7 +80,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 	if l.phys != nil {
 		if l.claimed && (l.pinned() || l.fits(l.phys)) {
 			if !replicaOK && l.strandedOnReplica() {
-				return nil, ErrPinnedToReplica
+				return nil, l.strandedErr()
 			}
 			l.m.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
@@ -89,7 +92,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
 				if !replicaOK && l.strandedOnReplica() {
-					return nil, ErrPinnedToReplica // claimed: database/sql's IsValid gives it back
+					return nil, l.strandedErr() // claimed: database/sql's IsValid gives it back
 				}
 				if l.pinned() || l.fits(l.phys) {
 					return l.phys, nil
@@ -113,7 +116,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 	if err != nil {
 		return nil, err
 	}
-	l.phys, l.claimed = p, true
+	l.phys, l.claimed, l.boundForRead = p, true, l.want != writeTarget
 	return p, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/lbd-go/lbd/internal/causal"
@@ -131,6 +132,18 @@ func (l *logicalConn) fits(p *physical.Conn) bool {
 func (l *logicalConn) strandedOnReplica() bool {
 	return l.m.split.on && l.pinned() && l.phys != nil &&
 		l.m.table.Role(l.phys.Node().TN()) != nodes.RolePrimary
+}
+
+// strandedErr is what a statement that needs the primary gets on a stranded logical connection,
+// with nothing sent: ErrPinnedToReplica when the pin was made on a replica (a read-only
+// transaction or session state set in one), ErrPrimaryChanged when it was made on the primary
+// and that node has since been found a replica: the transaction or session state is lost with
+// the switchover, as when the server refuses the statement.
+func (l *logicalConn) strandedErr() error {
+	if l.boundForRead {
+		return ErrPinnedToReplica
+	}
+	return fmt.Errorf("%w (%s is no longer the primary)", physical.ErrPrimaryChanged, l.phys.Node().Addr())
 }
 
 // ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split

@@ -318,5 +318,12 @@ func (t *Table[P]) failedLocked(n *Node[P]) {
 // before it returned would show, or a later one.
 func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }
 
+// Serves reports whether n's current role is one Config.Target accepts, with one atomic load
+// and no mutex: a connection in use on a node that stopped serving the target (a demoted
+// primary under target=primary) must not run its next statement there.
+func (t *Table[P]) Serves(n *Node[P]) bool {
+	return (t.tiers[0] | t.tiers[1]).Has(nodes.Role(n.roleNow.Load()))
+}
+
 // StateNow returns n's state with one atomic load, as IsUp reads it.
 func (t *Table[P]) StateNow(n *Node[P]) State { return State(n.stateNow.Load()) }

@@ -3,6 +3,10 @@ package physical
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
 // A connection's states as lbd sees them through database/sql's hooks: database/sql calls
@@ -93,6 +97,38 @@ func (c *Conn) MarkRetired(why Reason) bool {
 	}
 	return false
 }
+
+// enterText is enter for a statement with text. On a node that no longer serves the target its
+// connection was picked for (a demoted primary under target=primary) the connection stays in
+// use until its return, as for a drain, but only a text sqlclass.ReplicaSession accepts (a
+// plain read, a user variable) still runs there; anything else is answered without being sent
+// (roleGoneErr). The check is one atomic load while the node serves.
+func (c *Conn) enterText(text string) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	if c.node.table.Serves(c.node.tn) || sqlclass.ReplicaSession(text) {
+		return nil
+	}
+	c.MarkRetired(Role)
+	return c.roleGoneErr()
+}
+
+// roleGoneErr is what a connection in use answers, with nothing sent, once its node lost the
+// role the Connector's target picked it for (a demoted primary): outside a transaction
+// driver.ErrBadConn, so database/sql runs the statement on a new connection; inside one
+// ErrPrimaryChanged, since the transaction cannot move. A server that keeps taking writes after
+// its demotion (no read_only, a user with SUPER) never gets one this way.
+func (c *Conn) roleGoneErr() error {
+	if c.inTx.Load() {
+		return fmt.Errorf("%w (%s no longer has the role the connection was picked for)", ErrPrimaryChanged, c.node.addr)
+	}
+	return driver.ErrBadConn
+}
+
+// ErrPrimaryChanged is returned (wrapped) when a statement inside a transaction cannot run
+// because its node is no longer the primary; lbd.ErrPrimaryChanged documents it for users.
+var ErrPrimaryChanged = errors.New("lbd: the primary changed during the transaction; start it again")
 
 // Retired reports whether the connection was marked retired.
 func (c *Conn) Retired() bool { return c.retired.Load() }

@@ -70,7 +70,7 @@ func (s *stmt) Close() (err error) {
 func (s *stmt) NumInput() int { return s.st.NumInput() }
 
 func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
-	if err := s.c.enter(); err != nil {
+	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
 	s.c.node.Flight.depart()
@@ -81,7 +81,7 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 }
 
 func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
-	if err := s.c.enter(); err != nil {
+	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
 	s.c.node.Flight.depart()
@@ -95,7 +95,7 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ driver.Result, err error) {
-	if err := s.c.enter(); err != nil {
+	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
 	s.c.node.Flight.depart()
@@ -106,7 +106,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ driver.Rows, err error) {
-	if err := s.c.enter(); err != nil {
+	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
 	s.c.node.Flight.depart()
