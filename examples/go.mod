@@ -8,8 +8,8 @@ replace github.com/lbd-go/lbd/lbdtest => ../lbdtest
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/lbdtest v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/lbdtest v0.3.0
 	go.uber.org/goleak v1.3.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 func TestDSNErrors(t *testing.T) {
@@ -21,7 +22,7 @@ func TestDSNErrors(t *testing.T) {
 		{"u:p@lbdns(p.test:2883)/db?dnsTimeoutMillis=2s", "dnsTimeoutMillis"},
 		{"u:p@lbdns(p.test:2883)/db?dnsserver=127.0.0.1", "dnsServer"},
 	} {
-		if _, err := lbd.NewConnector(c.dsn, lbd.WithLogger((&logs{}).Logger())); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := lbd.NewConnector(c.dsn, lbd.WithLogger((&testkit.Logs{}).Logger())); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewConnector(%q) = %v, want an error mentioning %q", c.dsn, err, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package sqlxadapter
+package sqlxtest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/sqlxadapter"
 )
 
 // Open gives "?" bind variables, and closing the DB closes the connector.
@@ -18,7 +19,7 @@ func TestOpenAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := NewDb(c)
+	db := sqlxadapter.NewDb(c)
 	if db.DriverName() != "mysql" || sqlx.BindType(db.DriverName()) != sqlx.QUESTION || db.Rebind("a = ? AND b = ?") != "a = ? AND b = ?" {
 		t.Fatalf("driver %q: bind variables are not ?", db.DriverName())
 	}
@@ -33,7 +34,7 @@ func TestOpenAndClose(t *testing.T) {
 		t.Fatalf("Connect after DB.Close: %v, want lbd.ErrClosed", err)
 	}
 
-	db, err = Open(cl.DSN(""), quiet()...)
+	db, err = sqlxadapter.Open(cl.DSN(""), quiet()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestOpenAndClose(t *testing.T) {
 	if err := db.Get(&one, "SELECT 2"); err != nil || one != 2 {
 		t.Fatalf("SELECT 2 = %d, %v", one, err)
 	}
-	if _, err := Open("root:@tcp(127.0.0.1:1)/test"); err == nil {
+	if _, err := sqlxadapter.Open("root:@tcp(127.0.0.1:1)/test"); err == nil {
 		t.Error("Open accepted a DSN without the lb network")
 	}
 }

@@ -1,4 +1,4 @@
-package gormplugin
+package gormtest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/gormplugin"
 	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
@@ -80,13 +81,13 @@ type env struct {
 // setup starts a 3-proxy cluster and opens GORM over it through Dialector and the Plugin
 // (plugin settings from p; its Connector is filled in) in the given balance mode, with a fresh
 // table. Everything is released at test end.
-func setup(t *testing.T, balance string, p Plugin, opts ...lbd.Option) *env {
+func setup(t *testing.T, balance string, p gormplugin.Plugin, opts ...lbd.Option) *env {
 	t.Helper()
 	return setupWith(t, balance, &gorm.Config{}, p, opts...)
 }
 
 // setupWith is setup with a GORM configuration of the test's own; its Logger is replaced.
-func setupWith(t *testing.T, balance string, cfg *gorm.Config, p Plugin, opts ...lbd.Option) *env {
+func setupWith(t *testing.T, balance string, cfg *gorm.Config, p gormplugin.Plugin, opts ...lbd.Option) *env {
 	t.Helper()
 	cl := lbdtest.NewCluster(t, 3)
 	c, err := lbd.NewConnector(cl.DSN("timeout=5s&balance="+balance), opts...)
@@ -95,7 +96,7 @@ func setupWith(t *testing.T, balance string, cfg *gorm.Config, p Plugin, opts ..
 	}
 	rec := &recLogger{}
 	cfg.Logger = rec
-	db, err := gorm.Open(Dialector(c), cfg)
+	db, err := gorm.Open(gormplugin.Dialector(c), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

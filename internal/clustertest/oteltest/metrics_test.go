@@ -1,4 +1,4 @@
-package lbdotel
+package oteltest
 
 import (
 	"database/sql"
@@ -17,6 +17,7 @@ import (
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	lbdotel "github.com/lbd-go/lbd/metrics/otel"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -34,8 +35,8 @@ func points(t *testing.T, reader *sdkmetric.ManualReader) (ints map[string]map[s
 	}
 	out, outF := map[string]map[string]int64{}, map[string]map[string]float64{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != ScopeName {
-			t.Errorf("scope %q, want %q", sm.Scope.Name, ScopeName)
+		if sm.Scope.Name != lbdotel.ScopeName {
+			t.Errorf("scope %q, want %q", sm.Scope.Name, lbdotel.ScopeName)
 		}
 		for _, mt := range sm.Metrics {
 			m := map[string]int64{}
@@ -91,7 +92,7 @@ func TestMetricsMatchStats(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(t.Context()) })
-	m, err := Register(c, mp, Options{})
+	m, err := lbdotel.Register(c, mp, lbdotel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestMetricsMatchStats(t *testing.T) {
 			if n.State == s {
 				want = 1
 			}
-			if v, ok := got["lbd.node.state"][k(NodeStateKey.String(s.String()))]; !ok || v != want {
+			if v, ok := got["lbd.node.state"][k(lbdotel.NodeStateKey.String(s.String()))]; !ok || v != want {
 				t.Errorf("%s lbd.node.state %s = %d (present %v), want %d", n.Addr, s, v, ok, want)
 			}
 		}
@@ -142,7 +143,7 @@ func TestMetricsMatchStats(t *testing.T) {
 			if n.Role == r {
 				want = 1
 			}
-			if v, ok := got["lbd.node.role"][k(NodeRoleKey.String(r.String()))]; !ok || v != want {
+			if v, ok := got["lbd.node.role"][k(lbdotel.NodeRoleKey.String(r.String()))]; !ok || v != want {
 				t.Errorf("%s lbd.node.role %s = %d (present %v), want %d (Stats %v)", n.Addr, r, v, ok, want, n.Role)
 			}
 		}
@@ -157,13 +158,13 @@ func TestMetricsMatchStats(t *testing.T) {
 			}
 		}
 		for r := range lbd.NumRetireReasons {
-			if v, ok := got["lbd.node.connection.retirements"][k(RetireReasonKey.String(r.String()))]; !ok || v != int64(n.RetiredBy[r]) {
+			if v, ok := got["lbd.node.connection.retirements"][k(lbdotel.RetireReasonKey.String(r.String()))]; !ok || v != int64(n.RetiredBy[r]) {
 				t.Errorf("%s retirements %s = %d (present %v), Stats %d", n.Addr, r, v, ok, n.RetiredBy[r])
 			}
 		}
 		for cause := range lbd.NumTransitionCauses {
 			cs := lbd.TransitionCause(cause).String()
-			if v, ok := got["lbd.node.transitions"][k(TransitionCauseKey.String(cs))]; !ok || v != int64(n.TransitionsBy[cause]) {
+			if v, ok := got["lbd.node.transitions"][k(lbdotel.TransitionCauseKey.String(cs))]; !ok || v != int64(n.TransitionsBy[cause]) {
 				t.Errorf("%s transitions %s = %d (present %v), Stats %d", n.Addr, cs, v, ok, n.TransitionsBy[cause])
 			}
 		}
@@ -177,13 +178,13 @@ func TestMetricsMatchStats(t *testing.T) {
 		}
 	}
 	fatalPool, downPool := seq.Fatal+"/"+dbName, seq.Down+"/"+dbName
-	if v := got["lbd.node.connection.retirements"][key(fatalPool, "127.0.0.1", portOf(t, seq.Fatal), RetireReasonKey.String("fatal"))]; v != 1 {
+	if v := got["lbd.node.connection.retirements"][key(fatalPool, "127.0.0.1", portOf(t, seq.Fatal), lbdotel.RetireReasonKey.String("fatal"))]; v != 1 {
 		t.Errorf("%s retired as fatal %d, want 1", seq.Fatal, v)
 	}
-	if v := got["lbd.node.transitions"][key(downPool, "127.0.0.1", portOf(t, seq.Down), TransitionCauseKey.String("probe"))]; v != 2 {
+	if v := got["lbd.node.transitions"][key(downPool, "127.0.0.1", portOf(t, seq.Down), lbdotel.TransitionCauseKey.String("probe"))]; v != 2 {
 		t.Errorf("%s probe transitions %d, want 2 (down, up)", seq.Down, v)
 	}
-	if v := got["lbd.node.role"][key(downPool, "127.0.0.1", portOf(t, seq.Down), NodeRoleKey.String("unknown"))]; v != 1 {
+	if v := got["lbd.node.role"][key(downPool, "127.0.0.1", portOf(t, seq.Down), lbdotel.NodeRoleKey.String("unknown"))]; v != 1 {
 		t.Errorf("%s lbd.node.role unknown = %d, want 1 (no role check)", seq.Down, v)
 	}
 
@@ -212,7 +213,7 @@ func TestRoleGauge(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(t.Context())
-	m, err := Register(c, mp, Options{})
+	m, err := lbdotel.Register(c, mp, lbdotel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestRoleGauge(t *testing.T) {
 			if r == want {
 				w = 1
 			}
-			v, ok := got["lbd.node.role"][key(addr+"/"+db, "127.0.0.1", portOf(t, addr), NodeRoleKey.String(r.String()))]
+			v, ok := got["lbd.node.role"][key(addr+"/"+db, "127.0.0.1", portOf(t, addr), lbdotel.NodeRoleKey.String(r.String()))]
 			if !ok || v != w {
 				t.Errorf("%s lbd.node.role %s = %d (present %v), want %d", addr, r, v, ok, w)
 			}

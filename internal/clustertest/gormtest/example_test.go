@@ -1,4 +1,4 @@
-package gormplugin_test
+package gormtest_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package gormplugin
+package gormtest
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/gormplugin"
 	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
 )
 
@@ -18,7 +19,7 @@ func TestCRUDOverEveryProxy(t *testing.T) {
 }
 
 func crudOverEveryProxy(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{}, quiet()...)
 	e.sqlDB.SetMaxIdleConns(0) // every operation dials, so each one is a fresh pick
 	for i := range 12 {
 		if err := e.tbl().Create(&item{Name: fmt.Sprintf("item-%02d", i), Qty: i}).Error; err != nil {
@@ -55,7 +56,7 @@ func TestTransactionCommitsAndRollsBack(t *testing.T) {
 }
 
 func transactionCommitsAndRollsBack(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{}, quiet()...)
 	err := e.db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Table(e.table).Create(&item{ID: 1, Name: "a", Qty: 1}).Error; err != nil {
 			return err
@@ -100,7 +101,7 @@ func TestFatalErrorInTransactionRetiresConnection(t *testing.T) {
 }
 
 func fatalErrorInTransactionRetiresConnection(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, closed := e.node(t, at), closedConns(e.c, p)
@@ -134,7 +135,7 @@ func TestNonFatalErrorKeepsConnection(t *testing.T) {
 }
 
 func nonFatalErrorKeepsConnection(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, dials := e.node(t, at), p.TotalConns()
@@ -166,7 +167,7 @@ func TestFatalErrorOnceRetiresConnection(t *testing.T) {
 }
 
 func fatalErrorOnceRetiresConnection(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{}, quiet()...)
 	at := e.onlyConn(t)
 	p := e.cl.Proxy(at)
 	before, closed := e.node(t, at), closedConns(e.c, p)
@@ -209,7 +210,7 @@ func TestFailingProxyGoesDownAndRecovers(t *testing.T) {
 }
 
 func failingProxyGoesDownAndRecovers(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{}, fast()...)
+	e := setup(t, balance, gormplugin.Plugin{}, fast()...)
 	e.sqlDB.SetMaxIdleConns(0) // every statement is a fresh pick, so the bad proxy gets traffic
 	bad := e.cl.Proxy(1)
 	good0, good2 := e.cl.Proxy(0).Statements(), e.cl.Proxy(2).Statements()

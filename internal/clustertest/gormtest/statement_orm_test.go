@@ -1,4 +1,4 @@
-package gormplugin
+package gormtest
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/gormplugin"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -70,7 +71,7 @@ func allUp(c *lbd.Connector) bool {
 func TestGormPreparedStatementsAcrossProxyRestarts(t *testing.T) {
 	eachBalance(t, func(t *testing.T, balance string) {
 		const maxOpen, workers = 8, 16
-		e := setupWith(t, balance, &gorm.Config{PrepareStmt: true, SkipDefaultTransaction: true}, Plugin{}, fast()...)
+		e := setupWith(t, balance, &gorm.Config{PrepareStmt: true, SkipDefaultTransaction: true}, gormplugin.Plugin{}, fast()...)
 		e.sqlDB.SetMaxOpenConns(maxOpen)
 		e.sqlDB.SetMaxIdleConns(maxOpen)
 		before := 0
@@ -213,7 +214,7 @@ func TestGormCreateFillsTheInsertedIDs(t *testing.T) {
 				}
 				for _, prep := range []bool{false, true} {
 					t.Run(fmt.Sprintf("PrepareStmt=%v", prep), func(t *testing.T) {
-						e := setupWith(t, balance, &gorm.Config{SkipDefaultTransaction: skip, PrepareStmt: prep}, Plugin{}, quiet()...)
+						e := setupWith(t, balance, &gorm.Config{SkipDefaultTransaction: skip, PrepareStmt: prep}, gormplugin.Plugin{}, quiet()...)
 						e.sqlDB.SetMaxOpenConns(6)
 						e.sqlDB.SetMaxIdleConns(6)
 						createdIDs(t, e)
@@ -291,7 +292,7 @@ func TestGormTransactionsAndSessionState(t *testing.T) {
 	eachBalance(t, func(t *testing.T, balance string) {
 		for _, prep := range []bool{false, true} {
 			t.Run(fmt.Sprintf("PrepareStmt=%v", prep), func(t *testing.T) {
-				e := setupWith(t, balance, &gorm.Config{PrepareStmt: prep}, Plugin{}, quiet()...)
+				e := setupWith(t, balance, &gorm.Config{PrepareStmt: prep}, gormplugin.Plugin{}, quiet()...)
 				t.Run("nested transactions", func(t *testing.T) {
 					if !onMariaDB() {
 						t.Skipf("the in-memory backend has no savepoints; runs on MariaDB (%s)", lbdtest.EnvBackendDSN)

@@ -1,4 +1,4 @@
-package dns_test
+package dnstest
 
 import (
 	"database/sql"

@@ -1,4 +1,4 @@
-package gormplugin
+package gormtest
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/gormplugin"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
 // Open adds the plugin, and closing the *sql.DB closes the connector.
 func TestOpenAndClose(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	p := &Plugin{RetryReads: true}
-	cfg := &gorm.Config{Logger: &recLogger{}, Plugins: map[string]gorm.Plugin{Name: p}}
-	db, err := Open(cl.DSN(""), cfg, quiet()...)
+	p := &gormplugin.Plugin{RetryReads: true}
+	cfg := &gorm.Config{Logger: &recLogger{}, Plugins: map[string]gorm.Plugin{gormplugin.Name: p}}
+	db, err := gormplugin.Open(cl.DSN(""), cfg, quiet()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +29,12 @@ func TestOpenAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Connector == nil || db.Config.Plugins[Name] != p {
+	if p.Connector == nil || db.Config.Plugins[gormplugin.Name] != p {
 		t.Fatal("Open did not complete and use the listed plugin")
 	}
-	if s := p.sorter(); s != exception.Default {
-		t.Errorf("sorter for the DSN's default exceptionSorter = %T, want exception.Default", s)
+	// With no Sorter of its own, the plugin sorts errors with its Connector's.
+	if s := p.Connector.ExceptionSorter(); p.Sorter != nil || s != exception.Default {
+		t.Errorf("sorter for the DSN's default exceptionSorter = %T (plugin's own %T), want exception.Default", s, p.Sorter)
 	}
 	var one int
 	if err := db.Raw("SELECT 1").Scan(&one).Error; err != nil || one != 1 {
@@ -49,24 +51,24 @@ func TestOpenAndClose(t *testing.T) {
 // Open adds a plugin of its own when none is listed.
 func TestOpenAddsPlugin(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
-	db, err := Open(cl.DSN(""), &gorm.Config{Logger: &recLogger{}}, quiet()...)
+	db, err := gormplugin.Open(cl.DSN(""), &gorm.Config{Logger: &recLogger{}}, quiet()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sqlDB, _ := db.DB()
 	defer sqlDB.Close()
-	p, ok := db.Config.Plugins[Name].(*Plugin)
+	p, ok := db.Config.Plugins[gormplugin.Name].(*gormplugin.Plugin)
 	if !ok || p.Connector == nil || p.RetryReads {
-		t.Fatalf("plugin = %#v", db.Config.Plugins[Name])
+		t.Fatalf("plugin = %#v", db.Config.Plugins[gormplugin.Name])
 	}
-	if err := db.Use(&Plugin{}); !errors.Is(err, gorm.ErrRegistered) {
+	if err := db.Use(&gormplugin.Plugin{}); !errors.Is(err, gorm.ErrRegistered) {
 		t.Fatalf("second plugin: %v, want gorm.ErrRegistered", err)
 	}
 }
 
 // A failed Open leaves nothing running (the leak check in TestMain sees the rest).
 func TestOpenErrors(t *testing.T) {
-	if _, err := Open("root:@tcp(127.0.0.1:1)/test", nil); err == nil {
+	if _, err := gormplugin.Open("root:@tcp(127.0.0.1:1)/test", nil); err == nil {
 		t.Error("Open accepted a DSN without the lb network")
 	}
 	cl := lbdtest.NewCluster(t, 2)
@@ -75,7 +77,7 @@ func TestOpenErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Open(cl.DSN("timeout=1s"), &gorm.Config{Logger: &recLogger{}}, quiet()...); err == nil {
+	if _, err := gormplugin.Open(cl.DSN("timeout=1s"), &gorm.Config{Logger: &recLogger{}}, quiet()...); err == nil {
 		t.Error("Open succeeded with every proxy stopped")
 	}
 	other, err := lbd.NewConnector(cl.DSN(""), quiet()...)
@@ -83,19 +85,19 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	cfg := &gorm.Config{Plugins: map[string]gorm.Plugin{Name: &Plugin{Connector: other}}}
-	if _, err := Open(cl.DSN(""), cfg, quiet()...); err == nil {
+	cfg := &gorm.Config{Plugins: map[string]gorm.Plugin{gormplugin.Name: &gormplugin.Plugin{Connector: other}}}
+	if _, err := gormplugin.Open(cl.DSN(""), cfg, quiet()...); err == nil {
 		t.Error("Open accepted a listed plugin bound to another connector")
 	}
-	cfg = &gorm.Config{Plugins: map[string]gorm.Plugin{Name: fakePlugin{}}}
-	if _, err := Open(cl.DSN(""), cfg, quiet()...); err == nil {
+	cfg = &gorm.Config{Plugins: map[string]gorm.Plugin{gormplugin.Name: fakePlugin{}}}
+	if _, err := gormplugin.Open(cl.DSN(""), cfg, quiet()...); err == nil {
 		t.Error("Open accepted a foreign plugin under its name")
 	}
 }
 
 type fakePlugin struct{}
 
-func (fakePlugin) Name() string              { return Name }
+func (fakePlugin) Name() string              { return gormplugin.Name }
 func (fakePlugin) Initialize(*gorm.DB) error { return nil }
 
 // GORM renders SQL itself for its log, ToSQL and dry runs; times there must be in the DSN's
@@ -104,13 +106,13 @@ func TestGORMRendersTimesInTheDSNLocation(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) // 11:04:05 in Shanghai (UTC+8, no DST)
 	for name, open := range map[string]func(dsn string) (*gorm.DB, error){
-		"Open": func(dsn string) (*gorm.DB, error) { return Open(dsn, &gorm.Config{Logger: logger.Discard}) },
+		"Open": func(dsn string) (*gorm.DB, error) { return gormplugin.Open(dsn, &gorm.Config{Logger: logger.Discard}) },
 		"Dialector": func(dsn string) (*gorm.DB, error) {
 			c, err := lbd.NewConnector(dsn)
 			if err != nil {
 				return nil, err
 			}
-			return gorm.Open(Dialector(c), &gorm.Config{Logger: logger.Discard})
+			return gorm.Open(gormplugin.Dialector(c), &gorm.Config{Logger: logger.Discard})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

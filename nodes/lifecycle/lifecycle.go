@@ -1,6 +1,7 @@
 // Package lifecycle is the start-once, close-once bookkeeping the node sources share: Start
 // may run once, Close at any time (before, during or after Start), and Close stops and waits
-// for the one goroutine Start left running.
+// for the one goroutine Start left running. A source registered with nodes.Register from
+// another module can use it as lbd's own sources (nodes/etcd, nodes/dns) do.
 package lifecycle
 
 import (

@@ -1,4 +1,4 @@
-package lbdprom
+package promtest
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	lbdprom "github.com/lbd-go/lbd/metrics/prometheus"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -41,7 +42,7 @@ func setup(t *testing.T) (reg *prometheus.Registry, c *lbd.Connector, seq cluste
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
-	col := NewCollector(c, Options{ConstLabels: prometheus.Labels{"db_name": "test"}})
+	col := lbdprom.NewCollector(c, lbdprom.Options{ConstLabels: prometheus.Labels{"db_name": "test"}})
 	t.Cleanup(col.Close)
 	reg = prometheus.NewPedanticRegistry()
 	reg.MustRegister(col, collectors.NewDBStatsCollector(db, "test"))
@@ -60,7 +61,7 @@ func TestCollectorShowsRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	col := NewCollector(c, Options{})
+	col := lbdprom.NewCollector(c, lbdprom.Options{})
 	defer col.Close()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(col)
@@ -239,7 +240,7 @@ func TestCollectorMatchesStats(t *testing.T) {
 		t.Errorf("dials %v: want the four of the sequence, the replacement after the fatal error's and the held ones", got["lbd_node_dials_total"])
 	}
 
-	if problems, err := testutil.CollectAndLint(NewCollector(c, Options{})); err != nil || len(problems) > 0 {
+	if problems, err := testutil.CollectAndLint(lbdprom.NewCollector(c, lbdprom.Options{})); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
 }
@@ -276,4 +277,12 @@ func TestPromtoolChecksScrape(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s\nscrape:\n%s", err, out, scrape)
 	}
+}
+
+// b2f is a gauge's value for a flag: 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package sqlxadapter_test
+package sqlxtest_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sqlxadapter
+package sqlxtest
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/sqlxadapter"
 )
 
 // item is the row type of the scenario tables.
@@ -49,7 +50,7 @@ func setup(t *testing.T, balance string, opts ...lbd.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := NewDb(c)
+	db := sqlxadapter.NewDb(c)
 	t.Cleanup(func() { db.Close() })
 	e := &env{cl: cl, c: c, db: db, table: fmt.Sprintf("sqlxadapter_%d", rand.Uint64()%1_000_000_000), balance: balance}
 	if _, err := db.Exec("CREATE TABLE " + e.table + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(64) NOT NULL, qty INT NOT NULL)"); err != nil {

@@ -1,4 +1,4 @@
-package sqlxadapter
+package sqlxtest
 
 import (
 	"fmt"

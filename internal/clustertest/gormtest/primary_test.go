@@ -1,4 +1,4 @@
-package gormplugin
+package gormtest
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/gormplugin"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -27,7 +28,7 @@ func TestPrimaryClauseAndSplitReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := gorm.Open(Dialector(c), &gorm.Config{})
+	db, err := gorm.Open(gormplugin.Dialector(c), &gorm.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestPrimaryClauseAndSplitReads(t *testing.T) {
 			t.Fatalf("Find: %d rows, %v", len(got), err)
 		}
 		var one item
-		if err := db.Clauses(Primary).Table(table).Where("name = ?", "n3").First(&one).Error; err != nil {
+		if err := db.Clauses(gormplugin.Primary).Table(table).Where("name = ?", "n3").First(&one).Error; err != nil {
 			t.Fatalf("First on the primary: %v", err)
 		}
 	}
