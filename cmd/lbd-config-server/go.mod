@@ -2,9 +2,9 @@ module github.com/lbd-go/lbd/cmd/lbd-config-server
 
 go 1.26.0
 
-replace github.com/lbd-go/lbd => ../..
-
-replace github.com/lbd-go/lbd/configserver => ../../configserver
+// No replace directives here: `go install github.com/lbd-go/lbd/cmd/lbd-config-server@VERSION`
+// refuses a module that has them. In a checkout, go.work puts the local lbd and configserver
+// in place of the versions required below.
 
 require (
 	github.com/lbd-go/lbd v0.3.0
