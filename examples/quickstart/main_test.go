@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 // the duration. Eight seconds leave the fourth proxy (joining at 5.6 s) two rebalancing rounds or
 // two to get connections.
 func TestQuickstart(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	for _, mode := range []lbd.BalanceMode{lbd.BalanceConnection, lbd.BalanceStatement} {
 		t.Run(mode.String(), func(t *testing.T) { quickstart(t, mode) })
 	}
