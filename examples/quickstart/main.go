@@ -61,16 +61,21 @@ type config struct {
 	Status   string          // where to serve lbd's status page ("127.0.0.1:0": a free loopback port); "" serves none
 }
 
-func main() {
-	cfg := config{Log: os.Stderr}
-	// A FlagSet of its own: the proxies' SQL engine registers flags of its own on the global
-	// set, and -h would list them as the demo's.
-	fs := flag.NewFlagSet("quickstart", flag.ExitOnError)
+// flags returns the demo's flags, on a FlagSet of its own: the proxies' SQL engine registers
+// flags of its own on the global set, and -h would list them as the demo's.
+func flags(cfg *config) (fs *flag.FlagSet, balance *string) {
+	fs = flag.NewFlagSet("quickstart", flag.ExitOnError)
 	fs.StringVar(&cfg.DSN, "dsn", "", "run against real proxies: `user:pass@lb(host1:port1,host2:port2)/db`")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
 	fs.IntVar(&cfg.Workers, "workers", 32, "number of concurrent workers")
-	balance := fs.String("balance", "connection", "what lbd balances: `connection` or statement")
+	balance = fs.String("balance", "connection", "what lbd balances: `connection` or statement")
 	fs.StringVar(&cfg.Status, "status", "127.0.0.1:0", "`address` to serve lbd's status page on (port 0: a free one; empty: none)")
+	return fs, balance
+}
+
+func main() {
+	cfg := config{Log: os.Stderr}
+	fs, balance := flags(&cfg)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits with status 2 after the usage
 	switch *balance {
 	case "connection":

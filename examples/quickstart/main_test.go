@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,32 +20,23 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main() // the test binary stands in for the demo, as TestHelpListsTheDemosFlags starts it
-		os.Exit(0)
-	}
 	quietDriver()
 	goleak.VerifyTestMain(m)
 }
 
-// runMainEnv makes the test binary run the demo's main with its own arguments.
-const runMainEnv = "LBD_QUICKSTART_RUN_MAIN"
-
 // -h lists the demo's flags and nothing else: the binary links the proxies' SQL engine, whose
-// packages register flags of their own on the global flag set.
+// packages register flags of their own on the global flag set (the test binary holds them too).
 func TestHelpListsTheDemosFlags(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-h")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("-h: %v\n%s", err, out)
-	}
+	fs, _ := flags(&config{})
+	var usage bytes.Buffer
+	fs.SetOutput(&usage)
+	fs.Usage() // what -h prints before it exits
 	var listed []string
-	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(string(out), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(usage.String(), -1) {
 		listed = append(listed, m[1])
 	}
 	if want := []string{"balance", "dsn", "duration", "status", "workers"}; !slices.Equal(listed, want) {
-		t.Fatalf("-h lists %v, want %v:\n%s", listed, want, out)
+		t.Fatalf("-h lists %v, want %v:\n%s", listed, want, usage.String())
 	}
 }
 

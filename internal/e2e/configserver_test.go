@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
 	"log/slog"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 // not notice, a change written to etcd must still arrive through the other config-server, and
 // an application restarted meanwhile must start.
 func TestOneConfigServerFails(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	for _, tc := range []struct {
 		name  string
 		fault func(*configServer)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
 	"log/slog"
 	"slices"
 	"testing"
@@ -12,6 +13,7 @@ import (
 // from the config-server's memory. Restarting the config-server itself fails, as in lb-driver:
 // it has nothing to read.
 func TestEtcdDown(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	r := newRig(t, 2, 1)
 	p := r.p
 	cs := r.cs[0]
