@@ -144,51 +144,16 @@ func (e *env) count(t *testing.T) int64 {
 }
 
 // node returns the Stats entry of proxy i.
-func (e *env) node(t *testing.T, i int) lbd.NodeStats {
-	t.Helper()
-	ns, ok := e.c.Stats().Node(e.cl.Proxy(i).Addr())
-	if !ok {
-		t.Fatalf("no stats for proxy %d", i)
-	}
-	return ns
-}
+func (e *env) node(t *testing.T, i int) lbd.NodeStats { return adaptertest.Node(t, e.c, e.cl, i) }
 
-// onlyConn limits the pool to one connection, makes sure it is open and returns the index of
-// the proxy it goes through (from the connector's Stats, which leave probe connections out).
-// In statement mode the connection would move from proxy to proxy, so a user variable pins
-// it to one physical connection for its life, the proxy whose connection is in use.
+// onlyConn limits the pool to one open connection and returns the index of its proxy.
 func (e *env) onlyConn(t *testing.T) int {
-	t.Helper()
-	e.sqlDB.SetMaxOpenConns(1)
-	if e.balance == "statement" {
-		pin := fmt.Sprintf("SET @lbd_pinned = %d", rand.Int32())
-		if _, err := e.sqlDB.Exec(pin); err != nil { // not through GORM, which may prepare it
-			t.Fatal(err)
-		}
-		return proxyThatSaw(t, e.cl, pin)
-	}
-	e.count(t)
-	var at int
-	waitFor(t, 5*time.Second, "exactly one open connection", func() bool {
-		total := 0
-		for i, ns := range e.c.Stats().Nodes {
-			if ns.Open > 0 {
-				total += ns.Open
-				at = i
-			}
-		}
-		return total == 1
-	})
-	if e.c.Stats().Nodes[at].Addr != e.cl.Proxy(at).Addr() {
-		t.Fatal("Stats lists the nodes in another order than the cluster")
-	}
-	return at
+	return adaptertest.OnlyConn(t, e.sqlDB, e.c, e.cl, e.balance, func() { e.count(t) })
 }
 
 var waitFor = testkit.WaitFor
 
 var (
-	proxyThatSaw = clusterkit.ProxyThatSaw
 	mysqlNumber  = testkit.MySQLNumber
 	closedConns  = clusterkit.ClosedConns
 	waitForClose = clusterkit.WaitForClose

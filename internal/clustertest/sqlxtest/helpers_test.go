@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -81,45 +80,11 @@ func (e *env) count(t *testing.T) int {
 }
 
 // node returns the Stats entry of proxy i.
-func (e *env) node(t *testing.T, i int) lbd.NodeStats {
-	t.Helper()
-	ns, ok := e.c.Stats().Node(e.cl.Proxy(i).Addr())
-	if !ok {
-		t.Fatalf("no stats for proxy %d", i)
-	}
-	return ns
-}
+func (e *env) node(t *testing.T, i int) lbd.NodeStats { return adaptertest.Node(t, e.c, e.cl, i) }
 
-// onlyConn limits the pool to one connection, makes sure it is open and returns the index of
-// the proxy it goes through (from the connector's Stats, which leave probe connections out).
-// In statement mode the connection would move from proxy to proxy, so a user variable pins
-// it to one physical connection for its life.
+// onlyConn limits the pool to one open connection and returns the index of its proxy.
 func (e *env) onlyConn(t *testing.T) int {
-	t.Helper()
-	e.db.SetMaxOpenConns(1)
-	if e.balance == "statement" {
-		pin := fmt.Sprintf("SET @lbd_pinned = %d", rand.Int32())
-		if _, err := e.db.Exec(pin); err != nil {
-			t.Fatal(err)
-		}
-		return proxyThatSaw(t, e.cl, pin)
-	}
-	e.count(t)
-	var at int
-	waitFor(t, 5*time.Second, "exactly one open connection", func() bool {
-		total := 0
-		for i, ns := range e.c.Stats().Nodes {
-			if ns.Open > 0 {
-				total += ns.Open
-				at = i
-			}
-		}
-		return total == 1
-	})
-	if e.c.Stats().Nodes[at].Addr != e.cl.Proxy(at).Addr() {
-		t.Fatal("Stats lists the nodes in another order than the cluster")
-	}
-	return at
+	return adaptertest.OnlyConn(t, e.db.DB, e.c, e.cl, e.balance, func() { e.count(t) })
 }
 
 var waitFor = testkit.WaitFor
@@ -136,7 +101,6 @@ func servedTable(queries []string, table string) bool {
 }
 
 var (
-	proxyThatSaw = clusterkit.ProxyThatSaw
 	mysqlNumber  = testkit.MySQLNumber
 	closedConns  = clusterkit.ClosedConns
 	waitForClose = clusterkit.WaitForClose
