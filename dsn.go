@@ -67,6 +67,9 @@ func ParseDSN(dsn string) (*Config, error) {
 			// '/' in a value (etcdKey=/lbd/x) breaks the DSN; its own message does not say so.
 			return nil, fmt.Errorf("lbd: %w (a parameter value holds '/': write it as %%2F, e.g. etcdKey=%%2Flbd%%2Fschemas%%2Forders)", err)
 		}
+		if perr := driverParamError(dsn); perr != nil {
+			return nil, perr
+		}
 		if strings.HasPrefix(err.Error(), "invalid DSN") { // go-sql-driver's own words already say so
 			return nil, fmt.Errorf("lbd: %w", err)
 		}
@@ -265,4 +268,46 @@ func (c *Config) FormatDSN() string {
 		sep = "&"
 	}
 	return b.String()
+}
+
+// driverParamError finds the go-sql-driver parameter of dsn whose value go-sql-driver refuses
+// and returns an error naming it and saying what to write, or nil. go-sql-driver's own errors
+// name only the value (`time: missing unit in duration "5"` for timeout=5). Each parameter is
+// parsed alone, after the last '?', where no password is.
+func driverParamError(dsn string) error {
+	q := strings.LastIndexByte(dsn, '?')
+	if q < 0 || q < strings.LastIndexByte(dsn, '/') {
+		return nil // no parameters, or the '?' is in the password
+	}
+	for kv := range strings.SplitSeq(dsn[q+1:], "&") {
+		key, raw, _ := strings.Cut(kv, "=")
+		if _, lbdParam := lookupParam(key); key == "" || lbdParam || strings.ContainsAny(key, "@:()/") {
+			continue
+		}
+		if _, err := mysql.ParseDSN("/?" + kv); err != nil {
+			value, uerr := url.QueryUnescape(raw)
+			if uerr != nil {
+				value = raw
+			}
+			return fmt.Errorf("lbd: invalid DSN parameter %s=%q (go-sql-driver's): %v%s", key, value, err, driverParamHint(key))
+		}
+	}
+	return nil
+}
+
+// driverParamHint says how to write a value of go-sql-driver's parameter key.
+func driverParamHint(key string) string {
+	switch key {
+	case "timeout", "readTimeout", "writeTimeout":
+		return "; write a duration with its unit, e.g. " + key + "=5s or " + key + "=500ms"
+	case "allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords",
+		"allowOldPasswords", "checkConnLiveness", "clientFoundRows", "columnsWithAlias", "compress",
+		"interpolateParams", "multiStatements", "parseTime", "rejectReadOnly":
+		return "; write " + key + "=true or " + key + "=false"
+	case "maxAllowedPacket":
+		return "; write a whole number of bytes (0: ask the server)"
+	case "loc":
+		return "; write a time zone name such as UTC, Local or Asia%2FShanghai (a '/' as %2F)"
+	}
+	return "; see go-sql-driver's documentation of " + key
 }

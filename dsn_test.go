@@ -55,6 +55,9 @@ var dsnCases = []struct {
 			eq(t, "max ejection percent", c.MaxEjectionPercent, 0)
 		},
 	},
+	{name: "go-sql-driver duration without unit", dsn: "u:p@lb(10.0.0.1:1)/db?timeout=5", wantErr: `DSN parameter timeout="5" (go-sql-driver's): time: missing unit in duration "5"; write a duration with its unit, e.g. timeout=5s`},
+	{name: "go-sql-driver bool", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthIntervalSeconds=5&parseTime=yes", wantErr: `DSN parameter parseTime="yes" (go-sql-driver's)`},
+	{name: "go-sql-driver time zone", dsn: "u:p@lb(10.0.0.1:1)/db?loc=Nowhere%2FAtAll", wantErr: `DSN parameter loc="Nowhere/AtAll"`},
 	{name: "base ejection time zero", dsn: "u:p@lb(10.0.0.1:1)/db?baseEjectionTimeSeconds=0", wantErr: "baseEjectionTimeSeconds"},
 	{name: "max ejection percent above 100", dsn: "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=101", wantErr: "maxEjectionPercent"},
 	{name: "max ejection percent negative", dsn: "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=-1", wantErr: "from 0 to 100"},

@@ -3,6 +3,7 @@ package lbd
 import (
 	"context"
 	"database/sql"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -35,6 +36,7 @@ func fuzzInput(f mysqlfake.Fault) []byte {
 // seed corpus holds every fault of the mysqlfake catalogue; the Heavy ones (a huge column count)
 // only with LBD_HOSTILE_HEAVY=1, since an unguarded driver allocates without bound on them.
 func FuzzHostileProxy(f *testing.F) {
+	testkit.SkipUnlessLong(f)
 	for _, fault := range mysqlfake.Catalogue() {
 		if fault.Heavy && os.Getenv("LBD_HOSTILE_HEAVY") == "" {
 			continue

@@ -12,10 +12,10 @@ replace github.com/lbd-go/lbd/metrics/prometheus => ../metrics/prometheus
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/internal/clustertest v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/lbdtest v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/metrics/prometheus v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/internal/clustertest v0.3.0
+	github.com/lbd-go/lbd/lbdtest v0.3.0
+	github.com/lbd-go/lbd/metrics/prometheus v0.3.0
 	github.com/prometheus/client_golang v1.25.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -47,8 +47,8 @@ require (
 	github.com/shopspring/decimal v1.3.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/tetratelabs/wazero v1.8.2 // indirect
-	go.opentelemetry.io/otel v1.45.0 // indirect
-	go.opentelemetry.io/otel/trace v1.45.0 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/lbd-go/lbd/nodes"
@@ -48,7 +49,7 @@ func NewMemory(docs ...*nodes.Document) (*Memory, error) {
 		if d == nil {
 			return nil, errors.New("configserver: nil document")
 		}
-		if err := d.Validate(""); err != nil {
+		if err := validate(d); err != nil {
 			return nil, fmt.Errorf("configserver: %w", err)
 		}
 		if m.docs[d.Schema] != nil {
@@ -91,7 +92,7 @@ func (m *Memory) Put(d *nodes.Document) error {
 	if d == nil {
 		return errors.New("configserver: nil document")
 	}
-	if err := d.Validate(""); err != nil {
+	if err := validate(d); err != nil {
 		return fmt.Errorf("configserver: %w", err)
 	}
 	m.mu.Lock()
@@ -145,4 +146,25 @@ func cloneListMap(m map[string][]string) map[string][]string {
 		out[k] = append([]string(nil), v...)
 	}
 	return out
+}
+
+// validate checks a document as the server needs it: nodes.Document.Validate and checkAPIKeys.
+func validate(d *nodes.Document) error {
+	if err := d.Validate(""); err != nil {
+		return err
+	}
+	return checkAPIKeys(d)
+}
+
+// checkAPIKeys refuses a document one of whose api.keys starts or ends with white space. HTTP
+// trims a header value, so no Authorization header can carry such a key: every client of the
+// schema would be refused, with nothing said when the document was loaded. The error names the
+// schema and the key's index, never the key.
+func checkAPIKeys(d *nodes.Document) error {
+	for i, k := range d.APIKeys {
+		if strings.TrimSpace(k) != k {
+			return fmt.Errorf("nodes: schema %q: api.keys[%d] has leading or trailing spaces, which no Authorization header can carry: remove them from the key", d.Schema, i)
+		}
+	}
+	return nil
 }

@@ -199,6 +199,9 @@ func (e *Etcd) parse(key, value []byte) (string, *nodes.Document, error) {
 		return "", nil, errors.New("the key names no schema")
 	}
 	doc, err := nodes.ParseDocument(value, schema)
+	if err == nil {
+		err = checkAPIKeys(doc)
+	}
 	if err != nil {
 		return "", nil, err
 	}

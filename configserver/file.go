@@ -21,8 +21,9 @@ const DefaultFilePollInterval = 2 * time.Second
 
 // FileConfig describes a file backend for NewFile.
 type FileConfig struct {
-	// Path is the file holding every document: a JSON array of documents, or the same as a YAML
-	// list (a file whose first non-blank character is '[' is read as JSON). Required.
+	// Path is the file holding every document: one JSON document, a JSON array of documents, or
+	// the same as a YAML list (a file whose first non-blank character is '{' or '[' is read as
+	// JSON). Required.
 	Path string
 	// PollInterval is how often the file's modification time and size are checked; a change
 	// reloads it. Zero means DefaultFilePollInterval (2 s); a negative value turns polling off,
@@ -191,24 +192,27 @@ func (f *File) read() (map[string]*nodes.Document, fileStamp, error) {
 	return docs, stamp, nil
 }
 
-// ParseDocuments reads the file backend's format: a JSON array of documents, or a YAML list of
-// them (data whose first non-blank character is '[' is read as JSON). Every document must pass
-// nodes.ParseDocument and name a schema of its own; the first problem found is returned, naming
-// the entry. An empty list is valid and serves no schema.
+// ParseDocuments reads the file backend's format: a JSON array of documents, one JSON document
+// alone, or a YAML list of documents (data whose first non-blank character is '[' or '{' is read
+// as JSON). Every document must pass nodes.ParseDocument and checkAPIKeys and name a schema of
+// its own; the first problem found is returned, naming the entry. An empty list is valid and
+// serves no schema.
 func ParseDocuments(data []byte) (map[string]*nodes.Document, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, errors.New("no documents: the file is empty")
 	}
 	var entries []json.RawMessage
-	if trimmed[0] == '[' {
+	if trimmed[0] == '{' {
+		entries = []json.RawMessage{trimmed} // one schema's document, as etcd holds it
+	} else if trimmed[0] == '[' {
 		if err := json.Unmarshal(trimmed, &entries); err != nil {
 			return nil, fmt.Errorf("not a JSON array of documents: %v", err)
 		}
 	} else {
 		var list []any
 		if err := yaml.Unmarshal(trimmed, &list); err != nil {
-			return nil, fmt.Errorf("neither a JSON array nor a YAML list of documents: %v", err)
+			return nil, fmt.Errorf("neither a JSON document, a JSON array nor a YAML list of documents: %v", err)
 		}
 		for i, e := range list {
 			raw, err := json.Marshal(e)
@@ -221,6 +225,9 @@ func ParseDocuments(data []byte) (map[string]*nodes.Document, error) {
 	docs := make(map[string]*nodes.Document, len(entries))
 	for i, raw := range entries {
 		d, err := nodes.ParseDocument(raw, "")
+		if err == nil {
+			err = checkAPIKeys(d)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}

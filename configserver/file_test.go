@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -160,7 +163,6 @@ func TestFileBadAtStart(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
 		"empty":          "",
-		"not a list":     `{"schema":"a","proxy":["127.0.0.1:1"]}`,
 		"bad entry":      `[{"schema":"a","proxy":["127.0.0.1:1"]},{"schema":"b","proxy":["127.0.0.1:1","nohost"]}]`,
 		"duplicate":      `[{"schema":"a","proxy":["127.0.0.1:1"]},{"schema":"a","proxy":["127.0.0.1:2"]}]`,
 		"auth no keys":   `[{"schema":"a","auth.enable":true,"proxy":["127.0.0.1:1"]}]`,
@@ -206,5 +208,61 @@ func TestParseDocuments(t *testing.T) {
 	_, err = ParseDocuments([]byte(`[{"schema":"a","proxy":["127.0.0.1:1"]},{"schema":"b","proxy":["x:0"]}]`))
 	if err == nil || !strings.Contains(err.Error(), "entry 1") {
 		t.Fatalf("error %v does not name the entry", err)
+	}
+}
+
+// One schema's document alone, as etcd holds it and the operations guide shows it, is a valid
+// file: the server serves that one schema.
+func TestParseDocumentsOneDocument(t *testing.T) {
+	const doc = `{"schema":"im_user","auth.enable":true,"api.keys":["k1"],"proxy":["10.0.0.1:2883","10.1.0.1:2883"],
+ "az.list":{"az1":["10.0.0.0/16"],"az2":["10.1.0.0/16"]},
+ "az.proxy":{"az1":["10.0.0.1:2883"],"az2":["10.1.0.1:2883"]},
+ "proxy.policy":"az","weight":{"10.1.0.1:2883":2},
+ "role":{"10.0.0.1:2883":"primary","10.1.0.1:2883":"replica"}}
+`
+	docs, err := ParseDocuments([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := docs["im_user"]
+	if len(docs) != 1 || d == nil || len(d.Proxy) != 2 || d.ProxyPolicy != "az" || d.APIKeys[0] != "k1" {
+		t.Fatalf("docs = %+v", docs)
+	}
+	if _, err := ParseDocuments([]byte(`{"schema":"a","proxy":["x:0"]}`)); err == nil || !strings.Contains(err.Error(), "entry 0") {
+		t.Fatalf("an invalid single document: %v, want an error naming entry 0", err)
+	}
+}
+
+// An API key with leading or trailing spaces can never match an Authorization header (HTTP
+// trims header values): every backend refuses the document when it loads it, naming the schema
+// and the fix but not the key.
+func TestAPIKeyWithSurroundingSpacesIsRefused(t *testing.T) {
+	for _, key := range []string{" secret-k1", "secret-k1 ", "\tsecret-k1"} {
+		doc := `{"schema":"im_user","auth.enable":true,"api.keys":["ok-key",` + strconv.Quote(key) + `],"proxy":["10.0.0.1:2883"]}`
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil {
+				t.Errorf("%s accepted the key %q", what, key)
+				return
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, `schema "im_user"`) || !strings.Contains(msg, "api.keys[1]") ||
+				!strings.Contains(msg, "remove them") || strings.Contains(msg, "secret-k1") {
+				t.Errorf("%s: %q, want the schema, api.keys[1] and the fix named, and not the key", what, msg)
+			}
+		}
+		_, err := ParseDocuments([]byte("[" + doc + "]"))
+		check("the file backend", err)
+		_, _, err = (&Etcd{prefix: "/lbd/"}).parse([]byte("/lbd/im_user"), []byte(doc))
+		check("the etcd backend", err)
+		d, perr := nodes.ParseDocument([]byte(doc), "")
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		_, err = NewMemory(d)
+		check("NewMemory", err)
+	}
+	if _, err := ParseDocuments([]byte(`[{"schema":"a","api.keys":["in side"],"proxy":["10.0.0.1:2883"]}]`)); err != nil {
+		t.Errorf("a key with an inner space (a Java client may send it): %v", err)
 	}
 }

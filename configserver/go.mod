@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/lbd-go/lbd => ..
 
 require (
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3

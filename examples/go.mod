@@ -6,10 +6,20 @@ replace github.com/lbd-go/lbd => ..
 
 replace github.com/lbd-go/lbd/lbdtest => ../lbdtest
 
+replace github.com/lbd-go/lbd/gormplugin => ../gormplugin
+
+replace github.com/lbd-go/lbd/sqlxadapter => ../sqlxadapter
+
+replace github.com/lbd-go/lbd/metrics/prometheus => ../metrics/prometheus
+
 require (
 	github.com/go-sql-driver/mysql v1.10.1
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/lbdtest v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/gormplugin v0.3.0
+	github.com/lbd-go/lbd/lbdtest v0.3.0
+	github.com/lbd-go/lbd/metrics/prometheus v0.3.0
+	github.com/lbd-go/lbd/sqlxadapter v0.3.0
+	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/goleak v1.3.0
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
@@ -17,6 +27,7 @@ require (
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dolthub/flatbuffers/v23 v23.3.3-dh.2 // indirect
 	github.com/dolthub/go-icu-regex v0.0.0-20250327004329-6799764f2dad // indirect
@@ -27,9 +38,14 @@ require (
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/jmoiron/sqlx v1.4.0 // indirect
 	github.com/lestrrat-go/strftime v1.0.4 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/shopspring/decimal v1.3.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/tetratelabs/wazero v1.8.2 // indirect

@@ -4,7 +4,7 @@ import (
 	"net"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/errtree"
+	"github.com/lbd-go/lbd/exception"
 )
 
 // nodeLocator names the proxy whose connection returned a fatal error. The plugin only asks
@@ -34,7 +34,7 @@ type interimLocator struct{}
 // NodeOfError implements nodeLocator.
 func (interimLocator) NodeOfError(err error) (string, bool) {
 	var nodes, sockets addrSet
-	errtree.Walk(err, func(e error) bool {
+	exception.Walk(err, func(e error) bool {
 		switch x := e.(type) {
 		case *lbd.NodeError:
 			if x != nil {

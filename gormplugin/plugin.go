@@ -10,7 +10,6 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/exception"
-	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
 // Name is the name the Plugin registers under with GORM (gorm.Config.Plugins, DB.Use).
@@ -313,7 +312,7 @@ func (h *hooks) canRetry(db *gorm.DB, err error) bool {
 		db.Statement.Context.Err() == nil &&
 		onPool(db.Statement.ConnPool) &&
 		!connectorGaveUp(err) &&
-		sqlclass.RetryableRead(db.Statement.SQL.String())
+		lbd.RetryableRead(db.Statement.SQL.String())
 }
 
 // connectorGaveUp reports an error the Connector returns when no connection could be made: it

@@ -3,284 +3,46 @@ package gormplugin
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/lbd-go/lbd"
 )
 
-// hooked counts AfterFind calls, to check that a retried query still runs GORM's after-query
-// hooks, once.
-type hooked struct {
-	ID   int64
-	Name string
-	Qty  int
+// nullDriver is a database/sql driver whose connections answer nothing but transactions: enough
+// for *sql.DB, *sql.Tx and *sql.Conn values to hand to canRetry, which judges a statement by the
+// pool it runs on, without a server.
+type nullDriver struct{}
+
+type nullConn struct{}
+
+func (nullDriver) Open(string) (driver.Conn, error) { return nullConn{}, nil }
+func (nullConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("nullDriver runs no statement")
 }
+func (nullConn) Close() error              { return nil }
+func (nullConn) Begin() (driver.Tx, error) { return nullConn{}, nil }
+func (nullConn) Commit() error             { return nil }
+func (nullConn) Rollback() error           { return nil }
 
-var afterFinds atomic.Int64
+func init() { sql.Register("gormplugin-null", nullDriver{}) }
 
-func (*hooked) AfterFind(*gorm.DB) error {
-	afterFinds.Add(1)
-	return nil
-}
-
-// failOnce makes the proxy of the one pooled connection answer the next statement with a
-// fatal error, and returns a check that, after the statement, the connection was retired.
-func (e *env) failOnce(t *testing.T) func() {
-	t.Helper()
-	at := e.onlyConn(t)
-	p := e.cl.Proxy(at)
-	before, closed := e.node(t, at), closedConns(e.c, p)
-	p.FailNext(1, errInitializing)
-	return func() {
-		t.Helper()
-		if after := e.node(t, at); after.Retired != before.Retired+1 || after.FatalErrors != before.FatalErrors+1 {
-			t.Fatalf("retired %d→%d, fatal %d→%d; want both +1", before.Retired, after.Retired, before.FatalErrors, after.FatalErrors)
-		}
-		waitForClose(t, e.c, p, closed)
-		// The fatal error brought the node's probe forward; let it run now, so that it cannot
-		// take a failure injected later for the application.
-		waitFor(t, 5*time.Second, "the early probe", func() bool { return e.node(t, at).Probes > before.Probes })
-	}
-}
-
-// With RetryReads, a read that hits a fatal error once succeeds for the caller,
-// through every GORM read path.
-func TestRetryReadsHidesOneFatalError(t *testing.T) {
-	eachBalance(t, retryReadsHidesOneFatalError)
-}
-
-func retryReadsHidesOneFatalError(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
-	if err := e.tbl().Create([]item{{Name: "a", Qty: 1}, {Name: "b", Qty: 2}}).Error; err != nil {
-		t.Fatal(err)
-	}
-	reads := []struct {
-		name string
-		run  func() error
-	}{
-		{"First", func() error {
-			var got item
-			err := e.tbl().Where("name = ?", "b").First(&got).Error
-			if err == nil && got.Qty != 2 {
-				t.Errorf("First read %+v", got)
-			}
-			return err
-		}},
-		{"Find+AfterFind", func() error {
-			afterFinds.Store(0)
-			var got []hooked
-			err := e.tbl().Order("id").Find(&got).Error
-			if err == nil && (len(got) != 2 || afterFinds.Load() != 2) {
-				t.Errorf("Find read %+v with %d AfterFind calls, want 2 rows and 2 calls", got, afterFinds.Load())
-			}
-			return err
-		}},
-		{"Count", func() error {
-			var n int64
-			err := e.tbl().Count(&n).Error
-			if err == nil && n != 2 {
-				t.Errorf("Count = %d", n)
-			}
-			return err
-		}},
-		{"Row", func() error {
-			var n int
-			return e.tbl().Select("qty").Where("name = ?", "a").Row().Scan(&n)
-		}},
-		{"Rows", func() error {
-			rows, err := e.tbl().Select("name").Rows()
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			n := 0
-			for rows.Next() {
-				n++
-			}
-			if n != 2 {
-				t.Errorf("Rows gave %d rows", n)
-			}
-			return rows.Err()
-		}},
-		{"Raw.Scan", func() error {
-			var got []item
-			err := e.db.Raw("SELECT * FROM "+e.table+" WHERE qty > ?", 0).Scan(&got).Error
-			if err == nil && len(got) != 2 {
-				t.Errorf("Raw.Scan read %+v", got)
-			}
-			return err
-		}},
-	}
-	for _, r := range reads {
-		check := e.failOnce(t)
-		if err := r.run(); err != nil {
-			t.Fatalf("%s: the caller saw %v; want the retry to hide it", r.name, err)
-		}
-		check()
-	}
-	logs := e.log.lbdErrors()
-	if len(logs) != len(reads) {
-		t.Fatalf("plugin logged %d lines for %d fatal errors: %q", len(logs), len(reads), logs)
-	}
-	for _, l := range logs {
-		if !containsAll(l, "reason oceanbase-8000-8999", "retrying the read once") {
-			t.Errorf("log line %q does not tell the reason and the retry", l)
-		}
-	}
-}
-
-// RetryReads also works with GORM's prepared-statement cache: the cached statement is
-// prepared again on the connection database/sql hands the retry.
-func TestRetryReadsWithPreparedStatements(t *testing.T) {
-	eachBalance(t, retryReadsWithPreparedStatements)
-}
-
-func retryReadsWithPreparedStatements(t *testing.T, balance string) {
-	e := setupWith(t, balance, &gorm.Config{PrepareStmt: true}, Plugin{RetryReads: true}, quiet()...)
-	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // the second round finds the statement in the cache
-		check := e.failOnce(t)
-		var got item
-		if err := e.tbl().Where("name = ?", "a").First(&got).Error; err != nil || got.Qty != 1 {
-			t.Fatalf("first: %+v, %v", got, err)
-		}
-		check()
-	}
-}
-
-// Without RetryReads the same failure reaches the caller, once.
-func TestNoRetryWithoutRetryReads(t *testing.T) {
-	eachBalance(t, noRetryWithoutRetryReads)
-}
-
-func noRetryWithoutRetryReads(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{}, quiet()...)
-	check := e.failOnce(t)
-	var got item
-	if err := e.tbl().First(&got).Error; mysqlNumber(err) != 8001 {
-		t.Fatalf("first returned %v, want error 8001", err)
-	}
-	check()
-	var n int64
-	if err := e.tbl().Count(&n).Error; err != nil {
-		t.Fatalf("next statement: %v", err)
-	}
-}
-
-// Writes, Exec and reads inside a transaction are never retried.
-func TestRetryReadsLeavesWritesAndTransactionsAlone(t *testing.T) {
-	eachBalance(t, retryReadsLeavesWritesAndTransactionsAlone)
-}
-
-func retryReadsLeavesWritesAndTransactionsAlone(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
-	check := e.failOnce(t)
-	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; mysqlNumber(err) != 8001 {
-		t.Fatalf("create returned %v, want error 8001", err)
-	}
-	check()
-	if n := e.count(t); n != 0 {
-		t.Fatalf("%d rows after the failed create", n)
-	}
-
-	check = e.failOnce(t)
-	if err := e.db.Exec("UPDATE " + e.table + " SET qty = 0").Error; mysqlNumber(err) != 8001 {
-		t.Fatalf("exec returned %v, want error 8001", err)
-	}
-	check()
-
-	check = e.failOnce(t)
-	if err := e.db.Raw("CALL no_such_procedure()").Row().Err(); mysqlNumber(err) != 8001 {
-		t.Fatalf("CALL returned %v, want error 8001 (not a read)", err)
-	}
-	check()
-
-	at := e.onlyConn(t)
-	err := e.db.Transaction(func(tx *gorm.DB) error {
-		e.cl.Proxy(at).FailNext(1, errInitializing)
-		var n int64
-		return tx.Table(e.table).Count(&n).Error
-	})
-	if mysqlNumber(err) != 8001 {
-		t.Fatalf("read in a transaction returned %v, want error 8001", err)
-	}
-	for _, l := range e.log.lbdErrors() {
-		if strings.Contains(l, "retrying") {
-			t.Errorf("plugin retried: %q", l)
-		}
-	}
-	if got := len(e.log.lbdErrors()); got != 4 {
-		t.Errorf("plugin logged %d lines for 4 fatal errors", got)
-	}
-}
-
-// A fatal error at the COMMIT of GORM's default transaction is reported too.
-func TestFatalCommitIsLogged(t *testing.T) {
-	eachBalance(t, fatalCommitIsLogged)
-}
-
-func fatalCommitIsLogged(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{}, quiet()...)
-	at := e.onlyConn(t)
-	err := e.db.Callback().Create().Before("gorm:commit_or_rollback_transaction").Register("test:fail_commit", func(db *gorm.DB) {
-		if db.Error == nil {
-			e.cl.Proxy(at).FailNext(1, errInitializing)
-		}
-	})
+func TestCanRetry(t *testing.T) {
+	sqlDB, err := sql.Open("gormplugin-null", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; mysqlNumber(err) != 8001 {
-		t.Fatalf("create returned %v, want error 8001 from COMMIT", err)
-	}
-	if logs := e.log.lbdErrors(); len(logs) != 1 || !strings.Contains(logs[0], "8001") {
-		t.Fatalf("plugin logged %q, want one line for the failed COMMIT", logs)
-	}
-	if e.node(t, at).Retired != 1 {
-		t.Fatalf("the connection whose COMMIT failed was not retired")
-	}
-}
-
-// An error the operation already carried is not logged again nor retried, and the statement
-// does not run.
-func TestEarlierErrorIsLeftAlone(t *testing.T) {
-	eachBalance(t, earlierErrorIsLeftAlone)
-}
-
-func earlierErrorIsLeftAlone(t *testing.T, balance string) {
-	e := setup(t, balance, Plugin{RetryReads: true}, quiet()...)
-	p := e.cl.Proxy(e.onlyConn(t))
-	statements := p.Statements()
-	failed := e.db.Session(&gorm.Session{}).Table(e.table).Where("qty > ?", 0)
-	failed.AddError(errInitializing) // as left by an earlier statement on the same chain
-	var n int64
-	if err := failed.Count(&n).Error; err != errInitializing {
-		t.Fatalf("count returned %v, want the earlier error", err)
-	}
-	if logs := e.log.lbdErrors(); len(logs) != 0 {
-		t.Fatalf("plugin logged %q for an error that did not come from the statement", logs)
-	}
-	if p.Statements() != statements {
-		t.Fatal("the statement ran although the chain carried an error")
-	}
-}
-
-func TestCanRetry(t *testing.T) {
-	e := setup(t, "connection", Plugin{RetryReads: true}, quiet()...)
-	tx, err := e.sqlDB.Begin()
+	defer sqlDB.Close()
+	tx, err := sqlDB.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	conn, err := e.sqlDB.Conn(context.Background())
+	conn, err := sqlDB.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,16 +59,16 @@ func TestCanRetry(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"pool", e.sqlDB, context.Background(), "SELECT 1", nil, true},
-		{"prepared statements over the pool", &gorm.PreparedStmtDB{ConnPool: e.sqlDB}, context.Background(), "SELECT 1", nil, true},
+		{"pool", sqlDB, context.Background(), "SELECT 1", nil, true},
+		{"prepared statements over the pool", &gorm.PreparedStmtDB{ConnPool: sqlDB}, context.Background(), "SELECT 1", nil, true},
 		{"transaction", tx, context.Background(), "SELECT 1", nil, false},
 		{"prepared statements in a transaction", &gorm.PreparedStmtTX{Tx: tx}, context.Background(), "SELECT 1", nil, false},
 		{"dedicated connection", conn, context.Background(), "SELECT 1", nil, false},
-		{"context done", e.sqlDB, done, "SELECT 1", nil, false},
-		{"not a read", e.sqlDB, context.Background(), "CALL p()", nil, false},
-		{"a read and a write", e.sqlDB, context.Background(), "SELECT 1; DELETE FROM t", nil, false},
-		{"a read of the session", e.sqlDB, context.Background(), "SELECT FOUND_ROWS()", nil, false},
-		{"the Connector gave up already", e.sqlDB, context.Background(), "SELECT 1",
+		{"context done", sqlDB, done, "SELECT 1", nil, false},
+		{"not a read", sqlDB, context.Background(), "CALL p()", nil, false},
+		{"a read and a write", sqlDB, context.Background(), "SELECT 1; DELETE FROM t", nil, false},
+		{"a read of the session", sqlDB, context.Background(), "SELECT FOUND_ROWS()", nil, false},
+		{"the Connector gave up already", sqlDB, context.Background(), "SELECT 1",
 			fmt.Errorf("x: %w", &lbd.ConnectError{NoTarget: true, Target: lbd.TargetPrimary}), false},
 	}
 	for _, c := range cases {
@@ -317,7 +79,7 @@ func TestCanRetry(t *testing.T) {
 		}
 	}
 	off := &hooks{}
-	db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: e.sqlDB, Context: context.Background()}}
+	db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: sqlDB, Context: context.Background()}}
 	db.Statement.SQL.WriteString("SELECT 1")
 	if off.canRetry(db, nil) {
 		t.Error("canRetry without RetryReads")

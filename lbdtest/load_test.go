@@ -4,12 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 )
 
 func TestConcurrentLoad(t *testing.T) {
+	if os.Getenv("LBD_TEST_LONG") != "1" {
+		t.Skip("a long run: set LBD_TEST_LONG=1 to run it (.ci/run does)")
+	}
 	const (
 		workers = 16
 		perWork = 200

@@ -10,3 +10,6 @@ type Clock = clock.Clock
 
 // Timer is the timer a Clock makes; it is the same type as lbd.Timer.
 type Timer = clock.Timer
+
+// RealClock is the wall clock: what a source uses when its configuration carries no Clock.
+var RealClock Clock = clock.Real

@@ -133,7 +133,7 @@ func flagSet(c *config, configPath *string, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.Etcd.DialTimeout, "etcd-dial-timeout", c.Etcd.DialTimeout, "bound of connecting to etcd and of each read")
 	fs.DurationVar(&c.Etcd.RefreshInterval, "etcd-refresh-interval", c.Etcd.RefreshInterval, "time between full reads of the prefix, backing the watch up")
 
-	fs.StringVar(&c.File.Path, "file", c.File.Path, "documents `file`: a JSON array (or YAML list) of documents")
+	fs.StringVar(&c.File.Path, "file", c.File.Path, "documents `file`: one JSON document, a JSON array of them, or a YAML list")
 	fs.DurationVar(&c.File.PollInterval, "file-poll-interval", c.File.PollInterval, "how often the file is checked for changes; 0 or negative: only on /reload")
 
 	fs.BoolVar(&c.OnlineOfflineLoopbackOnly, "online-offline-loopback-only", c.OnlineOfflineLoopbackOnly, "accept /health/online and /health/offline from loopback clients only, even with the admin token")

@@ -2,13 +2,13 @@ module github.com/lbd-go/lbd/cmd/lbd-config-server
 
 go 1.26.0
 
-replace github.com/lbd-go/lbd => ../..
-
-replace github.com/lbd-go/lbd/configserver => ../../configserver
+// No replace directives here: `go install github.com/lbd-go/lbd/cmd/lbd-config-server@VERSION`
+// refuses a module that has them. In a checkout, go.work puts the local lbd and configserver
+// in place of the versions required below.
 
 require (
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/configserver v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/configserver v0.3.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 	go.uber.org/goleak v1.3.0

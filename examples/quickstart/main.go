@@ -61,14 +61,22 @@ type config struct {
 	Status   string          // where to serve lbd's status page ("127.0.0.1:0": a free loopback port); "" serves none
 }
 
+// flags returns the demo's flags, on a FlagSet of its own: the proxies' SQL engine registers
+// flags of its own on the global set, and -h would list them as the demo's.
+func flags(cfg *config) (fs *flag.FlagSet, balance *string) {
+	fs = flag.NewFlagSet("quickstart", flag.ExitOnError)
+	fs.StringVar(&cfg.DSN, "dsn", "", "run against real proxies: `user:pass@lb(host1:port1,host2:port2)/db`")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
+	fs.IntVar(&cfg.Workers, "workers", 32, "number of concurrent workers")
+	balance = fs.String("balance", "connection", "what lbd balances: `connection` or statement")
+	fs.StringVar(&cfg.Status, "status", "127.0.0.1:0", "`address` to serve lbd's status page on (port 0: a free one; empty: none)")
+	return fs, balance
+}
+
 func main() {
 	cfg := config{Log: os.Stderr}
-	flag.StringVar(&cfg.DSN, "dsn", "", "run against real proxies: `user:pass@lb(host1:port1,host2:port2)/db`")
-	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the workload runs")
-	flag.IntVar(&cfg.Workers, "workers", 32, "number of concurrent workers")
-	balance := flag.String("balance", "connection", "what lbd balances: `connection` or statement")
-	flag.StringVar(&cfg.Status, "status", "127.0.0.1:0", "`address` to serve lbd's status page on (port 0: a free one; empty: none)")
-	flag.Parse()
+	fs, balance := flags(&cfg)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits with status 2 after the usage
 	switch *balance {
 	case "connection":
 	case "statement":
@@ -77,9 +85,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "quickstart: -balance must be connection or statement, got %q\n", *balance)
 		os.Exit(2)
 	}
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "quickstart: unexpected arguments %q\n", flag.Args())
-		flag.Usage()
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "quickstart: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
 		os.Exit(2)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,10 +22,27 @@ func TestMain(m *testing.M) {
 	testkit.VerifyTestMain(m)
 }
 
+// -h lists the demo's flags and nothing else: the binary links the proxies' SQL engine, whose
+// packages register flags of their own on the global flag set (the test binary holds them too).
+func TestHelpListsTheDemosFlags(t *testing.T) {
+	fs, _ := flags(&config{})
+	var usage bytes.Buffer
+	fs.SetOutput(&usage)
+	fs.Usage() // what -h prints before it exits
+	var listed []string
+	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(usage.String(), -1) {
+		listed = append(listed, m[1])
+	}
+	if want := []string{"balance", "dsn", "duration", "status", "workers"}; !slices.Equal(listed, want) {
+		t.Fatalf("-h lists %v, want %v:\n%s", listed, want, usage.String())
+	}
+}
+
 // TestQuickstart runs the demo as `go run` does, shortened: the fault schedule scales with
 // the duration. Eight seconds leave the fourth proxy (joining at 5.6 s) two rebalancing rounds or
 // two to get connections.
 func TestQuickstart(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	for _, mode := range []lbd.BalanceMode{lbd.BalanceConnection, lbd.BalanceStatement} {
 		t.Run(mode.String(), func(t *testing.T) { quickstart(t, mode) })
 	}

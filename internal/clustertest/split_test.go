@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"math"
 	"os"
 	"strings"
@@ -77,6 +78,7 @@ func cv(xs []int) float64 {
 // A 16-worker workload of 80 % reads: the reads spread evenly over the replicas (and the
 // primary), and not one write reaches a replica.
 func TestReadWriteSplitSpreadsReadsAndKeepsWritesOnThePrimary(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	cl, c, _, exec, count := splitCluster(t, "readAfterWriteMillis=0")
 	table := fmt.Sprintf("lbd_split_%d", os.Getpid())
 	ctx := context.Background()

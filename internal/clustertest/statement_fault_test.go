@@ -135,6 +135,7 @@ func isSuspicious(err error) bool {
 // 2000 operations have run (about two seconds); set LBD_TEST_SOAK=5m to keep it going
 // longer.
 func TestStatementModeChaosAccounting(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	cl := lbdtest.NewCluster(t, 3)
 	logs := &logRecorder{}
 	db, c := openDB(t, cl, "balance=statement&timeout=300ms&recoverCheckCount=1",

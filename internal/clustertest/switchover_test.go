@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"os"
 	"slices"
 	"sync"
@@ -212,6 +213,7 @@ func switchoverTest(t *testing.T, gap, failover time.Duration) *switchoverRun {
 // transactions open across the switch fail, with ErrPrimaryChanged, and every acknowledged insert
 // is there exactly once.
 func TestSwitchoverUnderWriteLoad(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	for _, gap := range []time.Duration{0, 2 * time.Second} {
 		t.Run(fmt.Sprintf("gap=%v", gap), func(t *testing.T) {
 			run := switchoverTest(t, gap, 5*time.Second)

@@ -16,6 +16,7 @@ import (
 // not notice, a change written to etcd must still arrive through the other config-server, and
 // an application restarted meanwhile must start.
 func TestOneConfigServerFails(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	for _, tc := range []struct {
 		name  string
 		fault func(*configServer)

@@ -14,6 +14,7 @@ import (
 // from the config-server's memory. Restarting the config-server itself fails, as in lb-driver:
 // it has nothing to read.
 func TestEtcdDown(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	r := newRig(t, 2, 1)
 	p := r.p
 	cs := r.cs[0]

@@ -10,11 +10,15 @@ replace github.com/lbd-go/lbd/configserver => ../../configserver
 
 replace github.com/lbd-go/lbd/nodes/remote => ../../nodes/remote
 
+replace github.com/lbd-go/lbd/nodes/etcd => ../../nodes/etcd
+
 require (
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/configserver v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/lbdtest v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/nodes/remote v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/configserver v0.3.0
+	github.com/lbd-go/lbd/lbdtest v0.3.0
+	github.com/lbd-go/lbd/nodes/etcd v0.3.0
+	github.com/lbd-go/lbd/nodes/remote v0.3.0
+	github.com/miekg/dns v1.1.73
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 	go.uber.org/goleak v1.3.0

@@ -5,7 +5,7 @@ package version
 
 // Version is lbd's version: what a build reports when its build information carries no module
 // version (a checkout, a replace directive). lbd.Version is this constant.
-const Version = "0.2.0"
+const Version = "0.3.0"
 
 // ModulePath is the path of lbd's root module, whose version the build information may carry.
 const ModulePath = "github.com/lbd-go/lbd"

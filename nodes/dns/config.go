@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -175,7 +174,7 @@ func (c Config) withDefaults() (Config, []entry, error) {
 		c.Logger = slog.Default()
 	}
 	if c.Clock == nil {
-		c.Clock = clock.Real
+		c.Clock = nodes.RealClock
 	}
 	return c, entries, nil
 }

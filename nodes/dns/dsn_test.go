@@ -1,10 +1,12 @@
 package dns_test
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 func TestDSNErrors(t *testing.T) {
@@ -21,7 +23,7 @@ func TestDSNErrors(t *testing.T) {
 		{"u:p@lbdns(p.test:2883)/db?dnsTimeoutMillis=2s", "dnsTimeoutMillis"},
 		{"u:p@lbdns(p.test:2883)/db?dnsserver=127.0.0.1", "dnsServer"},
 	} {
-		if _, err := lbd.NewConnector(c.dsn, lbd.WithLogger((&logs{}).Logger())); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := lbd.NewConnector(c.dsn, lbd.WithLogger((&testkit.Logs{}).Logger())); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewConnector(%q) = %v, want an error mentioning %q", c.dsn, err, c.want)
 		}
 	}
@@ -47,7 +49,7 @@ func TestRolesDNSCannotGiveAreRefused(t *testing.T) {
 		"u:p@lbdns(p.test:2883)/db?target=primary",
 		"u:p@lbdns(p.test:2883)/db?target=replica",
 	} {
-		c, err := lbd.NewConnector(dsn, lbd.WithLogger((&logs{}).Logger()))
+		c, err := lbd.NewConnector(dsn, lbd.WithLogger(slog.New(slog.DiscardHandler)))
 		if c != nil {
 			c.Close()
 		}
@@ -55,7 +57,7 @@ func TestRolesDNSCannotGiveAreRefused(t *testing.T) {
 			t.Errorf("NewConnector(%q) = %v, want an error naming roleCheck", dsn, err)
 		}
 	}
-	c, err := lbd.NewConnector("u:p@lbdns(p.test:2883)/db?balance=statement&readWriteSplit=true&roleCheck=mysql", lbd.WithLogger((&logs{}).Logger()))
+	c, err := lbd.NewConnector("u:p@lbdns(p.test:2883)/db?balance=statement&readWriteSplit=true&roleCheck=mysql", lbd.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatalf("with a role check: %v", err)
 	}

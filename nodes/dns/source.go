@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lbd-go/lbd/nodes"
-	"github.com/lbd-go/lbd/nodes/internal/lifecycle"
+	"github.com/lbd-go/lbd/nodes/lifecycle"
 )
 
 // ErrClosed is what Start returns after Close.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -138,7 +137,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if c.Clock == nil {
-		c.Clock = clock.Real
+		c.Clock = nodes.RealClock
 	}
 	return c, nil
 }

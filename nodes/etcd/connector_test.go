@@ -64,6 +64,7 @@ func nodeOpen(c *lbd.Connector, addr string) (int, bool) {
 // Writing the key under load moves connections onto a new proxy and drains a removed one,
 // without one failed statement. The Connector is configured through the DSN alone.
 func TestScaleOutAndInUnderLoad(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	srv := startEtcd(t)
 	cl := lbdtest.NewCluster(t, 3)
 	addrs := cl.Addrs()
@@ -134,6 +135,7 @@ func TestScaleOutAndInUnderLoad(t *testing.T) {
 // Stopping etcd under load changes nothing for the application and is logged once; once etcd
 // is back, writes to the key are followed again.
 func TestEtcdOutageUnderLoad(t *testing.T) {
+	testkit.SkipUnlessLong(t)
 	srv := startEtcd(t)
 	cl := lbdtest.NewCluster(t, 3)
 	addrs := cl.Addrs()

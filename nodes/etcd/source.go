@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lbd-go/lbd/nodes"
-	"github.com/lbd-go/lbd/nodes/internal/lifecycle"
+	"github.com/lbd-go/lbd/nodes/lifecycle"
 )
 
 // Keepalive pings on the connection to etcd.

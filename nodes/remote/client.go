@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -42,7 +41,7 @@ type client struct {
 	ip      string // configured; "" means the local address is found and sent
 	timeout time.Duration
 	backoff time.Duration // before trying again to find the local address
-	clk     clock.Clock
+	clk     nodes.Clock
 	http    *http.Client
 	tr      *http.Transport
 	notes   *notes

@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -192,7 +191,7 @@ func (c Config) withDefaults() (settings, error) {
 		s.Logger = slog.Default()
 	}
 	if s.Clock == nil {
-		s.Clock = clock.Real
+		s.Clock = nodes.RealClock
 	}
 	return s, nil
 }

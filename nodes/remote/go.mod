@@ -10,9 +10,9 @@ replace github.com/lbd-go/lbd/configserver => ../../configserver
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/configserver v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/lbdtest v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/configserver v0.3.0
+	github.com/lbd-go/lbd/lbdtest v0.3.0
 	go.uber.org/goleak v1.3.0
 )
 

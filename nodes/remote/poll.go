@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -70,7 +69,7 @@ func (s *Source) run(health nodes.Health) {
 	clk := s.s.Clock
 	poll := clk.NewTimer(s.s.PollInterval)
 	defer poll.Stop()
-	var tick clock.Timer
+	var tick nodes.Timer
 	var tickC <-chan time.Time // nil, never ready, without a health view
 	if health != nil {
 		tick = clk.NewTimer(s.s.HealthTick)

@@ -8,8 +8,8 @@ replace github.com/lbd-go/lbd/lbdtest => ../../lbdtest
 
 require (
 	github.com/chromedp/chromedp v0.23.1
-	github.com/lbd-go/lbd v0.0.0-00010101000000-000000000000
-	github.com/lbd-go/lbd/lbdtest v0.0.0-00010101000000-000000000000
+	github.com/lbd-go/lbd v0.3.0
+	github.com/lbd-go/lbd/lbdtest v0.3.0
 )
 
 require (

@@ -4,14 +4,19 @@
 package adaptertest
 
 import (
+	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -71,4 +76,47 @@ func NoFatalErrors(t testing.TB, c *lbd.Connector) {
 			t.Errorf("proxy %s: %d fatal errors, %d retired; want none", ns.Addr, ns.FatalErrors, ns.Retired)
 		}
 	}
+}
+
+// Node returns the Stats entry of proxy i of cl.
+func Node(t testing.TB, c *lbd.Connector, cl *lbdtest.Cluster, i int) lbd.NodeStats {
+	t.Helper()
+	ns, ok := c.Stats().Node(cl.Proxy(i).Addr())
+	if !ok {
+		t.Fatalf("no stats for proxy %d", i)
+	}
+	return ns
+}
+
+// OnlyConn limits db to one connection, makes sure it is open and returns the index of the
+// proxy it goes through (from the connector's Stats, which leave probe connections out). open
+// runs one statement through the library under test, which opens the connection. In statement
+// mode the connection would move from proxy to proxy, so a user variable pins it to one
+// physical connection for its life, the proxy whose connection is in use.
+func OnlyConn(t testing.TB, db *sql.DB, c *lbd.Connector, cl *lbdtest.Cluster, balance string, open func()) int {
+	t.Helper()
+	db.SetMaxOpenConns(1)
+	if balance == "statement" {
+		pin := fmt.Sprintf("SET @lbd_pinned = %d", rand.Int32())
+		if _, err := db.Exec(pin); err != nil { // straight through database/sql: an ORM may prepare it
+			t.Fatal(err)
+		}
+		return clusterkit.ProxyThatSaw(t, cl, pin)
+	}
+	open()
+	var at int
+	testkit.WaitFor(t, 5*time.Second, "exactly one open connection", func() bool {
+		total := 0
+		for i, ns := range c.Stats().Nodes {
+			if ns.Open > 0 {
+				total += ns.Open
+				at = i
+			}
+		}
+		return total == 1
+	})
+	if c.Stats().Nodes[at].Addr != cl.Proxy(at).Addr() {
+		t.Fatal("Stats lists the nodes in another order than the cluster")
+	}
+	return at
 }

@@ -1,0 +1,26 @@
+package dnstest
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbd-go/lbd/internal/testkit"
+)
+
+// TestMain fails the run when any goroutine outlives the tests.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// sourceGoroutines counts goroutines running this package's code, right now: Close must have
+// waited for all of them.
+func sourceGoroutines() int { return testkit.GoroutinesIn("github.com/lbd-go/lbd/nodes/dns") }
+
+// Shared helpers, under the names these tests use.
+type (
+	logs    = testkit.Logs
+	updates = testkit.Updates
+)
+
+var waitFor = testkit.WaitFor
