@@ -534,28 +534,47 @@ func TestRefusedProcedureIsNotSentAgain(t *testing.T) {
 	}
 }
 
+// demotablePair starts two scripted nodes whose role checks (roleCheck=mysql in params) make
+// node 0 the primary, opens a Connector over them with fast probes, and waits for the roles.
+// switchover(i) makes node i the primary and waits until the Connector sees it. a is node 0.
+func demotablePair(t *testing.T, params string) (a *scripted, db *sql.DB, switchover func(primary int)) {
+	t.Helper()
+	var readOnly [2]atomic.Value
+	nodesOf := make([]*scripted, 2)
+	for i := range nodesOf {
+		nodesOf[i] = &scripted{answers: map[string]func(string) *mysqlfake.Result{
+			"SELECT @@global.read_only": func(string) *mysqlfake.Result {
+				return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{readOnly[i].Load().(string)}}}
+			},
+		}}
+	}
+	srvs := startScripted(t, nodesOf...)
+	db, c := openFakeDB(t, srvs, params, fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	switchover = func(primary int) {
+		t.Helper()
+		for i := range readOnly {
+			readOnly[i].Store(map[bool]string{true: "0", false: "1"}[i == primary])
+		}
+		waitFor(t, 3*time.Second, fmt.Sprintf("node %d the primary, the other a replica", primary), func() bool {
+			for i, srv := range srvs {
+				n, ok := c.Stats().Node(srv.Addr())
+				if want := map[bool]nodes.Role{true: nodes.RolePrimary, false: nodes.RoleReplica}[i == primary]; !ok || n.Role != want {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	switchover(0)
+	return nodesOf[0], db, switchover
+}
+
 // A logical connection pinned by session state set on the primary, whose node the role check
 // then finds a replica (a switchover; the old primary does not refuse writes: a proxy fleet
 // without read_only, a user with SUPER): its next write must not run there.
 func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
-	var aReadOnly, bReadOnly atomic.Value
-	aReadOnly.Store("0")
-	bReadOnly.Store("1")
-	roleOf := func(v *atomic.Value) func(string) *mysqlfake.Result {
-		return func(string) *mysqlfake.Result {
-			return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{v.Load().(string)}}}
-		}
-	}
-	a := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&aReadOnly)}}
-	b := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&bReadOnly)}}
-	srvs := startScripted(t, a, b)
-	db, c := openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=mysql",
-		fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	a, db, switchover := demotablePair(t, "balance=statement&readWriteSplit=true&roleCheck=mysql")
 	ctx := ctx5s(t)
-	roleIs := func(addr string, want nodes.Role) func() bool {
-		return func() bool { n, ok := c.Stats().Node(addr); return ok && n.Role == want }
-	}
-	waitFor(t, 3*time.Second, "the first node primary", roleIs(srvs[0].Addr(), nodes.RolePrimary))
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -567,9 +586,7 @@ func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
-	aReadOnly.Store("1")
-	bReadOnly.Store("0")
-	waitFor(t, 3*time.Second, "the first node a replica", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	switchover(1)
 	_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
 	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
@@ -583,31 +600,13 @@ func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
 // (LAST_INSERT_ID()); when the role check finds that node a replica meanwhile, a write reading
 // the result must not run there.
 func TestWriteReadingTheLastResultNeverRunsOnADemotedNode(t *testing.T) {
-	var aReadOnly, bReadOnly atomic.Value
-	aReadOnly.Store("0")
-	bReadOnly.Store("1")
-	roleOf := func(v *atomic.Value) func(string) *mysqlfake.Result {
-		return func(string) *mysqlfake.Result {
-			return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{v.Load().(string)}}}
-		}
-	}
-	a := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&aReadOnly)}}
-	b := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&bReadOnly)}}
-	srvs := startScripted(t, a, b)
-	db, c := openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=mysql",
-		fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	a, db, switchover := demotablePair(t, "balance=statement&readWriteSplit=true&roleCheck=mysql")
 	ctx := ctx5s(t)
-	roleIs := func(addr string, want nodes.Role) func() bool {
-		return func() bool { n, ok := c.Stats().Node(addr); return ok && n.Role == want }
-	}
-	waitFor(t, 3*time.Second, "the first node primary", roleIs(srvs[0].Addr(), nodes.RolePrimary))
 	db.SetMaxOpenConns(1) // the write's logical connection serves the next statement
 	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
-	aReadOnly.Store("1")
-	bReadOnly.Store("0")
-	waitFor(t, 3*time.Second, "the first node a replica", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	switchover(1)
 	_, err := db.ExecContext(ctx, "INSERT INTO u VALUES (LAST_INSERT_ID())")
 	if n := a.count("INSERT INTO u"); n != 0 {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
@@ -617,24 +616,8 @@ func TestWriteReadingTheLastResultNeverRunsOnADemotedNode(t *testing.T) {
 // Connection mode with target=primary: a *sql.Conn checked out on the primary, whose node the
 // role check then finds a replica, must not run its next write there.
 func TestConnectionModeWriteAfterDemotion(t *testing.T) {
-	var aReadOnly, bReadOnly atomic.Value
-	aReadOnly.Store("0")
-	bReadOnly.Store("1")
-	roleOf := func(v *atomic.Value) func(string) *mysqlfake.Result {
-		return func(string) *mysqlfake.Result {
-			return &mysqlfake.Result{Columns: []string{"v"}, Rows: [][]string{{v.Load().(string)}}}
-		}
-	}
-	a := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&aReadOnly)}}
-	b := &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT @@global.read_only": roleOf(&bReadOnly)}}
-	srvs := startScripted(t, a, b)
-	db, c := openFakeDB(t, srvs, "target=primary&roleCheck=mysql",
-		fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	a, db, switchover := demotablePair(t, "target=primary&roleCheck=mysql")
 	ctx := ctx5s(t)
-	roleIs := func(addr string, want nodes.Role) func() bool {
-		return func() bool { n, ok := c.Stats().Node(addr); return ok && n.Role == want }
-	}
-	waitFor(t, 3*time.Second, "the first node primary", roleIs(srvs[0].Addr(), nodes.RolePrimary))
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -643,9 +626,7 @@ func TestConnectionModeWriteAfterDemotion(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
-	aReadOnly.Store("1")
-	bReadOnly.Store("0")
-	waitFor(t, 3*time.Second, "the first node a replica", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	switchover(1)
 	_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
 	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
 		t.Fatalf("the write ran on the demoted node (error %v)", err)
@@ -655,9 +636,7 @@ func TestConnectionModeWriteAfterDemotion(t *testing.T) {
 	}
 	// Inside a transaction the connection cannot move either, and the caller is told to start
 	// the transaction again.
-	aReadOnly.Store("0")
-	bReadOnly.Store("1")
-	waitFor(t, 3*time.Second, "the first node primary again", roleIs(srvs[0].Addr(), nodes.RolePrimary))
+	switchover(0)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -666,9 +645,7 @@ func TestConnectionModeWriteAfterDemotion(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (3)"); err != nil {
 		t.Fatal(err)
 	}
-	aReadOnly.Store("1")
-	bReadOnly.Store("0")
-	waitFor(t, 3*time.Second, "the first node a replica again", roleIs(srvs[0].Addr(), nodes.RoleReplica))
+	switchover(1)
 	if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (4)"); !errors.Is(err, ErrPrimaryChanged) || a.count("INSERT INTO t VALUES (4)") != 0 {
 		t.Fatalf("a write in a transaction on the demoted node: %v (ran %d times); want ErrPrimaryChanged, not run", err, a.count("INSERT INTO t VALUES (4)"))
 	}
