@@ -34,15 +34,14 @@ type FullConn interface {
 // dropped at its next return or checkout, or closed at once when it sits idle. lbd never closes
 // a connection that is in use, so a statement or transaction is never cut.
 type Conn struct {
-	dc       FullConn
-	sock     *Socket // the socket beneath dc
-	node     *Node
-	state    atomic.Int32 // see state.go: only its moves touch it
-	retired  atomic.Bool
-	roleGone atomic.Bool           // retired because its node lost the role it was picked for (see enter)
-	inTx     atomic.Bool           // between BeginTx and the end of Commit or Rollback
-	epoch    uint64                // the node's Epoch when the connection was adopted (see RetireBefore)
-	broken   atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
+	dc      FullConn
+	sock    *Socket // the socket beneath dc
+	node    *Node
+	state   atomic.Int32 // see state.go: only its moves touch it
+	retired atomic.Bool
+	inTx    atomic.Bool           // between BeginTx and the end of Commit or Rollback
+	epoch   uint64                // the node's Epoch when the connection was adopted (see RetireBefore)
+	broken  atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 
 	// Prepared and Swept belong to whoever claimed the connection (statement mode's logical
 	// connection): the statements prepared on it, by the claimer's key, and the claimer's
