@@ -540,6 +540,8 @@ func TestRefusedProcedureIsNotSentAgain(t *testing.T) {
 func demotablePair(t *testing.T, params string) (a *scripted, db *sql.DB, switchover func(primary int)) {
 	t.Helper()
 	var readOnly [2]atomic.Value
+	readOnly[0].Store("0") // before the first role check
+	readOnly[1].Store("1")
 	nodesOf := make([]*scripted, 2)
 	for i := range nodesOf {
 		nodesOf[i] = &scripted{answers: map[string]func(string) *mysqlfake.Result{
