@@ -1,18 +1,23 @@
-// Package adaptertest holds what the GORM and sqlx integration tests share: connector options,
-// the errors the proxies inject, the balance modes each scenario runs in, and the checks every
-// scenario ends with. (lbd's own tests cannot import it: it imports lbd.)
+// Package adaptertest holds what the GORM and sqlx integration tests share: the scenarios both
+// run, each through its own library's calls (RunScenarios, over an Adapter), the cluster,
+// connector and table a test starts from (NewEnv), connector options, the errors the proxies
+// inject, the balance modes each scenario runs in, and the checks every scenario ends with.
+// (lbd's own tests cannot import it: it imports lbd.)
 package adaptertest
 
 import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
@@ -27,6 +32,75 @@ var (
 	// ErrNoTable fails one statement on a healthy session: not fatal.
 	ErrNoTable = &mysql.MySQLError{Number: 1146, SQLState: [5]byte{'4', '2', 'S', '0', '2'}, Message: "Table 'test.nope' doesn't exist"}
 )
+
+// Main runs a test binary's tests (TestMain's m) and then fails it if a goroutine is left over,
+// other than those ignore lets through: every cluster, connector and DB a test opens is closed
+// before it ends. Broken connections are the point of several tests; go-sql-driver is kept
+// from printing about each one.
+func Main(m *testing.M, ignore ...goleak.Option) {
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	goleak.VerifyTestMain(m, ignore...)
+}
+
+// Item is the row type of the scenario tables (see Env.CreateTable). The db tags are sqlx's;
+// GORM maps the fields to the same columns by its own naming rules.
+type Item struct {
+	ID   int64  `db:"id"`
+	Name string `db:"name"`
+	Qty  int    `db:"qty"`
+}
+
+// Env is one test's cluster of three proxies, the connector balancing over it, the pool under
+// the library's handle and the test's table.
+type Env struct {
+	Cluster   *lbdtest.Cluster
+	Connector *lbd.Connector
+	DB        *sql.DB // set by the library's setup once it has opened its handle over Connector
+	Table     string
+	Balance   string // the balance DSN parameter: "connection" or "statement"
+}
+
+// NewEnv starts a 3-proxy cluster and a connector over it in the given balance mode, with opts,
+// and names a fresh table prefix_N for the test. The library's setup opens its handle over
+// Connector (closing it at test end closes the connector), sets DB and calls CreateTable.
+func NewEnv(t testing.TB, balance, prefix string, opts ...lbd.Option) *Env {
+	t.Helper()
+	cl := lbdtest.NewCluster(t, 3)
+	c, err := lbd.NewConnector(cl.DSN("timeout=5s&balance="+balance), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Cluster: cl, Connector: c, Table: fmt.Sprintf("%s_%d", prefix, rand.Uint64()%1_000_000_000), Balance: balance}
+}
+
+// CreateTable creates the test's table (columns id, name and qty, as Item) with exec, a
+// statement run through the library under test, and drops it at test end, once every proxy has
+// stopped failing statements. Call it after registering the handle's Close with t.Cleanup, so
+// that the table is dropped before the handle closes.
+func (e *Env) CreateTable(t testing.TB, exec func(query string) error) {
+	t.Helper()
+	if err := exec("CREATE TABLE " + e.Table + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(64) NOT NULL, qty INT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, p := range e.Cluster.Proxies() {
+			p.FailNext(0, nil)
+		}
+		if err := exec("DROP TABLE IF EXISTS " + e.Table); err != nil {
+			t.Errorf("drop %s: %v", e.Table, err)
+		}
+	})
+}
+
+// ContainsAll reports whether s contains every one of parts.
+func ContainsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
 
 // Quiet keeps the connector's loops out of the way: no probe or rebalance round runs during a
 // test, so the proxies count application statements and connections only, and no probe takes

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -21,19 +20,15 @@ import (
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
-// item is the row type of the scenario tables.
-type item struct {
-	ID   int64
-	Name string
-	Qty  int
-}
+// item is the row type of the test tables.
+type item = adaptertest.Item
 
 var (
 	errInitializing = adaptertest.ErrInitializing
-	errNoTable      = adaptertest.ErrNoTable
 	quiet           = adaptertest.Quiet
 	fast            = adaptertest.Fast
 	eachBalance     = adaptertest.EachBalance
+	containsAll     = adaptertest.ContainsAll
 )
 
 // recLogger is a GORM logger that keeps what is logged at error and warn level.
@@ -69,6 +64,7 @@ func (l *recLogger) lbdErrors() []string {
 
 // env is one test's cluster, connector and GORM handle.
 type env struct {
+	shared  *adaptertest.Env // the same cluster, connector, pool and table, for the shared scenarios
 	cl      *lbdtest.Cluster
 	c       *lbd.Connector
 	db      *gorm.DB
@@ -89,14 +85,10 @@ func setup(t *testing.T, balance string, p gormplugin.Plugin, opts ...lbd.Option
 // setupWith is setup with a GORM configuration of the test's own; its Logger is replaced.
 func setupWith(t *testing.T, balance string, cfg *gorm.Config, p gormplugin.Plugin, opts ...lbd.Option) *env {
 	t.Helper()
-	cl := lbdtest.NewCluster(t, 3)
-	c, err := lbd.NewConnector(cl.DSN("timeout=5s&balance="+balance), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ae := adaptertest.NewEnv(t, balance, "gormplugin", opts...)
 	rec := &recLogger{}
 	cfg.Logger = rec
-	db, err := gorm.Open(gormplugin.Dialector(c), cfg)
+	db, err := gorm.Open(gormplugin.Dialector(ae.Connector), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,29 +97,13 @@ func setupWith(t *testing.T, balance string, cfg *gorm.Config, p gormplugin.Plug
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sqlDB.Close() })
-	p.Connector = c
+	p.Connector = ae.Connector
 	if err := db.Use(&p); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cl: cl, c: c, db: db, sqlDB: sqlDB, log: rec, table: fmt.Sprintf("gormplugin_%d", rand.Uint64()%1_000_000_000), balance: balance}
-	e.createTable(t)
-	return e
-}
-
-func (e *env) createTable(t *testing.T) {
-	t.Helper()
-	err := e.db.Exec("CREATE TABLE " + e.table + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(64) NOT NULL, qty INT NOT NULL)").Error
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, p := range e.cl.Proxies() {
-			p.FailNext(0, nil)
-		}
-		if err := e.db.Exec("DROP TABLE IF EXISTS " + e.table).Error; err != nil {
-			t.Errorf("drop %s: %v", e.table, err)
-		}
-	})
+	ae.DB = sqlDB
+	ae.CreateTable(t, func(query string) error { return db.Exec(query).Error })
+	return &env{shared: ae, cl: ae.Cluster, c: ae.Connector, db: db, sqlDB: sqlDB, log: rec, table: ae.Table, balance: balance}
 }
 
 // tbl starts a statement on the test's table.
