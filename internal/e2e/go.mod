@@ -8,16 +8,14 @@ replace github.com/lbd-go/lbd/lbdtest => ../../lbdtest
 
 replace github.com/lbd-go/lbd/configserver => ../../configserver
 
-replace github.com/lbd-go/lbd/nodes/remote => ../../nodes/remote
-
 replace github.com/lbd-go/lbd/nodes/etcd => ../../nodes/etcd
 
 require (
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/lbd-go/lbd v0.3.0
 	github.com/lbd-go/lbd/configserver v0.3.0
 	github.com/lbd-go/lbd/lbdtest v0.3.0
 	github.com/lbd-go/lbd/nodes/etcd v0.3.0
-	github.com/lbd-go/lbd/nodes/remote v0.3.0
 	github.com/miekg/dns v1.1.73
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
@@ -40,7 +38,6 @@ require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/go-sql-driver/mysql v1.10.1 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect

@@ -19,7 +19,6 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
-	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) {
 	// The per-machine overrides must not leak from the environment into the tests.
 	os.Unsetenv(EnvAZ)
 	os.Unsetenv(EnvIP)
-	goleak.VerifyTestMain(m)
+	testkit.VerifyTestMain(m)
 }
 
 // fakeCS is a config-server for tests: it speaks lb-driver's protocol for schemas whose lists

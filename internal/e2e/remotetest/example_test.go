@@ -1,4 +1,4 @@
-package remote_test
+package remotetest
 
 import (
 	"database/sql"
@@ -67,9 +67,9 @@ func Example() {
 	// SELECT 1 = 1
 }
 
-// New builds the source in code, where intervals may be shorter than a second; the DSN then
-// names no proxy.
-func ExampleNew() {
+// remote.New builds the source in code, where intervals may be shorter than a second; the DSN
+// then names no proxy.
+func Example_new() {
 	cluster, err := lbdtest.Start(2)
 	if err != nil {
 		log.Fatal(err)

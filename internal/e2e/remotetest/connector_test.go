@@ -1,4 +1,4 @@
-package remote
+package remotetest
 
 import (
 	"database/sql"
@@ -10,6 +10,7 @@ import (
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes/remote"
 )
 
 // sourceDSN is the DSN of a Connector whose nodes come from WithSource.
@@ -29,9 +30,9 @@ func fastOptions(logs *logRecorder) []lbd.Option {
 }
 
 // openWithSource opens a *sql.DB over a Connector fed by a new source built from cfg.
-func openWithSource(t *testing.T, cl *lbdtest.Cluster, cfg Config, logs *logRecorder) (*sql.DB, *lbd.Connector, *Source) {
+func openWithSource(t *testing.T, cl *lbdtest.Cluster, cfg remote.Config, logs *logRecorder) (*sql.DB, *lbd.Connector, *remote.Source) {
 	t.Helper()
-	src, err := New(cfg)
+	src, err := remote.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestAZFallbackWithAConnector(t *testing.T) {
 	cs.setList("im_user", a...)
 	cs.setAZ("im_user", "az1", a[0], a[1])
 	logs := &logRecorder{}
-	db, c, src := openWithSource(t, cl, Config{
+	db, c, src := openWithSource(t, cl, remote.Config{
 		Servers: []string{cs.addr()}, Schema: "im_user", AZ: "az1", CacheDir: t.TempDir(),
 		PollInterval: 100 * time.Millisecond, AZRefreshInterval: 300 * time.Millisecond,
 		HealthTick: 10 * time.Millisecond, Logger: logs.logger(),
@@ -160,7 +161,7 @@ func TestOneConfigServerFails(t *testing.T) {
 				cs.setList("s", a[0], a[1])
 			}
 			logs := &logRecorder{}
-			cfg := Config{
+			cfg := remote.Config{
 				Servers: []string{csA.addr(), csB.addr()}, Schema: "s", CacheDir: t.TempDir(),
 				PollInterval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Logger: logs.logger(),
 			}
@@ -207,7 +208,7 @@ func TestConnectorStartsFromTheCache(t *testing.T) {
 	cs.setList("s", cl.Addrs()...)
 	dir := t.TempDir()
 	logs := &logRecorder{}
-	cfg := Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: "very-secret", CacheDir: dir, Logger: logs.logger()}
+	cfg := remote.Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: "very-secret", CacheDir: dir, Logger: logs.logger()}
 	db, _, _ := openWithSource(t, cl, cfg, logs)
 	db.Close()
 	cs.close()
@@ -225,7 +226,7 @@ func TestConnectorStartsFromTheCache(t *testing.T) {
 	}
 
 	cfg.CacheDir = t.TempDir()
-	src, err := New(cfg)
+	src, err := remote.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

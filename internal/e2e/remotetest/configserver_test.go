@@ -1,4 +1,4 @@
-package remote
+package remotetest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/lbd-go/lbd/configserver"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/remote"
 )
 
 // The source against lbd's own config-server: the AZ comes from the reported IP (no az
@@ -42,7 +43,7 @@ func TestWithTheConfigServerPackage(t *testing.T) {
 	defer hs.Close()
 
 	logs := &logRecorder{}
-	db, c, src := openWithSource(t, cl, Config{
+	db, c, src := openWithSource(t, cl, remote.Config{
 		Servers: []string{strings.TrimPrefix(hs.URL, "http://")}, Schema: "im_user", APIKey: "k1",
 		CacheDir: t.TempDir(), PollInterval: 100 * time.Millisecond, AZRefreshInterval: 300 * time.Millisecond,
 		HealthTick: 10 * time.Millisecond, Logger: logs.logger(),
