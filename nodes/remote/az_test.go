@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"slices"
 	"testing"
 	"time"
@@ -18,16 +19,16 @@ const (
 	nodeE = "10.2.0.3:2883"
 )
 
-func azFake(t *testing.T) *fakeCS {
-	cs := newFakeCS(t)
-	cs.setList("s", nodeA, nodeB, nodeC, nodeD)
-	cs.setAZ("s", "az1", nodeA, nodeB)
+func azFake(t *testing.T) *remotefake.Server {
+	cs := remotefake.New(t)
+	cs.SetList("s", nodeA, nodeB, nodeC, nodeD)
+	cs.SetAZ("s", "az1", nodeA, nodeB)
 	return cs
 }
 
-func azConfig(cs *fakeCS, logs *logRecorder) Config {
+func azConfig(cs *remotefake.Server, logs *logRecorder) Config {
 	return Config{
-		Servers: []string{cs.addr()}, Schema: "s", AZ: "az1", DisableCache: true,
+		Servers: []string{cs.Addr()}, Schema: "s", AZ: "az1", DisableCache: true,
 		PollInterval: 20 * time.Millisecond, AZRefreshInterval: 100 * time.Millisecond,
 		HealthTick: 2 * time.Millisecond, Logger: logs.logger(),
 	}
@@ -67,7 +68,7 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	h.set(false, 0, nodeA)
 	n := h.calls.Load()
 	waitFor(t, 5*time.Second, "health looked at", func() bool { return h.calls.Load() > n+20 })
-	if u.count() != 0 || cs.countPolicy("default") != 0 {
+	if u.count() != 0 || cs.CountPolicy("default") != 0 {
 		t.Fatal("fell back with one AZ node up")
 	}
 
@@ -85,11 +86,11 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 
 	// While degraded, the default set is polled every poll and the AZ set less often, each
 	// with its own md5; a change to either is applied.
-	waitFor(t, 5*time.Second, "default polls", func() bool { return cs.countPolicy("default") >= 8 })
-	cs.setList("s", nodeA, nodeB, nodeC, nodeE)
+	waitFor(t, 5*time.Second, "default polls", func() bool { return cs.CountPolicy("default") >= 8 })
+	cs.SetList("s", nodeA, nodeB, nodeC, nodeE)
 	waitFor(t, 5*time.Second, "the changed default set", func() bool { return u.count() == 2 })
 	checkSet(t, u.last(), wantNode{nodeC, false}, wantNode{nodeE, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
-	cs.setAZ("s", "az1", nodeA)
+	cs.SetAZ("s", "az1", nodeA)
 	waitFor(t, 5*time.Second, "the changed AZ set", func() bool { return u.count() == 3 })
 	checkSet(t, u.last(), wantNode{nodeB, false}, wantNode{nodeC, false}, wantNode{nodeE, false}, wantNode{nodeA, true})
 
@@ -118,8 +119,8 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	defMD5 := map[string]bool{nodes.ListMD5([]string{nodeA, nodeB, nodeC, nodeD}): true, nodes.ListMD5([]string{nodeA, nodeB, nodeC, nodeE}): true}
 	azMD5 := map[string]bool{nodes.ListMD5([]string{nodeA, nodeB}): true, nodes.ListMD5([]string{nodeA}): true}
 	var plain, def int
-	for i, r := range cs.requests() {
-		q := r.query
+	for i, r := range cs.Requests() {
+		q := r.Query
 		if q.Get("az") != "az1" || q.Get("ip") == "" || q.Get("clientFeatureLevel") != "2" {
 			t.Errorf("request %d: %v", i, q)
 		}
@@ -146,13 +147,13 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 // A config-server without AZ policy sends the whole list either way: when all of it is down
 // there is nothing to fall back to.
 func TestNoFallbackWithoutAnotherNode(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", nodeA, nodeB)
+	cs := remotefake.New(t)
+	cs.SetList("s", nodeA, nodeB)
 	logs := &logRecorder{}
 	h := newFakeHealth()
 	h.set(false, 0, nodeA, nodeB)
 	src, u, _ := startSource(t, azConfig(cs, logs), h)
-	waitFor(t, 5*time.Second, "a few default requests", func() bool { return cs.countPolicy("default") >= 3 })
+	waitFor(t, 5*time.Second, "a few default requests", func() bool { return cs.CountPolicy("default") >= 3 })
 	if u.count() != 0 || src.Degraded() {
 		t.Fatal("fell back to the same list")
 	}
@@ -169,7 +170,7 @@ func TestNoFallbackWithoutAnotherNode(t *testing.T) {
 // then needs at most 2 good probes.
 func TestFallbackWaitsForTheDefaultSet(t *testing.T) {
 	cs := azFake(t)
-	cs.setFailDefault(true)
+	cs.SetFailDefault(true)
 	logs := &logRecorder{}
 	h := newFakeHealth()
 	h.set(true, 5, nodeA, nodeB)
@@ -177,7 +178,7 @@ func TestFallbackWaitsForTheDefaultSet(t *testing.T) {
 	cfg.RecoverCheckCount = 5
 	src, u, _ := startSource(t, cfg, h)
 	h.set(false, 0, nodeA, nodeB)
-	waitFor(t, 5*time.Second, "default requests", func() bool { return cs.countPolicy("default") >= 4 })
+	waitFor(t, 5*time.Second, "default requests", func() bool { return cs.CountPolicy("default") >= 4 })
 	if u.count() != 0 || src.Degraded() {
 		t.Fatal("degraded without a default set")
 	}
@@ -191,7 +192,7 @@ func TestFallbackWaitsForTheDefaultSet(t *testing.T) {
 		t.Fatalf("pushed %v", u.last())
 	}
 	// Once the default set can be had, the next outage degrades at once.
-	cs.setFailDefault(false)
+	cs.SetFailDefault(false)
 	h.set(true, 5, nodeA, nodeB)
 	waitFor(t, 5*time.Second, "health looked at", func() bool { return h.calls.Load() > 50 })
 	h.set(false, 0, nodeA, nodeB)
@@ -215,7 +216,7 @@ func TestFallbackToTheCachedDefaultSet(t *testing.T) {
 		t.Fatalf("cache holds %v, want the AZ set and the default set", files)
 	}
 
-	cs.setFailDefault(true)
+	cs.SetFailDefault(true)
 	h.set(true, 5, nodeA, nodeB)
 	_, u, _ = startSource(t, cfg, h)
 	h.set(false, 0, nodeA, nodeB)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,12 +31,12 @@ func cacheFiles(t *testing.T, dir string) []string {
 
 func TestCacheFile(t *testing.T) {
 	const key = "cache-key-never-stored"
-	cs := newFakeCS(t)
-	cs.setKey(key)
-	cs.setList("im_user", "10.0.0.1:2883", "10.0.0.2:2883")
+	cs := remotefake.New(t)
+	cs.SetKey(key)
+	cs.SetList("im_user", "10.0.0.1:2883", "10.0.0.2:2883")
 	dir := filepath.Join(t.TempDir(), "made", "here")
 	_, u, _ := startSource(t, Config{
-		Servers: []string{cs.addr()}, Schema: "im_user", APIKey: key, CacheDir: dir,
+		Servers: []string{cs.Addr()}, Schema: "im_user", APIKey: key, CacheDir: dir,
 		PollInterval: 5 * time.Millisecond,
 	}, nil)
 
@@ -73,7 +74,7 @@ func TestCacheFile(t *testing.T) {
 
 	// A change rewrites the same file, leaving no temporary file behind.
 	next := []string{"10.0.0.3:2883"}
-	cs.setList("im_user", next...)
+	cs.SetList("im_user", next...)
 	waitFor(t, 5*time.Second, "the change", func() bool { return u.count() == 1 })
 	if cf := read(); !slices.Equal(cf.Nodes, next) || cf.MD5 != nodes.ListMD5(next) {
 		t.Fatalf("cache not updated: %+v", cf)
@@ -105,14 +106,14 @@ func TestCacheFileNames(t *testing.T) {
 func TestStartWhileEveryServerIsDown(t *testing.T) {
 	const key = "k-top-secret"
 	dir := t.TempDir()
-	cs := newFakeCS(t)
-	cs.setList("im_user", "10.0.0.1:2883", "10.0.0.2:2883")
-	cs.setKey(key)
-	dead := deadAddr(t)
-	cfg := Config{Servers: []string{dead, cs.addr()}, Schema: "im_user", APIKey: key, CacheDir: dir, AZ: "az1"}
+	cs := remotefake.New(t)
+	cs.SetList("im_user", "10.0.0.1:2883", "10.0.0.2:2883")
+	cs.SetKey(key)
+	dead := remotefake.DeadAddr(t)
+	cfg := Config{Servers: []string{dead, cs.Addr()}, Schema: "im_user", APIKey: key, CacheDir: dir, AZ: "az1"}
 	src, _, first := startSource(t, cfg, nil)
 	src.Close()
-	cs.close()
+	cs.Close()
 
 	logs := &logRecorder{}
 	cfg.Logger = logs.logger()
@@ -121,7 +122,7 @@ func TestStartWhileEveryServerIsDown(t *testing.T) {
 	if !slices.Equal(set.Addrs(), first.Addrs()) || set.Version != first.Version {
 		t.Fatalf("started from %v (%s), want the cached %v (%s)", set.Addrs(), set.Version, first.Addrs(), first.Version)
 	}
-	if n := logs.count("WARN", "starting from the node list cached by an earlier run", dead, cs.addr()); n != 1 {
+	if n := logs.count("WARN", "starting from the node list cached by an earlier run", dead, cs.Addr()); n != 1 {
 		logs.dump(t)
 		t.Fatalf("%d warnings about starting from the cache, want 1", n)
 	}
@@ -158,13 +159,13 @@ func TestStartWhileEveryServerIsDown(t *testing.T) {
 // hide.
 func TestCacheDoesNotHideConfigurationMistakes(t *testing.T) {
 	dir := t.TempDir()
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	cfg := Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: "k", CacheDir: dir}
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	cfg := Config{Servers: []string{cs.Addr()}, Schema: "s", APIKey: "k", CacheDir: dir}
 	src, _, _ := startSource(t, cfg, nil)
 	src.Close()
 
-	cs.setKey("another")
+	cs.SetKey("another")
 	src, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +174,8 @@ func TestCacheDoesNotHideConfigurationMistakes(t *testing.T) {
 	if _, err := src.Start(context.Background(), func(nodes.Set) {}); !errors.Is(err, ErrForbidden) {
 		t.Fatalf("Start = %v, want ErrForbidden", err)
 	}
-	cs.setKey("")
-	cs.dropSchema("s")
+	cs.SetKey("")
+	cs.DropSchema("s")
 	src, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -187,12 +188,12 @@ func TestCacheDoesNotHideConfigurationMistakes(t *testing.T) {
 
 func TestCorruptCacheIsIgnored(t *testing.T) {
 	dir := t.TempDir()
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	cfg := Config{Servers: []string{cs.addr()}, Schema: "s", CacheDir: dir}
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	cfg := Config{Servers: []string{cs.Addr()}, Schema: "s", CacheDir: dir}
 	src, _, _ := startSource(t, cfg, nil)
 	src.Close()
-	cs.close()
+	cs.Close()
 	files := cacheFiles(t, dir)
 	for _, bad := range []string{"{not json", `{"schema":"s","variant":"az=;ip=","md5":"x","nodes":[]}`,
 		`{"schema":"other","variant":"az=;ip=","md5":"x","nodes":["10.0.0.1:1"]}`,
@@ -230,9 +231,9 @@ func TestDefaultCacheDir(t *testing.T) {
 	if !strings.HasPrefix(want, home) || filepath.Base(want) != "lbd" {
 		t.Fatalf("DefaultCacheDir = %q, want lbd under %s", want, home)
 	}
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	src, _, _ := startSource(t, Config{Servers: []string{cs.addr()}, Schema: "s"}, nil)
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	src, _, _ := startSource(t, Config{Servers: []string{cs.Addr()}, Schema: "s"}, nil)
 	src.Close()
 	if files := cacheFiles(t, want); len(files) != 1 {
 		t.Fatalf("default cache dir holds %v", files)
@@ -243,12 +244,12 @@ func TestDefaultCacheDir(t *testing.T) {
 // file of cfg, and returns that file's path; the config-server is then shut down.
 func seedCache(t *testing.T, cfg Config) (string, Config) {
 	t.Helper()
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	cfg.Servers, cfg.Schema = []string{cs.addr()}, "s"
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	cfg.Servers, cfg.Schema = []string{cs.Addr()}, "s"
 	src, _, _ := startSource(t, cfg, nil)
 	src.Close()
-	cs.close()
+	cs.Close()
 	files := cacheFiles(t, cfg.CacheDir)
 	if len(files) != 1 {
 		t.Fatalf("cache dir holds %v", files)
@@ -316,10 +317,10 @@ func TestLooseCacheIsNotWritten(t *testing.T) {
 	if err := os.Chmod(dir, 0o770); err != nil {
 		t.Fatal(err)
 	}
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
 	logs := &logRecorder{}
-	startSource(t, Config{Servers: []string{cs.addr()}, Schema: "s", CacheDir: dir, Logger: logs.logger()}, nil)
+	startSource(t, Config{Servers: []string{cs.Addr()}, Schema: "s", CacheDir: dir, Logger: logs.logger()}, nil)
 	if files := cacheFiles(t, dir); len(files) != 0 {
 		t.Fatalf("wrote %v into a group-writable directory", files)
 	}

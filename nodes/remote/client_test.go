@@ -3,11 +3,8 @@ package remote
 import (
 	"context"
 	"errors"
-	"io"
-	"log"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -119,38 +116,38 @@ func TestDecodeAnswer(t *testing.T) {
 // The first request has no md5; every later one carries the md5 of the list the client has,
 // so an unchanged list costs a 304 and a change is applied at the next poll.
 func TestPollsCarryTheMD5(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setKey("k-123")
+	cs := remotefake.New(t)
+	cs.SetKey("k-123")
 	first := []string{"10.0.0.1:2883", "10.0.0.2:2883"}
-	cs.setList("im_user", first...)
+	cs.SetList("im_user", first...)
 	src, u, set := startSource(t, Config{
-		Servers: []string{cs.addr()}, Schema: "im_user", APIKey: "k-123",
+		Servers: []string{cs.Addr()}, Schema: "im_user", APIKey: "k-123",
 		PollInterval: 10 * time.Millisecond, DisableCache: true,
 	}, nil)
 	if !slices.Equal(set.Addrs(), first) || set.Version != nodes.ListMD5(first) {
 		t.Fatalf("Start = %v version %q", set.Addrs(), set.Version)
 	}
-	waitFor(t, 5*time.Second, "four polls", func() bool { return cs.count() >= 5 })
+	waitFor(t, 5*time.Second, "four polls", func() bool { return cs.Count() >= 5 })
 	if u.count() != 0 {
 		t.Fatalf("an unchanged list was pushed: %v", u.last())
 	}
 	second := []string{"10.0.0.1:2883", "10.0.0.3:2883"}
-	cs.setList("im_user", second...)
+	cs.SetList("im_user", second...)
 	waitFor(t, 5*time.Second, "the changed list", func() bool { return u.count() == 1 })
 	if got := u.last(); !slices.Equal(got.Addrs(), second) || got.Version != nodes.ListMD5(second) {
 		t.Fatalf("pushed %v version %q", got.Addrs(), got.Version)
 	}
-	n := cs.count()
-	waitFor(t, 5*time.Second, "more polls", func() bool { return cs.count() >= n+3 })
+	n := cs.Count()
+	waitFor(t, 5*time.Second, "more polls", func() bool { return cs.Count() >= n+3 })
 	src.Close()
 
-	reqs := cs.requests()
-	if reqs[0].query.Has("md5") {
-		t.Errorf("the first request sent md5=%q", reqs[0].query.Get("md5"))
+	reqs := cs.Requests()
+	if reqs[0].Query.Has("md5") {
+		t.Errorf("the first request sent md5=%q", reqs[0].Query.Get("md5"))
 	}
 	sawSecond := false
 	for i, r := range reqs {
-		q := r.query
+		q := r.Query
 		if q.Get("schema") != "im_user" || q.Get("clientFeatureLevel") != "2" || !strings.HasPrefix(q.Get("clientVersion"), "lbd-go/") {
 			t.Errorf("request %d: query %v", i, q)
 		}
@@ -160,8 +157,8 @@ func TestPollsCarryTheMD5(t *testing.T) {
 		if q.Get("ip") != "127.0.0.1" {
 			t.Errorf("request %d: ip=%q, want the local address 127.0.0.1", i, q.Get("ip"))
 		}
-		if r.auth != "Bearer k-123" || r.accept != "application/json" {
-			t.Errorf("request %d: Authorization %q, Accept %q", i, r.auth, r.accept)
+		if r.Auth != "Bearer k-123" || r.Accept != "application/json" {
+			t.Errorf("request %d: Authorization %q, Accept %q", i, r.Auth, r.Accept)
 		}
 		if i == 0 {
 			continue
@@ -203,16 +200,16 @@ func TestUsableIP(t *testing.T) {
 }
 
 func TestReportedIPAndAZ(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
 	last := func(t *testing.T, cfg Config) (ip, az string, hasIP, hasAZ bool) {
 		t.Helper()
 		src, _, _ := startSource(t, cfg, nil)
 		src.Close()
-		q := cs.requests()[cs.count()-1].query
+		q := cs.Requests()[cs.Count()-1].Query
 		return q.Get("ip"), q.Get("az"), q.Has("ip"), q.Has("az")
 	}
-	base := Config{Servers: []string{cs.addr()}, Schema: "s", DisableCache: true}
+	base := Config{Servers: []string{cs.Addr()}, Schema: "s", DisableCache: true}
 
 	t.Run("found", func(t *testing.T) {
 		if ip, _, _, hasAZ := last(t, base); ip != "127.0.0.1" || hasAZ {
@@ -255,11 +252,11 @@ func TestReportedIPAndAZ(t *testing.T) {
 // When the local address cannot be found the request goes without ip, and the source tries
 // again only after the back-off, not at every poll.
 func TestLocalAddressBackoff(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
 	logs := &logRecorder{}
 	src, err := New(Config{
-		Servers: []string{cs.addr()}, Schema: "s", DisableCache: true,
+		Servers: []string{cs.Addr()}, Schema: "s", DisableCache: true,
 		PollInterval: 5 * time.Millisecond, AZRefreshInterval: time.Hour, Logger: logs.logger(),
 	})
 	if err != nil {
@@ -274,14 +271,14 @@ func TestLocalAddressBackoff(t *testing.T) {
 	if _, err := src.Start(context.Background(), func(nodes.Set) {}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "ten polls", func() bool { return cs.count() >= 10 })
+	waitFor(t, 5*time.Second, "ten polls", func() bool { return cs.Count() >= 10 })
 	src.Close()
 	if n := tries.Load(); n != 1 {
 		t.Errorf("looked for the local address %d times within the back-off, want 1", n)
 	}
-	for i, r := range cs.requests() {
-		if r.query.Has("ip") {
-			t.Fatalf("request %d sent ip=%q", i, r.query.Get("ip"))
+	for i, r := range cs.Requests() {
+		if r.Query.Has("ip") {
+			t.Fatalf("request %d sent ip=%q", i, r.Query.Get("ip"))
 		}
 	}
 	if n := logs.count("cannot tell the local address"); n != 1 {
@@ -293,20 +290,20 @@ func TestLocalAddressBackoff(t *testing.T) {
 // A server that cannot be connected to fails the request at the address lookup; the next
 // server is asked, with the address found through it.
 func TestLocalAddressFromTheNextServer(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	src, _, _ := startSource(t, Config{Servers: []string{deadAddr(t), cs.addr()}, Schema: "s", DisableCache: true}, nil)
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	src, _, _ := startSource(t, Config{Servers: []string{remotefake.DeadAddr(t), cs.Addr()}, Schema: "s", DisableCache: true}, nil)
 	src.Close()
-	if q := cs.requests()[0].query; q.Get("ip") != "127.0.0.1" {
+	if q := cs.Requests()[0].Query; q.Get("ip") != "127.0.0.1" {
 		t.Fatalf("ip=%q", q.Get("ip"))
 	}
 }
 
 func TestForbiddenAnswer(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	cs.setKey("right")
-	src, err := New(Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: "wrong-key-xyz", DisableCache: true})
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	cs.SetKey("right")
+	src, err := New(Config{Servers: []string{cs.Addr()}, Schema: "s", APIKey: "wrong-key-xyz", DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,29 +315,25 @@ func TestForbiddenAnswer(t *testing.T) {
 	if strings.Contains(err.Error(), "wrong-key-xyz") {
 		t.Fatalf("the error shows the API key: %v", err)
 	}
-	if got := cs.requests()[0].auth; got != "Bearer wrong-key-xyz" {
+	if got := cs.Requests()[0].Auth; got != "Bearer wrong-key-xyz" {
 		t.Fatalf("Authorization %q", got)
 	}
 	var se *ServerError
-	if !errors.As(err, &se) || se.Server != cs.addr() {
+	if !errors.As(err, &se) || se.Server != cs.Addr() {
 		t.Fatalf("no *ServerError naming the server in %v", err)
 	}
 }
 
 // An "https://" server in Config.Servers is spoken to over TLS, with Config.TLS.
 func TestHTTPS(t *testing.T) {
-	cs := &fakeCS{schemas: map[string]*fakeSchema{}, release: make(chan struct{})}
-	cs.srv = httptest.NewUnstartedServer(cs)
-	cs.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the address lookup connects without a handshake
-	cs.srv.StartTLS()
-	t.Cleanup(cs.close)
-	cs.setList("s", "10.0.0.1:1")
-	tlsCfg := cs.srv.Client().Transport.(*http.Transport).TLSClientConfig
-	_, _, set := startSource(t, Config{Servers: []string{cs.srv.URL}, Schema: "s", DisableCache: true, TLS: tlsCfg}, nil)
+	cs := remotefake.NewTLS(t)
+	cs.SetList("s", "10.0.0.1:1")
+	tlsCfg := cs.TLSConfig()
+	_, _, set := startSource(t, Config{Servers: []string{cs.URL()}, Schema: "s", DisableCache: true, TLS: tlsCfg}, nil)
 	if got := set.Addrs(); len(got) != 1 || got[0] != "10.0.0.1:1" {
 		t.Fatalf("got %v", got)
 	}
-	src, err := New(Config{Servers: []string{cs.srv.URL}, Schema: "s", DisableCache: true})
+	src, err := New(Config{Servers: []string{cs.URL()}, Schema: "s", DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}

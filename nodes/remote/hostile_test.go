@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"strings"
 	"testing"
 
@@ -14,26 +15,26 @@ import (
 // the other server's list is not applied.
 func TestRedirectIsNotFollowed(t *testing.T) {
 	const key = "k-redirect-secret"
-	cs, elsewhere := newFakeCS(t), newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
-	elsewhere.setList("s", "10.9.9.9:1")
-	cs.setRedirect(elsewhere.srv.URL)
-	cs.setFault("redirect")
-	src, err := New(Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: key, DisableCache: true})
+	cs, elsewhere := remotefake.New(t), remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
+	elsewhere.SetList("s", "10.9.9.9:1")
+	cs.SetRedirect(elsewhere.URL())
+	cs.SetFault("redirect")
+	src, err := New(Config{Servers: []string{cs.Addr()}, Schema: "s", APIKey: key, DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	set, err := src.Start(context.Background(), func(nodes.Set) {})
-	if !errors.Is(err, ErrBadAnswer) || !strings.Contains(err.Error(), "redirects to "+elsewhere.srv.URL) {
+	if !errors.Is(err, ErrBadAnswer) || !strings.Contains(err.Error(), "redirects to "+elsewhere.URL()) {
 		t.Fatalf("Start = %v, %v; want ErrBadAnswer naming where the redirect points", set.Addrs(), err)
 	}
 	if strings.Contains(err.Error(), key) {
 		t.Fatalf("the error shows the API key: %v", err)
 	}
-	if n := elsewhere.count(); n != 0 {
+	if n := elsewhere.Count(); n != 0 {
 		t.Fatalf("the redirect was followed: %d requests reached the other server, with Authorization %q",
-			n, elsewhere.requests()[0].auth)
+			n, elsewhere.Requests()[0].Auth)
 	}
 }
 

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"net"
 	"slices"
 	"strings"
@@ -18,16 +19,16 @@ const failLine = "no config-server gave a usable node list"
 // ends, however many polls it lasts; no line and no error shows the API key.
 func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 	const key = "s3cr3t-api-key"
-	cs := newFakeCS(t)
-	cs.setKey(key)
+	cs := remotefake.New(t)
+	cs.SetKey(key)
 	list := []string{"10.0.0.1:2883", "10.0.0.2:2883"}
-	cs.setList("im_user", list...)
-	elsewhere := newFakeCS(t) // where the redirect points: another port, another list
-	elsewhere.setList("im_user", "10.9.9.9:2883")
-	cs.setRedirect(elsewhere.srv.URL)
+	cs.SetList("im_user", list...)
+	elsewhere := remotefake.New(t) // where the redirect points: another port, another list
+	elsewhere.SetList("im_user", "10.9.9.9:2883")
+	cs.SetRedirect(elsewhere.URL())
 	logs := &logRecorder{}
 	src, u, _ := startSource(t, Config{
-		Servers: []string{cs.addr()}, Schema: "im_user", APIKey: key,
+		Servers: []string{cs.Addr()}, Schema: "im_user", APIKey: key,
 		// A healthy answer must never take the timeout on a loaded machine, or it would log a
 		// condition of its own: 1 s, while a hung server still costs only a few polls.
 		PollInterval: 5 * time.Millisecond, Timeout: time.Second,
@@ -36,8 +37,8 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 
 	polls := func(n int) {
 		t.Helper()
-		start := cs.count()
-		waitFor(t, 10*time.Second, "polls", func() bool { return cs.count() >= start+n })
+		start := cs.Count()
+		waitFor(t, 10*time.Second, "polls", func() bool { return cs.Count() >= start+n })
 	}
 	type cond struct {
 		name  string
@@ -46,18 +47,18 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 		inLog string
 	}
 	conds := []cond{
-		{"bad JSON", func() { cs.setFault("garbage") }, func() { cs.setFault("") }, "not JSON"},
-		{"empty list", func() { cs.setFault("empty") }, func() { cs.setFault("") }, "empty proxy list"},
-		{"malformed entry", func() { cs.setFault("malformed") }, func() { cs.setFault("") }, "not-an-address"},
-		{"unknown schema", func() { cs.dropSchema("im_user") }, func() { cs.setList("im_user", list...) }, "does not know the schema"},
-		{"bad key", func() { cs.setKey("another") }, func() { cs.setKey(key) }, "refused the API key"},
-		{"HTTP 500", func() { cs.setFault("status500") }, func() { cs.setFault("") }, "HTTP status 500"},
-		{"code 500", func() { cs.setFault("code500") }, func() { cs.setFault("") }, "answer code 500"},
-		{"hung", func() { cs.setFault("hang") }, func() { cs.setFault("") }, "no answer within 1s"},
-		{"redirect", func() { cs.setFault("redirect") }, func() { cs.setFault("") }, "redirects to " + elsewhere.srv.URL},
-		{"huge md5", func() { cs.setFault("hugemd5") }, func() { cs.setFault("") }, "is not 32 hex digits"},
-		{"huge body", func() { cs.setFault("hugebody") }, func() { cs.setFault("") }, "larger than"},
-		{"huge header", func() { cs.setFault("hugeheader") }, func() { cs.setFault("") }, "header"},
+		{"bad JSON", func() { cs.SetFault("garbage") }, func() { cs.SetFault("") }, "not JSON"},
+		{"empty list", func() { cs.SetFault("empty") }, func() { cs.SetFault("") }, "empty proxy list"},
+		{"malformed entry", func() { cs.SetFault("malformed") }, func() { cs.SetFault("") }, "not-an-address"},
+		{"unknown schema", func() { cs.DropSchema("im_user") }, func() { cs.SetList("im_user", list...) }, "does not know the schema"},
+		{"bad key", func() { cs.SetKey("another") }, func() { cs.SetKey(key) }, "refused the API key"},
+		{"HTTP 500", func() { cs.SetFault("status500") }, func() { cs.SetFault("") }, "HTTP status 500"},
+		{"code 500", func() { cs.SetFault("code500") }, func() { cs.SetFault("") }, "answer code 500"},
+		{"hung", func() { cs.SetFault("hang") }, func() { cs.SetFault("") }, "no answer within 1s"},
+		{"redirect", func() { cs.SetFault("redirect") }, func() { cs.SetFault("") }, "redirects to " + elsewhere.URL()},
+		{"huge md5", func() { cs.SetFault("hugemd5") }, func() { cs.SetFault("") }, "is not 32 hex digits"},
+		{"huge body", func() { cs.SetFault("hugebody") }, func() { cs.SetFault("") }, "larger than"},
+		{"huge header", func() { cs.SetFault("hugeheader") }, func() { cs.SetFault("") }, "header"},
 	}
 	for i, c := range conds {
 		c.on()
@@ -72,11 +73,11 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 		}
 	}
 	// One condition straight into another: one line each.
-	cs.setFault("garbage")
+	cs.SetFault("garbage")
 	polls(3)
-	cs.setFault("empty")
+	cs.SetFault("empty")
 	polls(3)
-	cs.setFault("")
+	cs.SetFault("")
 	waitFor(t, 10*time.Second, "the last recovery", func() bool { return logs.count("answers again") == len(conds)+1 })
 	polls(3)
 	src.Close()
@@ -91,11 +92,11 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 	if u.count() != 0 {
 		t.Errorf("the source pushed %d sets; the list never changed", u.count())
 	}
-	if n := elsewhere.count(); n != 0 {
+	if n := elsewhere.Count(); n != 0 {
 		t.Errorf("a redirect was followed: the other server got %d requests", n)
 	}
-	for i, r := range cs.requests() {
-		if md5, ok := r.query["md5"]; ok && len(md5[0]) != 32 {
+	for i, r := range cs.Requests() {
+		if md5, ok := r.Query["md5"]; ok && len(md5[0]) != 32 {
 			t.Errorf("request %d sent back an md5 of %d bytes", i, len(md5[0]))
 		}
 	}
@@ -111,17 +112,17 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 
 // A config-server that stays down is logged once, however long it stays down.
 func TestUnreachableLoggedOnce(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
 	logs := &logRecorder{}
 	src, _, _ := startSource(t, Config{
-		Servers: []string{cs.addr()}, Schema: "s", PollInterval: 5 * time.Millisecond,
+		Servers: []string{cs.Addr()}, Schema: "s", PollInterval: 5 * time.Millisecond,
 		DisableCache: true, Logger: logs.logger(),
 	}, nil)
 	// The config-server dies; its port now takes connections and closes them at once, which
 	// lets the test count the polls.
-	addr := cs.addr()
-	cs.close()
+	addr := cs.Addr()
+	cs.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("cannot listen on the dead config-server's port again: %v", err)
@@ -150,15 +151,15 @@ func TestUnreachableLoggedOnce(t *testing.T) {
 
 // Close cancels a request in flight instead of waiting for its timeout.
 func TestCloseCancelsAHungRequest(t *testing.T) {
-	cs := newFakeCS(t)
-	cs.setList("s", "10.0.0.1:1")
+	cs := remotefake.New(t)
+	cs.SetList("s", "10.0.0.1:1")
 	src, _, _ := startSource(t, Config{
-		Servers: []string{cs.addr()}, Schema: "s", PollInterval: 5 * time.Millisecond,
+		Servers: []string{cs.Addr()}, Schema: "s", PollInterval: 5 * time.Millisecond,
 		Timeout: time.Minute, DisableCache: true,
 	}, nil)
-	cs.setFault("hang")
-	n := cs.count()
-	waitFor(t, 5*time.Second, "a hung poll", func() bool { return cs.count() > n })
+	cs.SetFault("hang")
+	n := cs.Count()
+	waitFor(t, 5*time.Second, "a hung poll", func() bool { return cs.Count() > n })
 	done := make(chan struct{})
 	go func() {
 		src.Close()
@@ -177,33 +178,33 @@ func TestCloseCancelsAHungRequest(t *testing.T) {
 
 // Several config-servers are tried in turn, starting with the one that answered last.
 func TestServersTriedInTurn(t *testing.T) {
-	a, b := newFakeCS(t), newFakeCS(t)
-	for _, cs := range []*fakeCS{a, b} {
-		cs.setList("s", "10.0.0.1:1")
+	a, b := remotefake.New(t), remotefake.New(t)
+	for _, cs := range []*remotefake.Server{a, b} {
+		cs.SetList("s", "10.0.0.1:1")
 	}
 	logs := &logRecorder{}
 	_, u, _ := startSource(t, Config{
-		Servers: []string{a.addr(), b.addr()}, Schema: "s", PollInterval: 5 * time.Millisecond,
+		Servers: []string{a.Addr(), b.Addr()}, Schema: "s", PollInterval: 5 * time.Millisecond,
 		Timeout: 100 * time.Millisecond, DisableCache: true, Logger: logs.logger(),
 	}, nil)
-	waitFor(t, 5*time.Second, "polls to a", func() bool { return a.count() >= 3 })
-	if b.count() != 0 {
+	waitFor(t, 5*time.Second, "polls to a", func() bool { return a.Count() >= 3 })
+	if b.Count() != 0 {
 		t.Fatalf("b was asked while a answered")
 	}
-	a.setFault("hang")
-	for _, cs := range []*fakeCS{a, b} {
-		cs.setList("s", "10.0.0.1:1", "10.0.0.2:1")
+	a.SetFault("hang")
+	for _, cs := range []*remotefake.Server{a, b} {
+		cs.SetList("s", "10.0.0.1:1", "10.0.0.2:1")
 	}
 	waitFor(t, 5*time.Second, "the change through b", func() bool { return u.count() == 1 })
-	nA := a.count()
-	waitFor(t, 5*time.Second, "more polls to b", func() bool { return b.count() >= 5 })
-	if a.count() != nA {
+	nA := a.Count()
+	waitFor(t, 5*time.Second, "more polls to b", func() bool { return b.Count() >= 5 })
+	if a.Count() != nA {
 		t.Errorf("a was asked again while b answered")
 	}
 	if got := u.last().Addrs(); !slices.Equal(got, []string{"10.0.0.1:1", "10.0.0.2:1"}) {
 		t.Fatalf("pushed %v", got)
 	}
-	if n := logs.count("config-server failed; the next one answered", a.addr()); n != 1 {
+	if n := logs.count("config-server failed; the next one answered", a.Addr()); n != 1 {
 		logs.dump(t)
 		t.Errorf("%d lines about a failing, want 1", n)
 	}

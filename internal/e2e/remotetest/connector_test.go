@@ -3,6 +3,7 @@ package remotetest
 import (
 	"database/sql"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"strings"
 	"testing"
 	"time"
@@ -69,12 +70,12 @@ func isUp(c *lbd.Connector, addr string) bool {
 func TestAZFallbackWithAConnector(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 4)
 	a := cl.Addrs()
-	cs := newFakeCS(t)
-	cs.setList("im_user", a...)
-	cs.setAZ("im_user", "az1", a[0], a[1])
+	cs := remotefake.New(t)
+	cs.SetList("im_user", a...)
+	cs.SetAZ("im_user", "az1", a[0], a[1])
 	logs := &logRecorder{}
 	db, c, src := openWithSource(t, cl, remote.Config{
-		Servers: []string{cs.addr()}, Schema: "im_user", AZ: "az1", CacheDir: t.TempDir(),
+		Servers: []string{cs.Addr()}, Schema: "im_user", AZ: "az1", CacheDir: t.TempDir(),
 		PollInterval: 100 * time.Millisecond, AZRefreshInterval: 300 * time.Millisecond,
 		HealthTick: 10 * time.Millisecond, Logger: logs.logger(),
 	}, logs)
@@ -144,7 +145,7 @@ func TestAZFallbackWithAConnector(t *testing.T) {
 	if n := logs.count("INFO", "back to the AZ set"); n != 1 {
 		t.Errorf("%d lines about going back, want 1", n)
 	}
-	if got := cs.countPolicy("default"); got == 0 {
+	if got := cs.CountPolicy("default"); got == 0 {
 		t.Error("the default set was never asked for")
 	}
 }
@@ -156,13 +157,13 @@ func TestOneConfigServerFails(t *testing.T) {
 		t.Run(fault, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 3)
 			a := cl.Addrs()
-			csA, csB := newFakeCS(t), newFakeCS(t)
-			for _, cs := range []*fakeCS{csA, csB} {
-				cs.setList("s", a[0], a[1])
+			csA, csB := remotefake.New(t), remotefake.New(t)
+			for _, cs := range []*remotefake.Server{csA, csB} {
+				cs.SetList("s", a[0], a[1])
 			}
 			logs := &logRecorder{}
 			cfg := remote.Config{
-				Servers: []string{csA.addr(), csB.addr()}, Schema: "s", CacheDir: t.TempDir(),
+				Servers: []string{csA.Addr(), csB.Addr()}, Schema: "s", CacheDir: t.TempDir(),
 				PollInterval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Logger: logs.logger(),
 			}
 			db, c, _ := openWithSource(t, cl, cfg, logs)
@@ -171,11 +172,11 @@ func TestOneConfigServerFails(t *testing.T) {
 
 			switch fault {
 			case "down":
-				csA.close()
+				csA.Close()
 			case "hung":
-				csA.setFault("hang")
+				csA.SetFault("hang")
 			}
-			csB.setList("s", a...)
+			csB.SetList("s", a...)
 			waitFor(t, 10*time.Second, "the third proxy through the other config-server", func() bool { return isUp(c, a[2]) })
 
 			start := time.Now()
@@ -204,14 +205,14 @@ func TestOneConfigServerFails(t *testing.T) {
 // Scenario 13 with a Connector: every config-server down at start-up.
 func TestConnectorStartsFromTheCache(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	cs := newFakeCS(t)
-	cs.setList("s", cl.Addrs()...)
+	cs := remotefake.New(t)
+	cs.SetList("s", cl.Addrs()...)
 	dir := t.TempDir()
 	logs := &logRecorder{}
-	cfg := remote.Config{Servers: []string{cs.addr()}, Schema: "s", APIKey: "very-secret", CacheDir: dir, Logger: logs.logger()}
+	cfg := remote.Config{Servers: []string{cs.Addr()}, Schema: "s", APIKey: "very-secret", CacheDir: dir, Logger: logs.logger()}
 	db, _, _ := openWithSource(t, cl, cfg, logs)
 	db.Close()
-	cs.close()
+	cs.Close()
 
 	db, c, _ := openWithSource(t, cl, cfg, logs)
 	if got := len(c.Stats().Nodes); got != 2 {
@@ -231,7 +232,7 @@ func TestConnectorStartsFromTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = testkit.Started(lbd.NewConnector(sourceDSN(cl), append(fastOptions(logs), lbd.WithSource(src))...))
-	if err == nil || !strings.Contains(err.Error(), cs.addr()) || strings.Contains(err.Error(), "very-secret") {
+	if err == nil || !strings.Contains(err.Error(), cs.Addr()) || strings.Contains(err.Error(), "very-secret") {
 		t.Fatalf("NewConnector without config-server or cache = %v, want an error naming the server", err)
 	}
 }

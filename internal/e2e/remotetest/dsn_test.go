@@ -3,6 +3,7 @@ package remotetest
 import (
 	"database/sql"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"net/url"
 	"strings"
 	"testing"
@@ -20,15 +21,15 @@ import (
 func TestDSN(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	a := cl.Addrs()
-	cs := newFakeCS(t)
-	cs.setKey("dsn-key")
-	cs.setList("im_user", a...)
-	cs.setAZ("im_user", "az1", a[0], a[1])
+	cs := remotefake.New(t)
+	cs.SetKey("dsn-key")
+	cs.SetList("im_user", a...)
+	cs.SetAZ("im_user", "az1", a[0], a[1])
 	leaks := goleak.IgnoreCurrent()
 
 	dsn := fmt.Sprintf("%s:%s@lbremote(%s,%s)/%s?configServerSchema=im_user&configServerApiKey=dsn-key"+
 		"&configServerCacheDir=%s&configServerTimeout=500&configServerPollIntervalSeconds=1&az=az1&timeout=2s",
-		cl.User(), cl.Password(), deadAddr(t), cs.addr(), cl.Database(), url.QueryEscape(t.TempDir()))
+		cl.User(), cl.Password(), remotefake.DeadAddr(t), cs.Addr(), cl.Database(), url.QueryEscape(t.TempDir()))
 	cfg, err := lbd.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -55,10 +56,10 @@ func TestDSN(t *testing.T) {
 			}
 		}
 	}
-	cs.setAZ("im_user", "az1", a[0], a[1], a[2])
+	cs.SetAZ("im_user", "az1", a[0], a[1], a[2])
 	waitFor(t, 10*time.Second, "the third proxy", func() bool { return isUp(c, a[2]) })
-	if r := cs.requests()[0]; r.auth != "Bearer dsn-key" || r.query.Get("az") != "az1" {
-		t.Fatalf("request %v, auth %q", r.query, r.auth)
+	if r := cs.Requests()[0]; r.Auth != "Bearer dsn-key" || r.Query.Get("az") != "az1" {
+		t.Fatalf("request %v, auth %q", r.Query, r.Auth)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/remotefake"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,9 +28,9 @@ func startDSN(cl *lbdtest.Cluster, csAddr, timeoutMillis string) string {
 // answers, the same *sql.DB works.
 func TestNewConnectorDoesNotWaitForTheConfigServer(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
-	cs := newFakeCS(t)
-	cs.setKey("start-key-Q7")
-	cs.setList("im_user", cl.Addrs()...)
+	cs := remotefake.New(t)
+	cs.SetKey("start-key-Q7")
+	cs.SetList("im_user", cl.Addrs()...)
 	answer := make(chan struct{})
 	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -96,12 +97,12 @@ func TestNewConnectorDoesNotWaitForTheConfigServer(t *testing.T) {
 // source again and starts once the config-server is back.
 func TestConnectReportsAFailedStartAndRetries(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 1)
-	cs := newFakeCS(t)
-	cs.setKey("start-key-Q7")
-	cs.setList("im_user", cl.Addrs()...)
-	cs.setFault("status500")
+	cs := remotefake.New(t)
+	cs.SetKey("start-key-Q7")
+	cs.SetList("im_user", cl.Addrs()...)
+	cs.SetFault("status500")
 	logs := &logRecorder{}
-	c, err := lbd.NewConnector(startDSN(cl, cs.addr(), "1000"), fastOptions(logs)...)
+	c, err := lbd.NewConnector(startDSN(cl, cs.Addr(), "1000"), fastOptions(logs)...)
 	if err != nil {
 		t.Fatalf("NewConnector: %v", err)
 	}
@@ -115,13 +116,13 @@ func TestConnectReportsAFailedStartAndRetries(t *testing.T) {
 		t.Fatalf("PingContext with every config-server failing = %v, want the source's error at once", err)
 	}
 	t.Logf("PingContext: %v", err)
-	for _, want := range []string{"lbremote(" + cs.addr() + ")", "no config-server gave a usable node list", "tries again"} {
+	for _, want := range []string{"lbremote(" + cs.Addr() + ")", "no config-server gave a usable node list", "tries again"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("PingContext error %q does not say %q", err, want)
 		}
 	}
 
-	cs.setFault("")
+	cs.SetFault("")
 	waitFor(t, 10*time.Second, "a Ping to succeed after the config-server recovered", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
