@@ -5,7 +5,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -25,12 +24,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fetchPath is the path of lb-driver's protocol that the config-server answers on.
-
 // failLine is the log line of a poll round that no config-server answered usably.
 const failLine = "no config-server gave a usable node list"
 
-// logRecorder is a slog.Handler that keeps every record as one line of text.
 // logRecorder keeps every log line, rendered as "LEVEL message k=v ...".
 type logRecorder struct{ testkit.Logs }
 
@@ -38,22 +34,8 @@ func (l *logRecorder) logger() *slog.Logger { return l.Logs.Logger() }
 
 func (l *logRecorder) all() []string { return l.Lines() }
 
-func (l *logRecorder) count(parts ...string) int {
-	n := 0
-	for _, line := range l.all() {
-		match := true
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				match = false
-				break
-			}
-		}
-		if match {
-			n++
-		}
-	}
-	return n
-}
+// count counts the lines holding every one of parts.
+func (l *logRecorder) count(parts ...string) int { return len(l.Containing(parts...)) }
 
 func (l *logRecorder) dump(t testing.TB) {
 	t.Helper()
