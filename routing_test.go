@@ -571,30 +571,41 @@ func demotablePair(t *testing.T, params string) (a *scripted, db *sql.DB, switch
 	return nodesOf[0], db, switchover
 }
 
-// A logical connection pinned by session state set on the primary, whose node the role check
-// then finds a replica (a switchover; the old primary does not refuse writes: a proxy fleet
-// without read_only, a user with SUPER): its next write must not run there.
-func TestWriteNeverRunsOnADemotedPin(t *testing.T) {
-	a, db, switchover := demotablePair(t, "balance=statement&readWriteSplit=true&roleCheck=mysql")
-	ctx := ctx5s(t)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SET @x = 1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
-	switchover(1)
-	_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
-	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
-		t.Fatalf("the write ran on the demoted node (error %v)", err)
-	}
-	if !errors.Is(err, ErrPrimaryChanged) || errors.Is(err, ErrPinnedToReplica) {
-		t.Fatalf("error %v; want ErrPrimaryChanged: the session state was set on the primary, then lost with the switchover", err)
+// A connection held across a switchover (a *sql.Conn, the old primary not refusing writes: a
+// proxy fleet without read_only, a user with SUPER) runs no write on the demoted node, in
+// either mode; nothing is sent, and the error says why: in statement mode the session state set
+// on the primary is lost with it (ErrPrimaryChanged), in connection mode the statement may run
+// on a new connection (driver.ErrBadConn).
+func TestNoWriteOnADemotedNodeThroughAHeldConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, state string
+		want                error
+	}{
+		{"statement mode pinned by session state", "balance=statement&readWriteSplit=true&roleCheck=mysql", "SET @x = 1", ErrPrimaryChanged},
+		{"connection mode", "target=primary&roleCheck=mysql", "", driver.ErrBadConn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, db, switchover := demotablePair(t, tc.params)
+			ctx := ctx5s(t)
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range []string{tc.state, "INSERT INTO t VALUES (1)"} {
+				if _, err := conn.ExecContext(ctx, q); q != "" && err != nil {
+					t.Fatal(err)
+				}
+			}
+			switchover(1)
+			_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
+			if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
+				t.Fatalf("the write ran on the demoted node (error %v)", err)
+			}
+			if !errors.Is(err, tc.want) || errors.Is(err, ErrPinnedToReplica) {
+				t.Fatalf("error %v; want %v", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -615,30 +626,11 @@ func TestWriteReadingTheLastResultNeverRunsOnADemotedNode(t *testing.T) {
 	}
 }
 
-// Connection mode with target=primary: a *sql.Conn checked out on the primary, whose node the
-// role check then finds a replica, must not run its next write there.
-func TestConnectionModeWriteAfterDemotion(t *testing.T) {
+// Connection mode with target=primary: inside a transaction the connection cannot move either,
+// and the caller is told to start the transaction again; the write is not sent.
+func TestConnectionModeTransactionOnADemotedNode(t *testing.T) {
 	a, db, switchover := demotablePair(t, "target=primary&roleCheck=mysql")
 	ctx := ctx5s(t)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
-	switchover(1)
-	_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (2)")
-	if n := a.count("INSERT INTO t VALUES (2)"); n != 0 {
-		t.Fatalf("the write ran on the demoted node (error %v)", err)
-	}
-	if !errors.Is(err, driver.ErrBadConn) {
-		t.Fatalf("error %v; want driver.ErrBadConn: nothing was sent, and a *sql.Conn cannot move", err)
-	}
-	// Inside a transaction the connection cannot move either, and the caller is told to start
-	// the transaction again.
-	switchover(0)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
