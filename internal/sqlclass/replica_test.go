@@ -306,6 +306,7 @@ func TestSingleStatement(t *testing.T) {
 		{"SELECT 'a;b', `c;d`, \"e;f\" -- ;\n", true},
 		{"SELECT 1 # ; SELECT 2", true},
 		{"SELECT 'O\\'Brien'", true}, // one statement read either way
+		{"SELECT 2 */*;0*/ 3", true}, // "*" then a comment: MariaDB answers 6
 		{"", false},
 		{";", false},
 		{"/* only */ -- a comment", false},
@@ -561,7 +562,7 @@ func rescan(q string) string {
 // and comments byte by byte apart from the scanner (executable comments count as SQL), and 0
 // if a quote or comment is never closed.
 func rescanStatements(q string) int {
-	n, in := 0, false
+	n, in, exec := 0, false, false
 	for i := 0; i < len(q); {
 		c := q[i]
 		switch {
@@ -576,8 +577,12 @@ func rescanStatements(q string) int {
 				return 0
 			}
 			i += strings.IndexByte(q[i:], '!') + 1 // the contents are SQL; "*/" is read below
-		case strings.HasPrefix(q[i:], "*/"):
+			exec = true
+		case exec && strings.HasPrefix(q[i:], "*/"):
+			// Only an executable comment ends at "*/"; elsewhere "*" is an operator and
+			// "/*" may start a comment ("*/*;*/" is one statement).
 			i += 2
+			exec = false
 		case strings.HasPrefix(q[i:], "/*"):
 			end := strings.Index(q[i+2:], "*/")
 			if end < 0 {
