@@ -3,6 +3,7 @@ package logical
 import (
 	"context"
 	"database/sql/driver"
+	"time"
 
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/role"
@@ -230,7 +231,7 @@ func (l *logicalConn) Close() error {
 			m.parkFree(p)
 		}
 	}
-	m.trim()
+	m.trim(time.Time{}) // database/sql holds one connection fewer: no grace for the surplus
 	return nil
 }
 

@@ -82,7 +82,10 @@ type rig struct {
 	now   time.Time
 }
 
-func newRig(t *testing.T, nodeCount int) *rig {
+func newRig(t *testing.T, nodeCount int) *rig { return newRigWith(t, nodeCount, nil) }
+
+// newRigWith is newRig with the mode's settings changed by set.
+func newRigWith(t *testing.T, nodeCount int, set func(*Config)) *rig {
 	t.Helper()
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Minute, ProbeInterval: time.Second})
 	if err != nil {
@@ -116,7 +119,7 @@ func newRig(t *testing.T, nodeCount int) *rig {
 		}
 		return nil, errors.New("fake: no node")
 	}
-	r.m = New(Config{
+	cfg := Config{
 		Table: table,
 		Connect: func(ctx context.Context) (*physical.Conn, error) {
 			return tryNodes(ctx, role.Any, table.Pick, nil, func(n *physical.Node, p bool) (*physical.Conn, error) { return dial(ctx, n, p) })
@@ -128,7 +131,11 @@ func newRig(t *testing.T, nodeCount int) *rig {
 		ErrClosed:   errors.New("fake: closed"),
 		Now:         func() time.Time { return r.now },
 		Logger:      slog.New(slog.DiscardHandler),
-	})
+	}
+	if set != nil {
+		set(&cfg)
+	}
+	r.m = New(cfg)
 	return r
 }
 
@@ -313,6 +320,65 @@ func TestRetiredPinIsDropped(t *testing.T) {
 	l.Close()
 	if r.open() != 0 {
 		t.Fatalf("open = %d, want 0", r.open())
+	}
+}
+
+// TestShiftingDemandKeepsItsConnections: with the split, writes need connections on the primary
+// and reads spread over all three nodes, so each kind of round needs more connections on some
+// node than the spares give. At statement returns the surplus stays while it was parked less
+// than spareGrace ago, so alternating rounds do not dial again (closing it at once closed one
+// node's connections and dialed them again at the next round of the other kind); once parked
+// longer, it closes down to the goal.
+func TestShiftingDemandKeepsItsConnections(t *testing.T) {
+	r := newRigWith(t, 3, func(c *Config) { c.Split, c.Target = true, role.PreferPrimary })
+	tns := r.table.Nodes(nil)
+	r.table.RoleChecked(tns[0], nodes.RolePrimary, nil)
+	for _, tn := range tns[1:] {
+		r.table.RoleChecked(tn, nodes.RoleReplica, nil)
+	}
+	const logical = 6 // their connections are dialed at Connect, two on each node
+	var ls []*logicalConn
+	for range logical {
+		ls = append(ls, r.connect(t))
+	}
+	round := func(q string) {
+		for _, l := range ls {
+			exec(t, l, q) // all six at once
+		}
+		for _, l := range ls {
+			l.IsValid() // database/sql takes them back
+		}
+	}
+	writes := func() { round("INSERT INTO t VALUES (1)") } // all on the primary
+	reads := func() { round("SELECT 1") }                  // two on each node
+	writes()
+	reads()
+	dialed := len(r.conns)
+	for range 5 {
+		writes()
+		reads()
+	}
+	if len(r.conns) != dialed {
+		t.Fatalf("%d dials in five more pairs of rounds, want none: the surplus was closed at a return and dialed again", len(r.conns)-dialed)
+	}
+	goal := int64(logical + 2) // one per logical connection, one spare per up node but one
+	if r.open() <= goal {
+		t.Fatalf("open = %d, not above the goal %d: the rounds made no surplus, the test proves nothing", r.open(), goal)
+	}
+	// A logical connection keeps its last physical one aside (for a result) until its next
+	// statement, so the reads' connections are parked during the next round: the round after
+	// that, a grace later, finds them parked long enough.
+	for range 2 {
+		r.now = r.now.Add(spareGrace + time.Millisecond)
+		writes()
+	}
+	if r.open() > goal {
+		t.Fatalf("open = %d after the surplus sat idle longer than spareGrace, want at most %d", r.open(), goal)
+	}
+	for _, v := range r.table.Snapshot(nil) {
+		if v.Node == tns[0] && v.Open < logical {
+			t.Fatalf("the primary keeps %d connections, want its %d: the trim took them before the replicas' idle ones", v.Open, logical)
+		}
 	}
 }
 

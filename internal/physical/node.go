@@ -54,7 +54,13 @@ type Node struct {
 
 	// Statement mode: physical connections parked idle, most recently returned last.
 	freeMu sync.Mutex
-	free   []*Conn
+	free   []parked
+}
+
+// parked is an idle physical connection of statement mode and when it was parked.
+type parked struct {
+	c  *Conn
+	at time.Time
 }
 
 // NewNode builds the node the table is adding as tn; it does no I/O (it runs as the table's
@@ -180,10 +186,10 @@ func (n *Node) ConnCounts() (idle, retiring int) {
 	return idle, retiring
 }
 
-// PushFree parks an idle physical connection on the node's free list (statement mode).
-func (n *Node) PushFree(c *Conn) {
+// PushFree parks an idle physical connection on the node's free list (statement mode), at now.
+func (n *Node) PushFree(c *Conn, now time.Time) {
 	n.freeMu.Lock()
-	n.free = append(n.free, c)
+	n.free = append(n.free, parked{c, now})
 	n.freeMu.Unlock()
 }
 
@@ -193,8 +199,8 @@ func (n *Node) PopFree() *Conn {
 	n.freeMu.Lock()
 	defer n.freeMu.Unlock()
 	for len(n.free) > 0 {
-		c := n.free[len(n.free)-1]
-		n.free[len(n.free)-1] = nil
+		c := n.free[len(n.free)-1].c
+		n.free[len(n.free)-1] = parked{}
 		n.free = n.free[:len(n.free)-1]
 		if c.state.CompareAndSwap(stateIdle, stateInUse) {
 			return c
@@ -203,18 +209,22 @@ func (n *Node) PopFree() *Conn {
 	return nil
 }
 
-// PopOldestFree takes the physical connection that has been parked longest and marks it
-// closed (the caller closes it with ClosePhysical); nil when none is left.
-func (n *Node) PopOldestFree() *Conn {
+// PopOldestFree takes the physical connection that has been parked longest, if it was parked
+// before the given time (any, when that is zero), and marks it closed (the caller closes it
+// with ClosePhysical); nil when there is none.
+func (n *Node) PopOldestFree(parkedBefore time.Time) *Conn {
 	n.freeMu.Lock()
 	defer n.freeMu.Unlock()
 	for len(n.free) > 0 {
-		c := n.free[0]
+		f := n.free[0]
+		if !parkedBefore.IsZero() && !f.at.Before(parkedBefore) {
+			return nil
+		}
 		copy(n.free, n.free[1:])
-		n.free[len(n.free)-1] = nil
+		n.free[len(n.free)-1] = parked{}
 		n.free = n.free[:len(n.free)-1]
-		if c.state.CompareAndSwap(stateIdle, stateClosed) {
-			return c
+		if f.c.state.CompareAndSwap(stateIdle, stateClosed) {
+			return f.c
 		}
 	}
 	return nil

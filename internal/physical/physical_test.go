@@ -114,7 +114,7 @@ func TestStateMachine(t *testing.T) {
 	if c.Park() || c.ClaimFresh() {
 		t.Fatal("a parked connection moved as a fresh one")
 	}
-	r.node.PushFree(c)
+	r.node.PushFree(c, time.Now())
 	if got := r.node.PopFree(); got != c {
 		t.Fatalf("PopFree = %v, want the parked connection", got)
 	}
@@ -252,21 +252,32 @@ func TestRetireSurplusIdleFirst(t *testing.T) {
 }
 
 // TestPopOldestFreeSkipsClosed: the trim pops the longest parked connection, passing over any
-// closed while parked.
+// closed while parked, and none parked at or after the time it is given.
 func TestPopOldestFreeSkipsClosed(t *testing.T) {
 	r := newFakeRig(t)
-	a, b := r.dial(t), r.dial(t)
-	a.Park()
-	b.Park()
-	r.node.PushFree(a)
-	r.node.PushFree(b)
+	a, b, c := r.dial(t), r.dial(t), r.dial(t)
+	t0 := time.Unix(1000, 0)
+	for i, p := range []*Conn{a, b, c} {
+		p.Park()
+		r.node.PushFree(p, t0.Add(time.Duration(i)*time.Second))
+	}
 	a.RetireIfIdle(Rebalance)
-	got := r.node.PopOldestFree()
+	if got := r.node.PopOldestFree(t0.Add(time.Second)); got != nil {
+		t.Fatalf("PopOldestFree(before b was parked) = %p, want none", got)
+	}
+	got := r.node.PopOldestFree(t0.Add(2 * time.Second))
 	if got != b {
-		t.Fatalf("PopOldestFree = %p, want the open one %p", got, b)
+		t.Fatalf("PopOldestFree = %p, want the open one parked before the time %p", got, b)
 	}
 	got.ClosePhysical()
-	if r.node.PopOldestFree() != nil || r.node.FreeCount() != 0 {
+	if got := r.node.PopOldestFree(t0.Add(2 * time.Second)); got != nil {
+		t.Fatalf("PopOldestFree = %p, want none: c was parked at the time given", got)
+	}
+	if got = r.node.PopOldestFree(time.Time{}); got != c {
+		t.Fatalf("PopOldestFree(any) = %p, want %p", got, c)
+	}
+	got.ClosePhysical()
+	if r.node.PopOldestFree(time.Time{}) != nil || r.node.FreeCount() != 0 {
 		t.Fatal("the free list is not empty")
 	}
 	if n := r.open(); n != 0 {
