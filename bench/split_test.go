@@ -3,11 +3,9 @@ package bench
 import (
 	"database/sql"
 	"testing"
-	"time"
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/lbdtest"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // BenchmarkSplit is the per-statement cost of the read/write split: SELECT 1 through statement
@@ -24,21 +22,11 @@ func BenchmarkSplit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		db := sql.OpenDB(c)
+		db := sql.OpenDB(awaitReplicas(b, cl, c))
 		b.Cleanup(func() { db.Close() })
 		db.SetMaxOpenConns(8)
 		db.SetMaxIdleConns(8)
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			ns, _ := c.Stats().Node(cl.Proxy(1).Addr())
-			if ns.Role == nodes.RoleReplica {
-				return db
-			}
-			if time.Now().After(deadline) {
-				b.Fatal("the role checks did not answer")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return db
 	}
 	for _, v := range []struct{ name, params string }{
 		{"statement", ""},
