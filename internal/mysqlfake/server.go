@@ -166,6 +166,20 @@ func (s *Server) removeFault(fp *Fault) {
 	}
 }
 
+// armed reports whether a fault applies to any segment of c's answer, without firing it.
+func (s *Server) armed(c Command, segs []segment) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.faults {
+		for _, seg := range segs {
+			if f.applies(seg.phase, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // fault returns the first armed fault for this phase and command, spending one of its Times.
 func (s *Server) fault(ph Phase, c Command) *Fault {
 	s.mu.Lock()

@@ -308,3 +308,50 @@ func TestOneValue(t *testing.T) {
 		}
 	}
 }
+
+// TestOneRowAnswerIsReadWhole: after the first row of a one-row answer, its end has passed the
+// guard too (go-sql-driver reads both at once), so Close finishes it from go-sql-driver's buffer
+// without bounding the socket by the query's context: no deadline to set and lift, no context
+// callback to register, per point select. A result with more to come is bounded (the hostile
+// peer tests stall there).
+func TestOneRowAnswerIsReadWhole(t *testing.T) {
+	r := newFakeRig(t)
+	c := r.dial(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := c.QueryContext(ctx, "SELECT 1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(dest); err != nil {
+		t.Fatal(err)
+	}
+	if !c.sock.AnswerRead() {
+		t.Fatal("the guard has not seen the end of a one-row answer after its row")
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Closing after the first row costs what closing after the end does: Close registers no
+	// context callback and sets no deadline (three allocations more when it does).
+	query := func(toEnd bool) func() {
+		return func() {
+			rows, err := c.QueryContext(ctx, "SELECT 1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows.Next(dest)
+			if toEnd {
+				rows.Next(dest)
+			}
+			if err := rows.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	afterRow, afterEnd := testing.AllocsPerRun(100, query(false)), testing.AllocsPerRun(100, query(true))
+	if afterRow > afterEnd {
+		t.Fatalf("a query closed after its row allocates %v times, after its end %v: Close bounded the socket by the context", afterRow, afterEnd)
+	}
+}

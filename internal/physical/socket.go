@@ -79,6 +79,13 @@ func (s *Socket) Answered() (answered, known bool) {
 	return s.guard.Answered(), true
 }
 
+// AnswerRead reports whether the whole answer to the latest command has been read from the
+// socket, so that go-sql-driver finishes it from its buffer without reading again; false when
+// the guard cannot see the packets (TLS, compression) or there is no socket.
+func (s *Socket) AnswerRead() bool {
+	return s != nil && !s.guard.Opaque() && s.guard.Idle()
+}
+
 // SetDeadline implements net.Conn; lbd's bound, when set, wins over a later deadline.
 func (s *Socket) SetDeadline(t time.Time) error {
 	return s.setDeadline(t, s.TCPConn.SetDeadline)

@@ -161,7 +161,9 @@ type driverRows interface {
 }
 
 // rows is a result set. go-sql-driver stops watching the query's context before it reads the
-// rest of the result at Close, so lbd bounds that read by the context itself.
+// rest of the result at Close, so lbd bounds that read by the context itself, unless the rest
+// is already in go-sql-driver's buffer (a point select's row and its end come in one read):
+// then Close reads nothing from the proxy, and a context that ended meanwhile costs nothing.
 type rows struct {
 	c      *Conn
 	r      driverRows
@@ -190,7 +192,7 @@ func (r *rows) Close() (err error) {
 		return err
 	}
 	defer r.c.contain(&err)
-	if r.ended {
+	if r.ended || r.c.sock.AnswerRead() {
 		return r.c.observeResult(r.r.Close())
 	}
 	bound := r.c.sock.LimitTo(r.ctx)

@@ -231,6 +231,10 @@ func (g *Guard) clientPacketEnd() {
 // meaningful only while the connection is not Opaque.
 func (g *Guard) Answered() bool { return g.answered }
 
+// Idle reports whether no answer is outstanding: the whole answer to the latest command has
+// passed (and no command is being sent).
+func (g *Guard) Idle() bool { return g.phase == phaseIdle }
+
 // command sets up for the answer to the command byte c.
 func (g *Guard) command(c byte) {
 	g.binary, g.answered = false, false
