@@ -392,13 +392,13 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 		// That says nothing certain about the node, but a dial still stalled when the caller's
 		// deadline passed may be a hung proxy: have it probed now rather than at its turn.
 		if ctx.Err() != context.Canceled {
-			n.triggerProbe()
+			n.probeForTraffic()
 		}
 	case exception.SameOnEveryNode(err):
 		c.table.DialRefused(n.tn)
 	default:
 		c.table.Dialed(n.tn, err)
-		n.triggerProbe()
+		n.probeForTraffic()
 	}
 	return nil, err
 }

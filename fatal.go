@@ -25,7 +25,7 @@ func (c *Connector) onConnError(p *physical.Conn, err error) {
 	now := c.cfg.clock.Now()
 	c.recent.add(err, n.addr, now)
 	c.table.Fatal(n.tn, now, err)
-	n.triggerProbe()
+	n.probeForTraffic()
 }
 
 // ExceptionSorter returns the sorter the Connector judges errors with (WithExceptionSorter, or

@@ -1,6 +1,7 @@
 package lbd
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/lbd-go/lbd/exception"
@@ -28,6 +29,9 @@ type node struct {
 
 	// probe is the node's current prober target; nil while the node is not probed (draining).
 	probe atomic.Pointer[nodeProbe]
+	// earlyProbe is when the traffic last brought the probe forward, Unix nanoseconds
+	// (mayProbeEarly).
+	earlyProbe atomic.Int64
 }
 
 // nodeTable is the Connector's node table, and tableNode a node's handle in it; the payload is
@@ -68,3 +72,11 @@ func countRouted(n *physical.Node, write bool) {
 // Broken implements physical.Hooks: a protocol violation is fatal to the connection and counts
 // against the node.
 func (n *node) Broken(p *physical.Conn, err error) { n.c.onConnError(p, err) }
+
+// CallerEnded implements physical.Hooks: a cancellation says nothing about the node; a passed
+// deadline does only when the node has been silent for long (callerDeadline).
+func (n *node) CallerEnded(_ *physical.Conn, cause error) {
+	if cause == context.DeadlineExceeded {
+		n.c.callerDeadline(n)
+	}
+}

@@ -1,7 +1,6 @@
 package lbd
 
 import (
-	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -13,16 +12,16 @@ import (
 
 // Passive outlier detection: what the application's own statements see brings a proxy's probe
 // forward, under a short deadline, and a failed answer ejects it (see internal/nodetable's
-// Suspect and Confirmed, which also hold the cap and the back-off). Three signals:
+// Suspect and Confirmed, which also hold the cap and the back-off). Two signals:
 //
 //   - a statement's connection was lost (reset, EOF, broken pipe, i/o timeout);
-//   - a statement ran into its context's deadline while on the wire;
 //   - statements are in flight on a proxy and none has been answered for a while, although the
 //     other proxies answer theirs: a hung proxy. "A while" is stallMultiple × the fleet's
 //     typical statement latency, at least stallFloor.
 //
 // An error the server returned (duplicate key, syntax, lock wait timeout, …) is an answer, and
-// never a signal against the proxy that carried it.
+// never a signal against the proxy that carried it; nor is what the caller's own cancellation
+// or deadline does to a connection (internal/physical never reports it).
 //
 // The per-statement cost is two atomic adds on the node's counters (flight.depart and
 // flight.land); no lock, no allocation, no clock read. One loop per Connector (watchStalls)
@@ -44,8 +43,8 @@ const (
 )
 
 // passiveSignal names what err tells against the node that carried the statement, or returns
-// "" when it tells nothing: a server's answer, the application's own cancellation, an error
-// lbd or database/sql produced before anything was sent.
+// "" when it tells nothing: a server's answer, an error lbd or database/sql produced before
+// anything was sent.
 func passiveSignal(err error) string {
 	if err == nil || err == driver.ErrSkip || err == driver.ErrBadConn || physical.IsServerAnswer(err) || errors.Is(err, ErrProtocol) {
 		return ""
@@ -54,9 +53,6 @@ func passiveSignal(err error) string {
 	case exception.ReasonConnReset, exception.ReasonEOF, exception.ReasonBrokenPipe, exception.ReasonConnAborted,
 		exception.ReasonNetTimeout, exception.ReasonInvalidConn, exception.ReasonConnClosed:
 		return fmt.Sprintf("connection lost on a statement (%s): %v", reason, err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "statement timeout: " + err.Error()
 	}
 	return ""
 }
@@ -73,7 +69,7 @@ func (c *Connector) onStatementError(p *physical.Conn, err error) {
 // probe at once as a confirming probe: under the stall threshold as its deadline.
 func (c *Connector) suspect(n *node, signal string) {
 	t := n.probe.Load()
-	if t == nil || c.prober == nil || !c.table.Suspect(n.tn, c.cfg.clock.Now(), signal) {
+	if t == nil || c.prober == nil || !n.mayProbeEarly() || !c.table.Suspect(n.tn, c.cfg.clock.Now(), signal) {
 		return
 	}
 	d := c.stallBase.Load()
@@ -82,6 +78,22 @@ func (c *Connector) suspect(n *node, signal string) {
 	}
 	t.confirm.Store(d)
 	c.prober.Trigger(t)
+}
+
+// callerDeadline is told a statement whose caller's deadline passed while it ran on n. That
+// is a passive signal only when n has been silent, with statements in flight, for the stall
+// threshold: then n's own counters show it slow, whatever the caller's budget was. A statement
+// cut by a short deadline, or by a cancellation, on a proxy that answers its statements is the
+// caller's affair.
+func (c *Connector) callerDeadline(n *node) {
+	progress := n.phys.Flight.Progress.Load()
+	if progress == 0 {
+		return
+	}
+	silent := c.cfg.clock.Now().Sub(time.Unix(0, progress))
+	if silent >= time.Duration(c.stallBase.Load()) {
+		c.suspect(n, fmt.Sprintf("statement timeout, no answer from the proxy for %v", silent.Round(time.Millisecond)))
+	}
 }
 
 // stallThreshold is stallMultiple × latency, at least stallFloor.
@@ -141,8 +153,9 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 			inFlight += max(k, 0)
 			answered += int64(l - f.StallLanded)
 		}
-		if l != f.StallLanded || k <= 0 || f.StallProgress.IsZero() {
-			f.StallLanded, f.StallProgress, f.StallBackoff = l, now, 0
+		if l != f.StallLanded || k <= 0 || f.Progress.Load() == 0 {
+			f.StallLanded, f.StallBackoff = l, 0
+			f.Progress.Store(now.UnixNano())
 		}
 	}
 	if answered > 0 && elapsed > 0 {
@@ -159,7 +172,7 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 	}
 	for _, n := range nodes {
 		f := &n.phys.Flight
-		stalled := now.Sub(f.StallProgress)
+		stalled := now.Sub(time.Unix(0, f.Progress.Load()))
 		if stalled < base<<f.StallBackoff {
 			continue
 		}

@@ -41,8 +41,9 @@ func TestPassiveSignal(t *testing.T) {
 		{"unexpected EOF wrapped", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "connection lost"},
 		{"i/o timeout", timeout, "connection lost"},
 		{"invalid connection", mysql.ErrInvalidConn, "connection lost"},
-		{"statement deadline", context.DeadlineExceeded, "statement timeout"},
-		{"statement deadline wrapped", fmt.Errorf("query: %w", context.DeadlineExceeded), "statement timeout"},
+		// The caller's deadline tells something only with the node's own silence (callerDeadline).
+		{"statement deadline", context.DeadlineExceeded, ""},
+		{"statement deadline wrapped", fmt.Errorf("query: %w", context.DeadlineExceeded), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := passiveSignal(tc.err)
@@ -71,9 +72,16 @@ func passiveCounts(c *Connector, addr string) (signals, probes, ejections uint64
 	return ns.PassiveSignals, ns.Probes, ns.TransitionsBy[CausePassive]
 }
 
-// TestPassiveSignalTheProbeDoesNotConfirm: a statement that runs into its deadline, and one
-// whose connection is reset, are signals against their proxy; its probe still answers, so it
-// stays up.
+// beyondStall is a statement deadline past twice c's stall threshold now: a statement cut by it
+// on a silent proxy shows the proxy slow, even if the threshold, which follows the fleet's
+// latency (Little's law over few statements on a loaded machine), doubles meanwhile.
+func beyondStall(c *Connector) time.Duration {
+	return 2*time.Duration(c.stallBase.Load()) + stallFloor
+}
+
+// TestPassiveSignalTheProbeDoesNotConfirm: a statement that runs into its deadline after its
+// proxy was silent for more than the stall threshold, and one whose connection is reset, are
+// signals against their proxy; its probe still answers, so it stays up.
 func TestPassiveSignalTheProbeDoesNotConfirm(t *testing.T) {
 	slow := func(q string) *mysqlfake.Result {
 		if strings.Contains(q, "slow") {
@@ -89,7 +97,7 @@ func TestPassiveSignalTheProbeDoesNotConfirm(t *testing.T) {
 	db, c := openFakeDB(t, srvs, "", firstListed())
 	db.SetMaxOpenConns(1)
 	for i, q := range []string{"SELECT /* slow */ 1", "SELECT /* boom */ 1"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), beyondStall(c))
 		_, err := db.ExecContext(ctx, q)
 		cancel()
 		if err == nil {
@@ -121,8 +129,9 @@ func TestPassiveSignalTheProbeDoesNotConfirm(t *testing.T) {
 	}
 }
 
-// TestPassiveSignalTheProbeConfirms: a statement timeout on a proxy whose probe stalls too
-// ejects it at once, long before its next scheduled probe.
+// TestPassiveSignalTheProbeConfirms: a statement timeout on a proxy silent for more than the
+// stall threshold, whose probe stalls too, ejects it at once, long before its next scheduled
+// probe.
 func TestPassiveSignalTheProbeConfirms(t *testing.T) {
 	srvs := startFakes(t, 3, mysqlfake.Config{})
 	db, c := openFakeDB(t, srvs, "", firstListed(), WithCheckHealthInterval(time.Hour))
@@ -140,7 +149,7 @@ func TestPassiveSignalTheProbeConfirms(t *testing.T) {
 	}
 	srvs[0].AddFault(mysqlfake.Fault{Name: "command/stall", Phase: mysqlfake.PhaseCommand, Bytes: mysqlfake.Raw(nil), After: mysqlfake.Stall,
 		Match: mysqlfake.QueryContains("SELECT")})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), beyondStall(c))
 	_, err = conn.ExecContext(ctx, "SELECT 1")
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -165,7 +174,7 @@ func TestPassiveSignalTheProbeConfirms(t *testing.T) {
 			Match: mysqlfake.QueryContains("SELECT")})
 	}
 	for range 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), beyondStall(c))
 		_, _ = db.ExecContext(ctx, "SELECT 1")
 		cancel()
 	}

@@ -222,6 +222,31 @@ func (n *node) triggerProbe() {
 	}
 }
 
+// earlyProbeSpacing is the least time between two probes of one node that the application's
+// traffic brings forward (a fatal error, a failed or abandoned dial, a passive signal): a storm
+// of such events runs about one probe a second on a node, not one per event. The first
+// event of a storm probes at once, so a broken proxy is found as fast as before.
+const earlyProbeSpacing = time.Second
+
+// mayProbeEarly reports whether the traffic may bring n's probe forward now, and if so takes
+// the turn: no other such probe of n for earlyProbeSpacing.
+func (n *node) mayProbeEarly() bool {
+	now := n.c.cfg.clock.Now().UnixNano()
+	last := n.earlyProbe.Load()
+	if last != 0 && now-last < int64(earlyProbeSpacing) {
+		return false
+	}
+	return n.earlyProbe.CompareAndSwap(last, now)
+}
+
+// probeForTraffic is triggerProbe for what the application's traffic saw, spaced by
+// earlyProbeSpacing.
+func (n *node) probeForTraffic() {
+	if n.mayProbeEarly() {
+		n.triggerProbe()
+	}
+}
+
 func runProbeQuery(ctx context.Context, pc driver.Conn) error {
 	q, ok := pc.(driver.QueryerContext)
 	if !ok {

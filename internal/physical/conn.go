@@ -42,6 +42,7 @@ type Conn struct {
 	inTx    atomic.Bool           // between BeginTx and the end of Commit or Rollback
 	epoch   uint64                // the node's Epoch when the connection was adopted (see RetireBefore)
 	broken  atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
+	cut     atomic.Bool           // set once a caller's context ended during a command: its errors are the caller's (observeRun)
 
 	// Prepared and Swept belong to whoever claimed the connection (statement mode's logical
 	// connection): the statements prepared on it, by the claimer's key, and the claimer's
@@ -112,20 +113,32 @@ const QuitTimeout = time.Second
 //
 // When the guard beneath found the proxy breaking the protocol, go-sql-driver only saw a failed
 // read and answers "invalid connection"; the guard's finding, naming the node, replaces that.
-func (c *Conn) observe(err error) error { return c.observeRun(err, "", false) }
+func (c *Conn) observe(ctx context.Context, err error) error {
+	return c.observeRun(ctx, err, "", false)
+}
 
 // observeText is observe for a COM_QUERY text, which may hold several statements, or for an
 // execution of a prepared statement, whose text is the one prepared.
-func (c *Conn) observeText(err error, text string) error { return c.observeRun(err, text, false) }
+func (c *Conn) observeText(ctx context.Context, err error, text string) error {
+	return c.observeRun(ctx, err, text, false)
+}
 
 // observeResult is observe for an error met while a result was read: the command had begun to
 // answer, so some of it ran.
-func (c *Conn) observeResult(err error) error { return c.observeRun(err, "", true) }
+func (c *Conn) observeResult(ctx context.Context, err error) error {
+	return c.observeRun(ctx, err, "", true)
+}
 
 // observeRun is observe for a command that ran text ("" for a command that runs one statement
-// at most: a prepare, a ping, a BEGIN); afterResult says the error came after
-// part of the answer was read.
-func (c *Conn) observeRun(err error, text string, afterResult bool) error {
+// at most: a prepare, a ping, a BEGIN) under ctx; afterResult says the error came after part of
+// the answer was read.
+//
+// An error that is not the server's answer, met once the caller's context has ended, is the
+// caller's: go-sql-driver cuts the connection when the context of a command in progress ends,
+// and every later use of it fails. The hooks hear of it once, as CallerEnded, and never as a
+// statement error, so it counts as no fatal error against the node: a storm of cancellations or
+// of short deadlines on healthy proxies took them down.
+func (c *Conn) observeRun(ctx context.Context, err error, text string, afterResult bool) error {
 	if err == nil || err == driver.ErrSkip {
 		return err
 	}
@@ -134,6 +147,15 @@ func (c *Conn) observeRun(err error, text string, afterResult bool) error {
 	}
 	if driverFoundViolation(err) {
 		return c.fail(ProtocolError(c.node.addr, err))
+	}
+	if c.cut.Load() {
+		return err
+	}
+	if cause := ctx.Err(); cause != nil && !IsServerAnswer(err) {
+		if c.cut.CompareAndSwap(false, true) {
+			c.node.hooks.CallerEnded(c, cause)
+		}
+		return err
 	}
 	return c.node.hooks.StatementError(c, err, !afterResult && c.nothingRan(text))
 }
@@ -222,7 +244,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, c.observe(err)
+		return nil, c.observe(ctx, err)
 	}
 	return newStmt(c, st, query), nil
 }
@@ -244,7 +266,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
 	if err != nil {
-		return nil, c.observe(err)
+		return nil, c.observe(ctx, err)
 	}
 	c.inTx.Store(true)
 	return &txWrap{c: c, tx: tx, ctx: ctx}, nil
@@ -261,7 +283,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	defer c.node.Flight.land(&err)
 	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
-	return res, c.observeText(err, query)
+	return res, c.observeText(ctx, err, query)
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -274,7 +296,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
-		return nil, c.observeText(err, query)
+		return nil, c.observeText(ctx, err, query)
 	}
 	return wrapRows(ctx, c, rows), nil
 }
@@ -287,7 +309,7 @@ func (c *Conn) Ping(ctx context.Context) (err error) {
 	c.node.Flight.depart()
 	defer c.node.Flight.land(&err)
 	defer c.contain(&err)
-	return c.observe(c.dc.Ping(ctx))
+	return c.observe(ctx, c.dc.Ping(ctx))
 }
 
 // CheckNamedValue implements driver.NamedValueChecker with go-sql-driver's own rules.

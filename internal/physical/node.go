@@ -25,6 +25,10 @@ type Hooks interface {
 	StatementError(c *Conn, err error, nothingRan bool) error
 	// Broken is told the protocol violation that broke c (the connection is closed already).
 	Broken(c *Conn, err error)
+	// CallerEnded is told, once per connection, that the context of a command on c ended while
+	// the command ran (cause: context.Canceled or context.DeadlineExceeded): go-sql-driver cut
+	// the connection. No error of c reaches StatementError from then on.
+	CallerEnded(c *Conn, cause error)
 }
 
 // Node is what this package hangs off one proxy: its go-sql-driver connector, its live
@@ -82,14 +86,16 @@ func (n *Node) Hooks() Hooks { return n.hooks }
 func (n *Node) RetiredBy(why Reason) uint64 { return n.retiredBy[why].Load() }
 
 // Flight counts the statements on the wire on one node and those answered. The Stall* fields
-// belong to the root's stall loop goroutine alone.
+// belong to the root's stall loop goroutine alone; it writes Progress, which anyone may read.
 type Flight struct {
 	InFlight atomic.Int64
 	Landed   atomic.Uint64
+	// Progress is when the stall loop last saw the node make progress (or idle), Unix
+	// nanoseconds; 0 before its first look.
+	Progress atomic.Int64
 
-	StallLanded   uint64    // Landed at the stall loop's last reading
-	StallProgress time.Time // when the node was last seen making progress (or idle)
-	StallBackoff  uint      // the stall threshold is doubled this many times
+	StallLanded  uint64 // Landed at the stall loop's last reading
+	StallBackoff uint   // the stall threshold is doubled this many times
 }
 
 // depart counts one statement going on the wire.

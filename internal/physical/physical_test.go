@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,13 @@ type hooks struct {
 	mu     sync.Mutex
 	errs   []error
 	broken []error
+	ended  []error // CallerEnded's causes
+}
+
+func (h *hooks) CallerEnded(_ *Conn, cause error) {
+	h.mu.Lock()
+	h.ended = append(h.ended, cause)
+	h.mu.Unlock()
 }
 
 func (h *hooks) StatementError(_ *Conn, err error, _ bool) error {
@@ -353,5 +361,35 @@ func TestOneRowAnswerIsReadWhole(t *testing.T) {
 	afterRow, afterEnd := testing.AllocsPerRun(100, query(false)), testing.AllocsPerRun(100, query(true))
 	if afterRow > afterEnd {
 		t.Fatalf("a query closed after its row allocates %v times, after its end %v: Close bounded the socket by the context", afterRow, afterEnd)
+	}
+}
+
+// TestCallerEndIsNotAStatementError: a statement whose caller cancels it while the server is
+// still thinking is cut by go-sql-driver; the hooks hear it once as CallerEnded, and neither
+// that error nor the next one on the cut connection as a statement error.
+func TestCallerEndIsNotAStatementError(t *testing.T) {
+	srv := mysqlfake.Start(t, mysqlfake.Config{Answer: func(q string) *mysqlfake.Result {
+		if strings.Contains(q, "slow") {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return mysqlfake.DefaultAnswer("SELECT 1")
+	}})
+	r := newRig(t, srv.Addr())
+	c := r.dial(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if _, err := c.ExecContext(ctx, "SELECT 'slow'", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled statement returned %v, want context.Canceled", err)
+	}
+	if _, err := c.ExecContext(context.Background(), "SELECT 1", nil); err == nil {
+		t.Fatal("a statement on the cut connection succeeded")
+	}
+	r.hooks.mu.Lock()
+	defer r.hooks.mu.Unlock()
+	if len(r.hooks.ended) != 1 || r.hooks.ended[0] != context.Canceled {
+		t.Fatalf("CallerEnded heard %v, want context.Canceled once", r.hooks.ended)
+	}
+	if len(r.hooks.errs) != 0 {
+		t.Fatalf("StatementError heard %v, want nothing: the caller cut the connection", r.hooks.errs)
 	}
 }

@@ -64,7 +64,7 @@ func (s *stmt) Close() (err error) {
 	}
 	defer c.stmtRelease(from) // idle again, unless Close came meanwhile
 	defer c.contain(&err)
-	return c.observe(s.st.Close())
+	return c.observe(context.Background(), s.st.Close())
 }
 
 func (s *stmt) NumInput() int { return s.st.NumInput() }
@@ -77,7 +77,7 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
-	return res, s.c.observeText(err, s.query)
+	return res, s.c.observeText(context.Background(), err, s.query)
 }
 
 func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
@@ -89,7 +89,7 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
-		return nil, s.c.observeText(err, s.query)
+		return nil, s.c.observeText(context.Background(), err, s.query)
 	}
 	return wrapRows(context.Background(), s.c, r), nil
 }
@@ -102,7 +102,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 	defer s.c.node.Flight.land(&err)
 	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
-	return res, s.c.observeText(err, s.query)
+	return res, s.c.observeText(ctx, err, s.query)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ driver.Rows, err error) {
@@ -114,7 +114,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ dr
 	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
-		return nil, s.c.observeText(err, s.query)
+		return nil, s.c.observeText(ctx, err, s.query)
 	}
 	return wrapRows(ctx, s.c, r), nil
 }
@@ -148,7 +148,7 @@ func (t *txWrap) end(do func() error) (err error) {
 	if bound.Lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while waiting for the proxy to end the transaction: %w", context.Cause(t.ctx), err)
 	}
-	return t.c.observe(err)
+	return t.c.observe(t.ctx, err)
 }
 
 type driverRows interface {
@@ -193,14 +193,14 @@ func (r *rows) Close() (err error) {
 	}
 	defer r.c.contain(&err)
 	if r.ended || r.c.sock.AnswerRead() {
-		return r.c.observeResult(r.r.Close())
+		return r.c.observeResult(r.ctx, r.r.Close())
 	}
 	bound := r.c.sock.LimitTo(r.ctx)
 	err = r.r.Close()
 	if bound.Lift() && err != nil {
 		err = fmt.Errorf("lbd: %w while reading the rest of the result: %w", context.Cause(r.ctx), err)
 	}
-	return r.c.observeResult(err)
+	return r.c.observeResult(r.ctx, err)
 }
 
 // Next passes io.EOF (the normal end of rows) through without asking the sorter.
@@ -217,7 +217,7 @@ func (r *rows) Next(dest []driver.Value) (err error) {
 		r.ended = !r.r.HasNextResultSet()
 		return err
 	}
-	return r.c.observeResult(err)
+	return r.c.observeResult(r.ctx, err)
 }
 
 func (r *rows) HasNextResultSet() bool { return r.c.brokenErr() == nil && r.r.HasNextResultSet() }
@@ -231,7 +231,7 @@ func (r *rows) NextResultSet() (err error) {
 	if err == nil || isEndOfRows(err) {
 		return err
 	}
-	return r.c.observeResult(err)
+	return r.c.observeResult(r.ctx, err)
 }
 
 func (r *rows) ColumnTypeDatabaseTypeName(i int) string { return r.r.ColumnTypeDatabaseTypeName(i) }
