@@ -22,6 +22,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +50,7 @@ type config struct {
 	faultWorkers int
 	fault        bool
 	verbose      bool
+	profile      string // -profile: directory for per-phase CPU and block profiles
 	only         string // "scaleout": run the scale-out phase alone (its own report; README.md untouched)
 }
 
@@ -85,6 +89,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.faultWorkers, "fault-workers", 16, "workers during the fault phase")
 	fs.BoolVar(&cfg.fault, "fault", true, "run the fault phase")
 	fs.StringVar(&cfg.only, "only", "", `"scaleout": run only the scale-out phase, which writes `+scaleOutFile+` and leaves README.md alone`)
+	fs.StringVar(&cfg.profile, "profile", "", "directory for a CPU profile and block profiles of each steady phase's measured window (<setup>-w<workers>-r<run>.cpu.pprof; .block-start/.block-end.pprof, compare with pprof -diff_base)")
 	fs.BoolVar(&cfg.verbose, "v", false, "print the balancer's view of the hung proxy whenever it changes during the fault phase")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -162,6 +167,13 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
+	}
+	if cfg.profile != "" {
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			return err
+		}
+		// Sample blocking events of 10 µs and more: statements on loopback take about 100 µs.
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
 	}
 	if cfg.only == "scaleout" {
 		rs, err := runScaleOut(ctx, cfg)
@@ -258,9 +270,9 @@ func run(ctx context.Context, cfg config) error {
 				if err != nil {
 					return fmt.Errorf("run %d, %s, %d workers: %w", run, t.Label, w, err)
 				}
-				fmt.Printf("run %d/%d %3d workers %-22s %9.0f stmt/s  p50 %s  p99 %s  p99.9 %s ms  cpu %.1fs  cv %s  errors %d\n",
+				fmt.Printf("run %d/%d %3d workers %-22s %9.0f stmt/s  p50 %s  p99 %s  p99.9 %s ms  cpu %.1fs (%.1f µs/stmt)  allocs/stmt %.0f  cv %s  errors %d\n",
 					run, cfg.runs, w, t.Label, pr.Throughput, fmtMs(pr.P50), fmtMs(pr.P99), fmtMs(pr.P999),
-					pr.ClientCPU, fmtPct(pr.ShareCV), pr.Errors)
+					pr.ClientCPU, pr.cpuPerStmt(), pr.mallocsPerStmt(), fmtPct(pr.ShareCV), pr.Errors)
 				res.Phases = append(res.Phases, pr)
 			}
 		}
@@ -419,6 +431,54 @@ func selfCPU() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
+// mallocs is the number of heap objects this process has allocated so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
+// startProfile starts a CPU profile of this process into the -profile directory, named after
+// the phase, and writes the block profile so far; the returned func stops the CPU profile and
+// writes the block profile again. With no -profile it does nothing.
+func (b *bench) startProfile(name string) (stop func() error, err error) {
+	if b.cfg.profile == "" {
+		return func() error { return nil }, nil
+	}
+	base := filepath.Join(b.cfg.profile, name)
+	if err := writeProfile("block", base+".block-start.pprof"); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(base + ".cpu.pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return writeProfile("block", base+".block-end.pprof")
+	}, nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // statementCounts snapshots every proxy's statement counter.
 func (b *bench) statementCounts() []int64 {
 	out := make([]int64, len(b.proxies))
@@ -490,11 +550,19 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 	if err := sleepUntil(ctx, l.from); err != nil {
 		return phaseResult{}, err
 	}
-	cpu0, ha0, st0 := selfCPU(), b.haproxyCPU(t), b.statementCounts()
-	if err := sleepUntil(ctx, l.to); err != nil {
+	stopProfile, err := b.startProfile(fmt.Sprintf("%s-w%d-r%d", t.Key, workers, run))
+	if err != nil {
 		return phaseResult{}, err
 	}
-	cpu1, ha1, st1 := selfCPU(), b.haproxyCPU(t), b.statementCounts()
+	cpu0, ha0, st0, mallocs0 := selfCPU(), b.haproxyCPU(t), b.statementCounts(), mallocs()
+	if err := sleepUntil(ctx, l.to); err != nil {
+		stopProfile()
+		return phaseResult{}, err
+	}
+	cpu1, ha1, st1, mallocs1 := selfCPU(), b.haproxyCPU(t), b.statementCounts(), mallocs()
+	if err := stopProfile(); err != nil {
+		return phaseResult{}, err
+	}
 	conns := b.connCounts(conn)
 	l.finish()
 
@@ -529,6 +597,7 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 		P99:          num(percentile(lat, 99)),
 		P999:         num(percentile(lat, 99.9)),
 		ClientCPU:    cpu1 - cpu0,
+		Mallocs:      mallocs1 - mallocs0,
 		HAProxyCPU:   ha1 - ha0,
 		PerProxy:     per,
 		ShareCV:      num(cv(share)),

@@ -47,6 +47,7 @@ type phaseResult struct {
 	P999         num            `json:"p999_ms"`                 // milliseconds
 	ClientCPU    float64        `json:"client_cpu_s"`            // this process's CPU over the window
 	HAProxyCPU   float64        `json:"haproxy_cpu_s"`           // HAProxy's CPU over the window (its setup only)
+	Mallocs      uint64         `json:"mallocs"`                 // heap objects this process allocated over the window
 	PerProxy     []int64        `json:"per_proxy_statements"`    // statements each proxy received
 	ShareCV      num            `json:"share_cv"`                // coefficient of variation of PerProxy
 	Conns        []int          `json:"conns_per_proxy_at_end"`  // connections per proxy at the window's end
@@ -57,6 +58,15 @@ type phaseResult struct {
 	Markdowns []string `json:"lbd_markdowns,omitempty"`
 
 	lat []float64 // sorted latencies in ms, kept only for the CDF chart
+}
+
+// mallocsPerStmt is the heap objects this process allocated per successful statement (the
+// relays' included, the same for every setup).
+func (p phaseResult) mallocsPerStmt() float64 {
+	if p.Statements == 0 {
+		return math.NaN()
+	}
+	return float64(p.Mallocs) / float64(p.Statements)
 }
 
 // cpuPerStmt is client plus HAProxy CPU per successful statement, in microseconds.
