@@ -32,6 +32,10 @@ type node struct {
 	// earlyProbe is when the traffic last brought the probe forward, Unix nanoseconds
 	// (mayProbeEarly).
 	earlyProbe atomic.Int64
+	// answeredErrors counts statements the server answered with an error that may be this
+	// node's own (noteStatementError); errWatch is the error-rate loop's view of it.
+	answeredErrors atomic.Uint64
+	errWatch       nodeErrWatch
 }
 
 // nodeTable is the Connector's node table, and tableNode a node's handle in it; the payload is
@@ -55,6 +59,7 @@ func (n *node) StatementError(p *physical.Conn, err error, nothingRan bool) erro
 	if c.roleAware() && exception.NotPrimary(err) {
 		return c.onNotPrimary(p, err, nothingRan)
 	}
+	n.noteStatementError(err)
 	c.onStatementError(p, err)
 	c.onConnError(p, err)
 	return err

@@ -102,12 +102,13 @@ func stallThreshold(latency time.Duration) time.Duration {
 }
 
 // watchStalls is the stall loop: every stallTick it reads every node's flight counters and
-// hands them to a stallWatch. It runs until Close.
+// hands them to a stallWatch and to an errorWatch (errorrate.go). It runs until Close.
 func (c *Connector) watchStalls() {
 	defer c.loops.Done()
 	t := c.cfg.clock.NewTimer(stallTick)
 	defer t.Stop()
 	w := stallWatch{last: c.cfg.clock.Now()}
+	var errs errorWatch
 	var tns []*tableNode
 	var ns []*node
 	for {
@@ -122,7 +123,9 @@ func (c *Connector) watchStalls() {
 		for _, tn := range tns {
 			ns = append(ns, at(tn))
 		}
-		c.stallBase.Store(int64(w.tick(c.cfg.clock.Now(), ns, c.suspect)))
+		now := c.cfg.clock.Now()
+		c.stallBase.Store(int64(w.tick(now, ns, c.suspect)))
+		errs.tick(now, ns, c.ejectForErrors)
 		clear(tns)
 		clear(ns) // hold no node between ticks
 	}

@@ -1,6 +1,7 @@
 package nodetable
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -64,23 +65,50 @@ func (t *Table[P]) Confirmed(n *Node[P], now time.Time, err error, took time.Dur
 	t.mu.Lock()
 	signal := n.suspect
 	n.suspect = ""
-	if signal != "" && t.nodes[n.addr] == n && n.state == Up && !n.standby && t.mayEjectLocked() {
-		n.lastErr = err
-		n.goodProbes = 0
-		if !n.upSince.IsZero() && t.cfg.BaseEjectionTime > 0 {
-			n.ejections -= int(now.Sub(n.upSince) / (EjectionDecay * t.cfg.BaseEjectionTime))
-		}
-		n.ejections = max(n.ejections, 0) + 1
-		hold := min(time.Duration(n.ejections)*t.cfg.BaseEjectionTime, MaxEjectionTime)
-		n.holdUntil = now.Add(hold)
-		t.failedLocked(n)
-		t.setStateLocked(n, Down, CausePassive,
-			fmt.Sprintf("%s; confirming probe failed: %v; held down %v (ejection %d)", signal, err, hold, n.ejections))
-		n.ejected = true
-		t.ejected++
+	if signal != "" && t.mayEjectNodeLocked(n) {
+		t.ejectLocked(n, now, err, fmt.Sprintf("%s; confirming probe failed: %v", signal, err))
 	}
 	t.mu.Unlock()
 	t.deliver()
+}
+
+// Eject takes n out as an outlier on evidence from its statements' answers (words fit for a
+// log line), without a confirming probe: for a proxy that fails the application's statements
+// while its probe still passes. The cap, hold and back-off are a confirmed signal's. It reports
+// whether n was ejected.
+func (t *Table[P]) Eject(n *Node[P], now time.Time, evidence string) bool {
+	n.signals.Add(1)
+	t.mu.Lock()
+	ok := t.mayEjectNodeLocked(n)
+	if ok {
+		t.ejectLocked(n, now, errors.New(evidence), evidence)
+	}
+	t.mu.Unlock()
+	t.deliver()
+	return ok
+}
+
+// mayEjectNodeLocked reports whether n may be passively ejected now: still in the table, up,
+// not a standby, and within the cap.
+func (t *Table[P]) mayEjectNodeLocked(n *Node[P]) bool {
+	return t.nodes[n.addr] == n && n.state == Up && !n.standby && t.mayEjectLocked()
+}
+
+// ejectLocked takes n down as a passive outlier for err: held down its base ejection time ×
+// its recent ejections (less those forgiven by time up since), up to MaxEjectionTime.
+func (t *Table[P]) ejectLocked(n *Node[P], now time.Time, err error, why string) {
+	n.lastErr = err
+	n.goodProbes = 0
+	if !n.upSince.IsZero() && t.cfg.BaseEjectionTime > 0 {
+		n.ejections -= int(now.Sub(n.upSince) / (EjectionDecay * t.cfg.BaseEjectionTime))
+	}
+	n.ejections = max(n.ejections, 0) + 1
+	hold := min(time.Duration(n.ejections)*t.cfg.BaseEjectionTime, MaxEjectionTime)
+	n.holdUntil = now.Add(hold)
+	t.failedLocked(n)
+	t.setStateLocked(n, Down, CausePassive, fmt.Sprintf("%s; held down %v (ejection %d)", why, hold, n.ejections))
+	n.ejected = true
+	t.ejected++
 }
 
 // mayEjectLocked reports whether one more node may be passively ejected now.
