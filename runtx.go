@@ -52,7 +52,8 @@ type TxRetryPolicy struct {
 	// and each is drawn at random between half and all of its value. A pause ends early, and
 	// RunTx returns, when the context ends.
 	InitialBackoff time.Duration
-	// MaxBackoff bounds one pause (default DefaultTxMaxBackoff, 1 s, when zero or negative).
+	// MaxBackoff bounds one pause, the first included (default DefaultTxMaxBackoff, 1 s, when
+	// zero or negative).
 	MaxBackoff time.Duration
 	// OnRerun, when set, is called on RunTx's goroutine just before each rerun, with the
 	// number of the attempt that failed (from 1) and its error: for logs and metrics. It must
@@ -149,10 +150,11 @@ func (p TxRetryPolicy) withDefaults() TxRetryPolicy {
 	}
 	switch {
 	case p.InitialBackoff == 0:
-		p.InitialBackoff = min(DefaultTxInitialBackoff, p.MaxBackoff)
+		p.InitialBackoff = DefaultTxInitialBackoff
 	case p.InitialBackoff < 0:
 		p.InitialBackoff = 0
 	}
+	p.InitialBackoff = min(p.InitialBackoff, p.MaxBackoff)
 	return p
 }
 

@@ -248,6 +248,53 @@ func TestRunTxRerunsOnTheNewPrimary(t *testing.T) {
 	}
 }
 
+// A panic in the body rolls the transaction back and goes on up; nothing commits, nothing runs
+// again.
+func TestRunTxRollsBackWhenTheBodyPanics(t *testing.T) {
+	s, _, db := txServer(t, mysqlfake.DefaultAnswer)
+	runs := 0
+	func() {
+		defer func() {
+			if r := recover(); r != "the body's panic" {
+				t.Fatalf("recovered %v; want the body's panic", r)
+			}
+		}()
+		quick.RunTx(ctx5s(t), db, nil, func(tx *sql.Tx) error {
+			runs++
+			if _, err := tx.Exec("INSERT INTO t VALUES (1)"); err != nil {
+				return err
+			}
+			panic("the body's panic")
+		})
+	}()
+	if runs != 1 || s.count("COMMIT") != 0 || s.count("ROLLBACK") != 1 {
+		t.Fatalf("body ran %d times, %d COMMIT, %d ROLLBACK; want 1, 0, 1", runs, s.count("COMMIT"), s.count("ROLLBACK"))
+	}
+}
+
+// The pauses between attempts: the defaults, a pause never longer than MaxBackoff, none when
+// InitialBackoff is negative.
+func TestRunTxPolicyDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		in, want TxRetryPolicy
+	}{
+		{TxRetryPolicy{}, TxRetryPolicy{MaxAttempts: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: time.Second}},
+		{TxRetryPolicy{MaxAttempts: -1, InitialBackoff: -1, MaxBackoff: -1}, TxRetryPolicy{MaxAttempts: 3, InitialBackoff: 0, MaxBackoff: time.Second}},
+		{TxRetryPolicy{MaxAttempts: 1, InitialBackoff: time.Minute, MaxBackoff: time.Second}, TxRetryPolicy{MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second}},
+	} {
+		if got := tc.in.withDefaults(); got.MaxAttempts != tc.want.MaxAttempts || got.InitialBackoff != tc.want.InitialBackoff || got.MaxBackoff != tc.want.MaxBackoff {
+			t.Errorf("%+v with defaults = %+v; want %+v", tc.in, got, tc.want)
+		}
+	}
+	for _, d := range []time.Duration{0, 1, 2, 20 * time.Millisecond} {
+		for range 100 {
+			if j := jitter(d); j < d/2 || j > d {
+				t.Fatalf("jitter(%v) = %v; want between half and all of it", d, j)
+			}
+		}
+	}
+}
+
 // What a COMMIT's error says about its outcome: committed, not committed (and whether the
 // transaction may run again), or unknown.
 func TestRunTxCommitOutcome(t *testing.T) {
