@@ -105,6 +105,7 @@ type txLoad struct {
 	unknown   []int64
 	errs      []error
 	reruns    map[string]int
+	rerunTook []time.Duration // how long the RunTx calls that ran a transaction again took
 	done      atomic.Int64
 }
 
@@ -132,9 +133,17 @@ func (l *txLoad) waitDone(t *testing.T, n int64) {
 // caught by the switch run again on the new primary, and afterwards the new primary holds
 // every committed transaction exactly once (one row each, and the counter equal to the rows),
 // nothing of the failed ones, and the workers saw no error but what the attempt cap allows.
+// With a gap of a second between the old primary's read_only and the new one's, the reruns'
+// BeginTx waits for the new primary (failoverTimeoutMillis, 5 s) instead of failing.
 func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
+	for _, gap := range []time.Duration{0, time.Second} {
+		t.Run(fmt.Sprintf("gap %v", gap), func(t *testing.T) { runTxAcrossASwitchover(t, gap) })
+	}
+}
+
+func runTxAcrossASwitchover(t *testing.T, gap time.Duration) {
 	ps := openPairSwitch(t)
-	table := fmt.Sprintf("lbd_runtx_%d", os.Getpid())
+	table := fmt.Sprintf("lbd_runtx_%d_%d", os.Getpid(), gap.Milliseconds())
 	counter := table + "_n"
 	t.Cleanup(func() {
 		for _, tbl := range []string{table, counter} {
@@ -153,11 +162,6 @@ func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
 	}
 
 	load := &txLoad{reruns: map[string]int{}}
-	policy := lbd.TxRetryPolicy{OnRerun: func(_ int, err error) {
-		load.mu.Lock()
-		load.reruns[rerunCause(err)]++
-		load.mu.Unlock()
-	}}
 	var stopping atomic.Bool
 	var wg sync.WaitGroup
 	for w := range 16 {
@@ -169,6 +173,14 @@ func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
 				// Each transaction has a context of its own that the test never cancels, so
 				// that stopping the workload cuts no COMMIT.
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				reran := false
+				policy := lbd.TxRetryPolicy{OnRerun: func(_ int, err error) {
+					reran = true
+					load.mu.Lock()
+					load.reruns[rerunCause(err)]++
+					load.mu.Unlock()
+				}}
+				start := time.Now()
 				err := policy.RunTx(ctx, ps.db, nil, func(tx *sql.Tx) error {
 					if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, ?)", id, w); err != nil {
 						return err
@@ -176,8 +188,12 @@ func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
 					_, err := tx.ExecContext(ctx, "UPDATE "+counter+" SET n = n + 1 WHERE id = 1")
 					return err
 				})
+				took := time.Since(start)
 				cancel()
 				load.mu.Lock()
+				if reran {
+					load.rerunTook = append(load.rerunTook, took)
+				}
 				switch {
 				case err == nil:
 					load.committed = append(load.committed, id)
@@ -196,7 +212,7 @@ func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
 	defer stop()
 	load.waitDone(t, 200)
 	switchAt := time.Now()
-	ps.switchover(t)
+	ps.switchover(t, gap)
 	switchTook := time.Since(switchAt)
 	load.waitDone(t, 300)
 	stop()
@@ -234,6 +250,8 @@ func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
 	if len(load.unknown) == 0 && rows != int64(len(load.committed)) {
 		t.Errorf("the table holds %d rows; %d transactions committed", rows, len(load.committed))
 	}
-	t.Logf("RunTx across a manual switchover (%v): %d transactions committed, %d reruns %v, %d errors returned (%d with COMMIT's outcome unknown); %d rows, counter %d",
-		switchTook.Round(time.Millisecond), len(load.committed), rerunCount, load.reruns, len(load.errs), len(load.unknown), rows, n)
+	t.Logf("RunTx across a manual switchover (%v): %d transactions committed, %d reruns %v (calls that reran took p50 %v, max %v), %d errors returned (%d with COMMIT's outcome unknown); %d rows, counter %d",
+		switchTook.Round(time.Millisecond), len(load.committed), rerunCount, load.reruns,
+		percentile(load.rerunTook, 50).Round(time.Millisecond), percentile(load.rerunTook, 100).Round(time.Millisecond),
+		len(load.errs), len(load.unknown), rows, n)
 }

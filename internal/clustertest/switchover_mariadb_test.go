@@ -95,8 +95,9 @@ func (ps *pairSwitch) waitRoles(t *testing.T, p, r nodes.Role) {
 }
 
 // switchover makes the replica the primary by hand: read_only on the primary, a wait until the
-// replica applied everything the primary wrote, read_only off on the replica.
-func (ps *pairSwitch) switchover(t *testing.T) {
+// replica applied everything the primary wrote, gap with no writable server (an operator's or a
+// failover tool's delay), read_only off on the replica.
+func (ps *pairSwitch) switchover(t *testing.T, gap time.Duration) {
 	t.Helper()
 	setReadOnly(t, ps.pAdmin, true)
 	waitFor(t, 10*time.Second, "the replica to apply everything the old primary wrote", func() bool {
@@ -105,6 +106,7 @@ func (ps *pairSwitch) switchover(t *testing.T) {
 		ps.replica.QueryRow("SELECT @@gtid_slave_pos").Scan(&r)
 		return p != "" && strings.Contains(r, p)
 	})
+	time.Sleep(gap)
 	setReadOnly(t, ps.rAdmin, false)
 }
 
@@ -135,7 +137,7 @@ func TestManualSwitchoverOnMariaDB(t *testing.T) {
 	// Every write so far went to the writable server: the replica has replicated them, and
 	// refused none (its read_only would have).
 	switchAt.Store(time.Now().UnixNano())
-	ps.switchover(t)
+	ps.switchover(t, 0)
 	switchEnd.Store(time.Now().UnixNano())
 	run.waitStatements(t, 300)
 	stop()
