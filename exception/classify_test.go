@@ -19,8 +19,6 @@ import (
 const (
 	erDupEntry           = 1062 // ER_DUP_ENTRY
 	erNoSuchTable        = 1146 // ER_NO_SUCH_TABLE
-	erLockWaitTimeout    = 1205 // ER_LOCK_WAIT_TIMEOUT
-	erLockDeadlock       = 1213 // ER_LOCK_DEADLOCK
 	erParseError         = 1064 // ER_PARSE_ERROR
 	erQueryInterrupted   = 1317 // ER_QUERY_INTERRUPTED
 	erUnknownError       = 1105 // ER_UNKNOWN_ERROR, the generic number proxies use

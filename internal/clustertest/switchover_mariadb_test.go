@@ -45,48 +45,89 @@ func setReadOnly(t *testing.T, db *sql.DB, on bool) {
 	}
 }
 
-// On a real MariaDB primary and read-only replica: target=primary with roleCheck=mysql sends
-// every write to the writable server, and a manual switchover (read_only flipped on both) under
-// a 16-worker write load costs no autocommit insert; transactions caught by it are told to start
-// again; every acknowledged insert is on the new primary exactly once.
-func TestManualSwitchoverOnMariaDB(t *testing.T) {
+// pairSwitch is a Connector over the MariaDB pair with roleCheck=mysql and target=primary, and
+// admin handles on both servers for a manual switchover.
+type pairSwitch struct {
+	primary, replica *sql.DB // the servers themselves, as the pair's application account
+	pAdmin, rAdmin   *sql.DB
+	pAddr, rAddr     string
+	db               *sql.DB // through lbd
+	c                *lbd.Connector
+}
+
+// openPairSwitch opens lbd over the pair with fast probes, at most 32 connections, and waits
+// for the role checks; it puts the pair back as .ci/mariadb-pair set it up when the test ends.
+// It skips the test when the pair's environment is not set.
+func openPairSwitch(t *testing.T) *pairSwitch {
+	t.Helper()
 	primary, replica := mariaDBPair(t)
 	pDSN, rDSN := os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"), os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN")
-	pAdmin, rAdmin := mariaDBAdmin(t, pDSN), mariaDBAdmin(t, rDSN)
+	ps := &pairSwitch{primary: primary, replica: replica, pAdmin: mariaDBAdmin(t, pDSN), rAdmin: mariaDBAdmin(t, rDSN)}
 	t.Cleanup(func() { // back to the pair .ci/mariadb-pair set up
-		setReadOnly(t, rAdmin, true)
-		setReadOnly(t, pAdmin, false)
+		setReadOnly(t, ps.rAdmin, true)
+		setReadOnly(t, ps.pAdmin, false)
 	})
-
 	pCfg, _ := mysql.ParseDSN(pDSN)
 	rCfg, _ := mysql.ParseDSN(rDSN)
+	ps.pAddr, ps.rAddr = pCfg.Addr, rCfg.Addr
 	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?roleCheck=mysql&target=primary", pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName)
 	logs := &logRecorder{}
 	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
-	waitFor(t, 5*time.Second, "the role checks", func() bool {
-		p, _ := c.Stats().Node(pCfg.Addr)
-		r, _ := c.Stats().Node(rCfg.Addr)
-		return p.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
-	})
+	ps.c, ps.db = c, sql.OpenDB(c)
+	t.Cleanup(func() { ps.db.Close() })
+	ps.db.SetMaxOpenConns(32)
+	ps.db.SetMaxIdleConns(32)
+	ps.waitRoles(t, nodes.RolePrimary, nodes.RoleReplica)
+	return ps
+}
 
+// waitRoles waits until lbd sees the first server with role p and the second with role r.
+func (ps *pairSwitch) waitRoles(t *testing.T, p, r nodes.Role) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("the role checks: %s %s, %s %s", ps.pAddr, p, ps.rAddr, r), func() bool {
+		pn, _ := ps.c.Stats().Node(ps.pAddr)
+		rn, _ := ps.c.Stats().Node(ps.rAddr)
+		return pn.Role == p && rn.Role == r
+	})
+}
+
+// switchover makes the replica the primary by hand: read_only on the primary, a wait until the
+// replica applied everything the primary wrote, gap with no writable server (an operator's or a
+// failover tool's delay), read_only off on the replica.
+func (ps *pairSwitch) switchover(t *testing.T, gap time.Duration) {
+	t.Helper()
+	setReadOnly(t, ps.pAdmin, true)
+	waitFor(t, 10*time.Second, "the replica to apply everything the old primary wrote", func() bool {
+		var p, r string
+		ps.primary.QueryRow("SELECT @@gtid_binlog_pos").Scan(&p)
+		ps.replica.QueryRow("SELECT @@gtid_slave_pos").Scan(&r)
+		return p != "" && strings.Contains(r, p)
+	})
+	time.Sleep(gap)
+	setReadOnly(t, ps.rAdmin, false)
+}
+
+// On a real MariaDB primary and read-only replica: target=primary with roleCheck=mysql sends
+// every write to the writable server, and a manual switchover (read_only flipped on both) under
+// a 16-worker write load costs no autocommit insert; transactions caught by it are told to start
+// again; every acknowledged insert is on the new primary exactly once.
+func TestManualSwitchoverOnMariaDB(t *testing.T) {
+	ps := openPairSwitch(t)
+	db := ps.db
 	table := fmt.Sprintf("lbd_mswitch_%d", os.Getpid())
 	if _, err := db.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, worker INT)"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for w := range 16 {
-			pAdmin.Exec(fmt.Sprintf("DROP TABLE IF EXISTS %s_tx%d", table, w))
-			rAdmin.Exec(fmt.Sprintf("DROP TABLE IF EXISTS %s_tx%d", table, w))
+			ps.pAdmin.Exec(fmt.Sprintf("DROP TABLE IF EXISTS %s_tx%d", table, w))
+			ps.rAdmin.Exec(fmt.Sprintf("DROP TABLE IF EXISTS %s_tx%d", table, w))
 		}
-		pAdmin.Exec("DROP TABLE IF EXISTS " + table)
-		rAdmin.Exec("DROP TABLE IF EXISTS " + table)
+		ps.pAdmin.Exec("DROP TABLE IF EXISTS " + table)
+		ps.rAdmin.Exec("DROP TABLE IF EXISTS " + table)
 	})
 	run := &switchoverRun{}
 	var switchAt, switchEnd atomic.Int64
@@ -96,23 +137,12 @@ func TestManualSwitchoverOnMariaDB(t *testing.T) {
 	// Every write so far went to the writable server: the replica has replicated them, and
 	// refused none (its read_only would have).
 	switchAt.Store(time.Now().UnixNano())
-	setReadOnly(t, pAdmin, true)
-	waitFor(t, 10*time.Second, "the replica to apply everything the old primary wrote", func() bool {
-		var p, r string
-		primary.QueryRow("SELECT @@gtid_binlog_pos").Scan(&p)
-		replica.QueryRow("SELECT @@gtid_slave_pos").Scan(&r)
-		return p != "" && strings.Contains(r, p)
-	})
-	setReadOnly(t, rAdmin, false)
+	ps.switchover(t, 0)
 	switchEnd.Store(time.Now().UnixNano())
 	run.waitStatements(t, 300)
 	stop()
 
-	waitFor(t, 5*time.Second, "the roles to follow the switchover", func() bool {
-		p, _ := c.Stats().Node(pCfg.Addr)
-		r, _ := c.Stats().Node(rCfg.Addr)
-		return p.Role == nodes.RoleReplica && r.Role == nodes.RolePrimary
-	})
+	ps.waitRoles(t, nodes.RoleReplica, nodes.RolePrimary)
 	if len(run.autoErrs) != 0 {
 		t.Errorf("%d autocommit inserts failed, want none; first: %v", len(run.autoErrs), run.autoErrs[0])
 	}
@@ -123,7 +153,7 @@ func TestManualSwitchoverOnMariaDB(t *testing.T) {
 		}
 	}
 	// The new primary holds what the old one wrote (replicated) and what it took since.
-	checkAcked(t, replica, table, run.acked, run.unknown)
+	checkAcked(t, ps.replica, table, run.acked, run.unknown)
 	t.Logf("manual switchover: %d statements; %d transaction errors; caught by the switch: %d, p50 %v, p99 %v, max %v",
 		run.statement.Load(), len(run.txErrs), len(run.slow),
 		percentile(run.slow, 50).Round(time.Millisecond), percentile(run.slow, 99).Round(time.Millisecond), percentile(run.slow, 100).Round(time.Millisecond))
