@@ -95,10 +95,9 @@ type Config struct {
 	MaxEjectionPercent int
 	// BaseEjectionTime is how long a passively ejected proxy stays down at least, times its
 	// recent ejections, up to 300 s (baseEjectionTimeSeconds; Envoy's base_ejection_time). 0,
-	// the default, means CheckHealthInterval: a first ejection then holds a proxy no longer
-	// than the recovery rule (recoverCheckCount good probes half an interval apart, probes
-	// one interval apart) keeps it down anyway, and repeated ones hold it two, three, …
-	// intervals.
+	// the default, means DefaultBaseEjectionTime: a first ejection holds a proxy no longer
+	// than the recovery schedule keeps a down proxy out anyway (about a second), and repeated
+	// ones hold it two, three, … seconds, so a proxy that keeps failing backs off.
 	BaseEjectionTime time.Duration
 	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
 	// false).
@@ -249,10 +248,10 @@ func (c *Config) settle() error {
 		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)
 	}
 	if c.BaseEjectionTime < 0 || c.BaseEjectionTime > maxSeconds*time.Second {
-		return fmt.Errorf("lbd: baseEjectionTime is %v; it must be from 0 (the probe interval) to %d s (DSN parameter baseEjectionTimeSeconds)", c.BaseEjectionTime, maxSeconds)
+		return fmt.Errorf("lbd: baseEjectionTime is %v; it must be from 0 (%v) to %d s (DSN parameter baseEjectionTimeSeconds)", c.BaseEjectionTime, DefaultBaseEjectionTime, maxSeconds)
 	}
 	if c.BaseEjectionTime == 0 {
-		c.BaseEjectionTime = c.CheckHealthInterval
+		c.BaseEjectionTime = DefaultBaseEjectionTime
 	}
 	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)
 	if c.FailoverTimeout < 0 {

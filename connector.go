@@ -126,6 +126,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalThreshold:     run.FatalErrorThreshold,
 		FatalWindow:        run.FatalErrorWindow,
 		ProbeInterval:      run.CheckHealthInterval,
+		RecoverSpacing:     recoverySpacing(run.CheckHealthInterval),
+		FlapWindow:         flapWindow,
 		Warmup:             run.Warmup,
 		MaxEjectionPercent: run.MaxEjectionPercent,
 		BaseEjectionTime:   run.BaseEjectionTime,

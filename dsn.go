@@ -42,6 +42,10 @@ const (
 	// DefaultMaxEjectionPercent is Envoy's max_ejection_percent default; lbd lets it eject at
 	// least one node, so three proxies at 10 % may still lose a hung one.
 	DefaultMaxEjectionPercent = 10 // maxEjectionPercent
+	// DefaultBaseEjectionTime is lbd's own (Envoy's base_ejection_time is 30 s): a proxy
+	// ejected once is back about a second after it answers again, like a proxy that probes
+	// took down (the recovery schedule); each recent ejection adds a second to its hold.
+	DefaultBaseEjectionTime = time.Second // baseEjectionTimeSeconds
 )
 
 // ParseDSN parses a DSN of the form

@@ -26,6 +26,7 @@ func (c *Connector) startLoops() error {
 		Jitter:   c.cfg.jitter,
 		Report: func(t detect.Target, err error, took time.Duration) {
 			pt := t.(*nodeProbe)
+			pt.good = err == nil
 			if pt.confirming {
 				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
 			} else {
@@ -157,7 +158,13 @@ type transitionQueue struct {
 // appending here keeps that order. Stats.Recent lists the transition at once, so that it agrees
 // with the states Stats shows; the log line and the retiring follow on transitionLoop.
 func (c *Connector) queueTransition(t nodetable.Transition[*physical.Node]) {
-	c.transitions.Add(Transition{At: c.cfg.clock.Now(), Node: t.Node.Payload().Addr(), From: NodeState(t.From),
+	now := c.cfg.clock.Now()
+	if t.To == nodetable.Down && !t.Forgot {
+		// Before the call that took the node down returns, and so before the probe it
+		// asks for runs: that probe paces the next by it (NextProbeIn).
+		at(t.Node).downAt.Store(now.UnixNano())
+	}
+	c.transitions.Add(Transition{At: now, Node: t.Node.Payload().Addr(), From: NodeState(t.From),
 		To: NodeState(t.To), Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot,
 		RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
 	q := &c.trq

@@ -30,8 +30,9 @@ type node struct {
 	// probe is the node's current prober target; nil while the node is not probed (draining).
 	probe atomic.Pointer[nodeProbe]
 	// earlyProbe is when the traffic last brought the probe forward, Unix nanoseconds
-	// (mayProbeEarly).
-	earlyProbe atomic.Int64
+	// (mayProbeEarly); downAt is when the node last went down (queueTransition), for
+	// nodeProbe.NextProbeIn.
+	earlyProbe, downAt atomic.Int64
 	// answeredErrors counts statements the server answered with an error that may be this
 	// node's own (noteStatementError); errWatch is the error-rate loop's view of it.
 	answeredErrors atomic.Uint64

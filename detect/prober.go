@@ -28,6 +28,15 @@ type Target interface {
 	Close() error
 }
 
+// Pacer is implemented by a Target whose next probe may come sooner than Interval: a node
+// that is down, whose return should be seen within a second, not a probe interval. After each
+// probe of the target (scheduled or triggered) the prober asks it how long to wait before the
+// next; a result that is not positive, or is above Interval, means Interval. It is called from
+// the target's own goroutine, after Report.
+type Pacer interface {
+	NextProbeIn() time.Duration
+}
+
 // ProberConfig configures a Prober.
 type ProberConfig struct {
 	// Interval is the time between the end of one probe of a target and the
@@ -133,7 +142,7 @@ func NewProber(cfg ProberConfig) (*Prober, error) {
 
 // Add starts probing t on a goroutine of its own: the first probe comes after
 // a random delay below Interval (see ProberConfig.Jitter), then one every
-// Interval. Adding a target that is already being probed, adding a nil
+// Interval, or sooner as t asks (Pacer). Adding a target that is already being probed, adding a nil
 // target, and any Add after Close do nothing.
 //
 // If t was removed and its previous goroutine is still finishing (a probe
@@ -248,8 +257,19 @@ func (p *Prober) run(l *probeLoop, first time.Duration) {
 			return
 		}
 		p.probe(l)
-		timer.Reset(p.interval)
+		timer.Reset(p.next(l.t))
 	}
+}
+
+// next is how long to wait before t's next scheduled probe: Interval, or sooner when t paces
+// itself (Pacer).
+func (p *Prober) next(t Target) time.Duration {
+	if pt, ok := t.(Pacer); ok {
+		if d := pt.NextProbeIn(); d > 0 && d < p.interval {
+			return d
+		}
+	}
+	return p.interval
 }
 
 // probe runs one probe of l.t and reports it unless the loop was stopped

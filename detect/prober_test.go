@@ -719,3 +719,45 @@ func TestProberConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// pacedTarget asks for its next probe after next, whatever that holds when asked.
+type pacedTarget struct {
+	*target
+	next atomic.Int64 // time.Duration
+}
+
+func (t *pacedTarget) NextProbeIn() time.Duration { return time.Duration(t.next.Load()) }
+
+// TestProberPacedTarget: a target that paces itself is probed again after the wait it asks
+// for, when that is shorter than Interval; a wait of 0, or one above Interval, means Interval.
+func TestProberPacedTarget(t *testing.T) {
+	clk := newFakeClock()
+	var rep reports
+	p := mustProber(t, ProberConfig{Interval: time.Second, Clock: clk, Report: rep.add, Jitter: zeroJitter})
+	tg := &pacedTarget{target: newTarget("t", func(context.Context, int) error { return nil })}
+	tg.next.Store(int64(100 * time.Millisecond))
+	p.Add(tg)
+	testkit.WaitFor(t, waitWithin, "first probe", func() bool { return len(rep.all()) == 1 })
+	waitArmed(t, clk, 1)
+	clk.Advance(99 * time.Millisecond)
+	if n := tg.probes(); n != 1 {
+		t.Fatalf("%d probes 99ms into a 100ms pace, want 1", n)
+	}
+	clk.Advance(time.Millisecond)
+	testkit.WaitFor(t, waitWithin, "the paced probe", func() bool { return len(rep.all()) == 2 })
+	waitArmed(t, clk, 1)
+	// A pace of 0, then one above Interval: Interval each time.
+	tg.next.Store(0)
+	clk.Advance(100 * time.Millisecond) // the 100ms asked for after the second probe
+	testkit.WaitFor(t, waitWithin, "the third probe", func() bool { return len(rep.all()) == 3 })
+	tg.next.Store(int64(5 * time.Second))
+	for want := 3; want <= 4; want++ {
+		waitArmed(t, clk, 1)
+		clk.Advance(999 * time.Millisecond)
+		if n := tg.probes(); n != want {
+			t.Fatalf("%d probes 999ms after probe %d, want %d: the pace must fall back to Interval", n, want, want)
+		}
+		clk.Advance(time.Millisecond)
+		testkit.WaitFor(t, waitWithin, "the next probe", func() bool { return len(rep.all()) == want+1 })
+	}
+}

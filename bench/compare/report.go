@@ -423,9 +423,9 @@ func renderReadme(r *results) string {
 		w("\n")
 		if l, ok := r.summariseFault("lbd"); ok {
 			if h, ok := r.summariseFault("haproxy"); ok {
-				w("At its defaults lbd took the hung proxy out after %s, HAProxy with its 200 ms checks after %s; %.0f statements failed with lbd, %.0f of them already in flight when the proxy hung, and %.0f with HAProxy, %.0f of them in flight (medians over %d runs). lbd put the proxy back in rotation %s after the resume, HAProxy %s: lbd's recovery waits for %d good probes at least half a probe interval apart (%s), HAProxy's for 2 checks 200 ms apart.\n\n",
+				w("At its defaults lbd took the hung proxy out after %s, HAProxy with its 200 ms checks after %s; %.0f statements failed with lbd, %.0f of them already in flight when the proxy hung, and %.0f with HAProxy, %.0f of them in flight (medians over %d runs). lbd put the proxy back in rotation %s after the resume, HAProxy %s: lbd's recovery waits for %d good probes 250 ms apart on the schedule it probes a down proxy by, HAProxy's for 2 checks 200 ms apart.\n\n",
 					fmtSec(l.MarkedDown), fmtSec(h.MarkedDown), l.Errors, l.InFlight, h.Errors, h.InFlight, l.Runs,
-					fmtSec(l.BackUp), fmtSec(h.BackUp), lbd.DefaultRecoverCheckCount, lbd.DefaultCheckHealthInterval/2)
+					fmtSec(l.BackUp), fmtSec(h.BackUp), lbd.DefaultRecoverCheckCount)
 			}
 		}
 		for _, t := range r.FaultTarget {

@@ -13,9 +13,10 @@ import (
 //   - probes: a failed probe takes an up node down, however soon after the last probe;
 //     RecoverCount consecutive good probes bring a down node up, one for a node added at run
 //     time that has never been up (Probed). Only good probes since the node went down count,
-//     and only those at least ProbeInterval/2 after the previous one counted: the early probes
-//     a markdown asks for run back to back and must not pass for a recovery. A passively
-//     ejected node also waits out its hold (see passive.go).
+//     and only those at least RecoverSpacing after the previous one counted: the early probes
+//     a markdown asks for run back to back and must not pass for a recovery. Probes bring a
+//     node up at most once per FlapWindow. A passively ejected node also waits out its hold
+//     (see passive.go).
 //   - passive signals: Suspect and Confirmed (see passive.go).
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
 //   - panic mode: while no node takes connections, a dial of the least recently failed down
@@ -55,7 +56,7 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 func (t *Table[P]) DialRefused(n *Node[P]) { n.dialsFailed.Add(1) }
 
 // Probed records one probe of n that ended at now, took took and ended with err (nil: good).
-// A good probe less than ProbeInterval/2 after the previous good one that counted is run but
+// A good probe less than RecoverSpacing after the previous good one that counted is run but
 // not counted. A node no longer in the table (it drained) is counted but its state is left
 // alone.
 func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Duration) {
@@ -75,14 +76,16 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	} else if n.refusedRead && now.Sub(n.refusedAt) >= t.cfg.ProbeInterval {
 		t.readsAgainLocked(n)
 	}
-	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2) {
+	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.recoverSpacing()) {
 		n.goodProbes++
 		n.lastGood = now
 		need := t.cfg.RecoverCount
 		if !n.everUp {
 			need = 1
 		}
-		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) {
+		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) &&
+			(n.recoveredAt.IsZero() || now.Sub(n.recoveredAt) >= t.cfg.FlapWindow) {
+			n.recoveredAt = now
 			t.endEjectionLocked(n, Up, now)
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
 			t.startWarmupLocked(n, now)
@@ -91,6 +94,14 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	}
 	t.mu.Unlock()
 	t.deliver()
+}
+
+// recoverSpacing is Config.RecoverSpacing, ProbeInterval/2 when unset.
+func (t *Table[P]) recoverSpacing() time.Duration {
+	if t.cfg.RecoverSpacing > 0 {
+		return t.cfg.RecoverSpacing
+	}
+	return t.cfg.ProbeInterval / 2
 }
 
 func countProbe[P any](n *Node[P], err error, took time.Duration) {

@@ -10,7 +10,7 @@ const (
 	Up
 	// Down: the node is blocked after failed probes, dials or fatal errors; it takes no new
 	// connection and comes back after RecoverCount consecutive good probes, spaced at least
-	// half a probe interval apart.
+	// RecoverSpacing apart (see Probed).
 	Down
 	// Draining: the node left the node list; it takes no new connection and leaves the table
 	// when its last connection closes.

@@ -54,10 +54,18 @@ type Config[P any] struct {
 	// FatalWindow positive.
 	FatalThreshold int
 	FatalWindow    time.Duration
-	// ProbeInterval is the time between scheduled probes of a node (lbd's
-	// checkHealthInterval). Good probes count toward recovery only when at least
-	// ProbeInterval/2 apart (see Probed). It must be positive.
+	// ProbeInterval is the time between scheduled probes of an up node (lbd's
+	// checkHealthInterval). It must be positive.
 	ProbeInterval time.Duration
+	// RecoverSpacing is the least time between two good probes that both count toward a
+	// recovery (see Probed): the early probes a markdown asks for, run back to back, must not
+	// pass for one. 0 means ProbeInterval/2; it must not be negative.
+	RecoverSpacing time.Duration
+	// FlapWindow is the least time between two recoveries of a node by probes: a node probes
+	// brought up is not brought up by probes again within it, so a proxy that passes probes
+	// but keeps failing the application's statements cannot go up, down and up again within
+	// it. 0 means no such bound; it must not be negative.
+	FlapWindow time.Duration
 	// Warmup is the slow-start window (lbd's warmupSeconds): a node that comes up by a probe
 	// after it was added at run time or went down gets an effective weight rising from
 	// WarmupFloor of its weight to all of it over Warmup, as the caller's Tick reports time
@@ -150,6 +158,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("fatalErrorWindow is %v; it must be positive", cfg.FatalWindow)
 	case cfg.ProbeInterval <= 0:
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
+	case cfg.RecoverSpacing < 0 || cfg.FlapWindow < 0:
+		return nil, fmt.Errorf("recovery spacing %v and flap window %v must not be negative", cfg.RecoverSpacing, cfg.FlapWindow)
 	case cfg.Warmup < 0:
 		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
 	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
@@ -178,6 +188,7 @@ type Node[P any] struct {
 	role         nodes.Role  // what the node is for; see Config.RoleCheck
 	dialFailures int         // consecutive failed dials
 	goodProbes   int         // consecutive good probes counted since the last failure or markdown
+	recoveredAt  time.Time   // when probes last brought the node up (FlapWindow)
 	lastGood     time.Time   // when the latest counted good probe ended
 	everUp       bool        // false for a node added at run time that has not passed a probe yet
 	standby      bool        // probed and tracked, but out of the pick indexes

@@ -999,3 +999,45 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestFlapWindow: probes bring a node up at most once per FlapWindow, so a proxy that passes
+// its probes but fails the application's statements goes up, down and up again no faster; good
+// probes RecoverSpacing apart bring it back as soon as the window allows.
+func TestFlapWindow(t *testing.T) {
+	const spacing, window = 250 * time.Millisecond, time.Second
+	h := newHarnessWith(t, func(c *Config[*payload]) { c.RecoverSpacing, c.FlapWindow = spacing, window })
+	if err := h.tab.Start(nodes.StaticAddrs("a:1", "b:1"), build); err != nil {
+		t.Fatal(err)
+	}
+	a := h.node("a:1")
+	t0 := h.now
+	fatalBurst := func(at time.Time) {
+		for range 3 {
+			h.tab.Fatal(a, at, errRefused)
+		}
+	}
+	fatalBurst(t0)
+	h.tab.Probed(a, t0.Add(10*time.Millisecond), nil, 0)
+	h.tab.Probed(a, t0.Add(10*time.Millisecond+spacing-time.Millisecond), nil, 0)
+	if got := h.state("a:1"); got != Down {
+		t.Fatalf("two good probes under RecoverSpacing apart: %v, want down", got)
+	}
+	recovered := t0.Add(10*time.Millisecond + spacing)
+	h.tab.Probed(a, recovered, nil, 0)
+	if got := h.state("a:1"); got != Up {
+		t.Fatalf("two good probes RecoverSpacing apart: %v, want up", got)
+	}
+	// Down again at once, and good probes spaced as before: still down inside the window.
+	fatalBurst(recovered.Add(time.Millisecond))
+	for i := 1; i <= 3; i++ {
+		h.tab.Probed(a, recovered.Add(time.Duration(i)*spacing), nil, 0)
+	}
+	if got := h.state("a:1"); got != Down {
+		t.Fatalf("up again %v after the last recovery: %v, want down until FlapWindow has passed", 3*spacing, got)
+	}
+	h.tab.Probed(a, recovered.Add(window), nil, 0)
+	if got := h.state("a:1"); got != Up {
+		t.Fatalf("FlapWindow after the last recovery: %v, want up", got)
+	}
+	h.wantTransitions("a:1 up>down", "a:1 down>up", "a:1 up>down", "a:1 down>up")
+}
