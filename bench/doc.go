@@ -1,7 +1,10 @@
-// Package bench holds lbd's benchmarks: the pick index at cluster sizes from 3 to 50 000 nodes,
-// and per-statement overhead through lbd against plain go-sql-driver on the same proxy.
+// Package bench holds lbd's benchmarks through the in-process cluster: per-statement overhead
+// through lbd against plain go-sql-driver on the same proxy, and how statements spread over the
+// proxies in each balance mode. The node table's pick at cluster sizes from 3 to 50 000 nodes is
+// benchmarked beside it, in the root module's internal/nodetable.
 //
 //	go test -run '^$' -bench . -benchmem ./bench/
+//	go test -run '^$' -bench 'Pick|WarmupTick' -benchmem ./internal/nodetable/
 //
 // Compare figures only as ratios taken in one run: absolute numbers move with the machine's load.
 package bench
