@@ -1,5 +1,7 @@
 // Package testkit holds the helpers lbd's own tests share: polling with a deadline, a slog
-// handler that records what was logged, and a collector of node sets. It is not for users.
+// handler that records what was logged, and a collector of node sets. It is not for users, nor
+// for the other modules' tests: only the root module and the test-only modules under internal/
+// import it (the release check enforces it).
 package testkit
 
 import (
