@@ -18,6 +18,7 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 // TestMain fails the run when any goroutine outlives the tests: the embedded etcd servers and
@@ -132,34 +133,7 @@ func (l *logs) Find(substr string) []record {
 func (l *logs) Count(substr string) int { return len(l.Find(substr)) }
 
 // updates collects the sets a source passes to its update callback.
-type updates struct {
-	mu   sync.Mutex
-	sets []nodes.Set
-}
-
-// Push records s; pass it as a source's update callback.
-func (u *updates) Push(s nodes.Set) {
-	u.mu.Lock()
-	u.sets = append(u.sets, s)
-	u.mu.Unlock()
-}
-
-// Len returns how many sets were pushed.
-func (u *updates) Len() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.sets)
-}
-
-// Last returns the latest set, or an empty one.
-func (u *updates) Last() nodes.Set {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if len(u.sets) == 0 {
-		return nodes.Set{}
-	}
-	return u.sets[len(u.sets)-1]
-}
+type updates = nodestest.Updates
 
 // fullReads is a wall clock that counts the source's periodic full reads of the key: the
 // first timer a source makes is its refresh timer, and follow resets it after each read ends.
