@@ -3,7 +3,7 @@ package lbd
 import (
 	"testing"
 
-	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 // Distinctive secrets, so that a match can only be a leak.
@@ -20,13 +20,13 @@ func TestPrintingHidesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.NoSecrets(t, "Config", *cfg, "cs.example", secrets)
-	testkit.NoSecrets(t, "*Config", cfg, "cs.example", secrets)
+	nodestest.NoSecrets(t, "Config", *cfg, "cs.example", secrets)
+	nodestest.NoSecrets(t, "*Config", cfg, "cs.example", secrets)
 
 	c, err := NewConnector("app:"+testPassword+"@lb(node.example:2883)/db", WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	testkit.NoSecrets(t, "*Connector", c, "node.example", secrets) // it holds locks: never copied
+	nodestest.NoSecrets(t, "*Connector", c, "node.example", secrets) // it holds locks: never copied
 }

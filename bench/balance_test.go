@@ -3,6 +3,7 @@ package bench
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -90,7 +90,7 @@ func BenchmarkStatementShare(b *testing.B) {
 				b.ResetTimer()
 				select1On(b, db, workers, b.N)
 				b.StopTimer()
-				b.ReportMetric(clusterkit.ShareCV(clusterkit.StatementCounts(cluster))*100, "cv%")
+				b.ReportMetric(shareCV(cluster)*100, "cv%")
 			})
 		}
 	}
@@ -159,4 +159,26 @@ func BenchmarkBalanceModes(b *testing.B) {
 			})
 		}
 	}
+}
+
+// shareCV returns the coefficient of variation (population standard deviation over mean) of
+// the statements each proxy of cluster served: 0 for an even spread, sqrt(n-1) when one of n
+// proxies served them all, NaN when none was served. The cluster suites report the same figure.
+func shareCV(cluster *lbdtest.Cluster) float64 {
+	var counts []float64
+	var sum float64
+	for _, p := range cluster.Proxies() {
+		c := float64(p.Statements())
+		counts = append(counts, c)
+		sum += c
+	}
+	if len(counts) == 0 || sum == 0 {
+		return math.NaN()
+	}
+	mean := sum / float64(len(counts))
+	var sq float64
+	for _, c := range counts {
+		sq += (c - mean) * (c - mean)
+	}
+	return math.Sqrt(sq/float64(len(counts))) / mean
 }

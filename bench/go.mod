@@ -6,14 +6,11 @@ replace github.com/lbd-go/lbd => ..
 
 replace github.com/lbd-go/lbd/lbdtest => ../lbdtest
 
-replace github.com/lbd-go/lbd/internal/clustertest => ../internal/clustertest
-
 replace github.com/lbd-go/lbd/metrics/prometheus => ../metrics/prometheus
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/lbd-go/lbd v0.3.0
-	github.com/lbd-go/lbd/internal/clustertest v0.3.0
 	github.com/lbd-go/lbd/lbdtest v0.3.0
 	github.com/lbd-go/lbd/metrics/prometheus v0.3.0
 	github.com/prometheus/client_golang v1.25.0

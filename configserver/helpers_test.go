@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -222,8 +222,15 @@ func decode(t *testing.T, rec *httptest.ResponseRecorder) fetchResult {
 	return r
 }
 
-// eventually polls cond until it holds or the timeout passes.
-var eventually = testkit.WaitFor
+// eventually polls cond every 5 ms until it holds, failing t when within passes first.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+	}
+}
 
 func mustMemory(t *testing.T, docs ...*nodes.Document) *Memory {
 	t.Helper()

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lbd-go/lbd/internal/testkit"
+	"go.uber.org/goleak"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: every Server, backend and
 // prober must stop in Close.
 func TestMain(m *testing.M) {
-	testkit.VerifyTestMain(m)
+	goleak.VerifyTestMain(m)
 }
 
 // TestCloseLeavesNoGoroutine checks each backend, with the prober running, right after Close.
@@ -22,21 +22,21 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "s.json")
 		writeFile(t, path, `[{"schema":"a","proxy":["127.0.0.1:1"]}]`)
-		ignore := testkit.IgnoreCurrent()
+		ignore := goleak.IgnoreCurrent()
 		fb, err := NewFile(FileConfig{Path: path, PollInterval: 10 * time.Millisecond, Logger: discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		runAndClose(t, fb)
-		testkit.VerifyNone(t, ignore)
+		goleak.VerifyNone(t, ignore)
 	})
 	t.Run("etcd", func(t *testing.T) {
 		te := startEtcd(t)
 		te.put(keyA, `{"schema":"app_a","proxy":["127.0.0.1:1"]}`)
-		ignore := testkit.IgnoreCurrent()
+		ignore := goleak.IgnoreCurrent()
 		be, _, _ := te.backend(t, func(c *EtcdConfig) { c.Logger = discard(); c.RefreshInterval = 10 * time.Millisecond })
 		runAndClose(t, be)
-		testkit.VerifyNone(t, ignore)
+		goleak.VerifyNone(t, ignore)
 	})
 }
 

@@ -3,7 +3,7 @@ package configserver
 import (
 	"testing"
 
-	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 func TestSecretsAreNeverPrinted(t *testing.T) {
@@ -15,9 +15,9 @@ func TestSecretsAreNeverPrinted(t *testing.T) {
 	}
 	c := Config{Backend: e, AdminToken: token}
 	secrets := []string{password, token}
-	testkit.NoSecrets(t, "EtcdConfig", ec, "etcd-host.example", secrets)
-	testkit.NoSecrets(t, "*EtcdConfig", &ec, "etcd-host.example", secrets)
-	testkit.NoSecrets(t, "*Etcd", e, "etcd-host.example", secrets)
-	testkit.NoSecrets(t, "Config", c, "etcd-host.example", secrets)
-	testkit.NoSecrets(t, "*Config", &c, "etcd-host.example", secrets)
+	nodestest.NoSecrets(t, "EtcdConfig", ec, "etcd-host.example", secrets)
+	nodestest.NoSecrets(t, "*EtcdConfig", &ec, "etcd-host.example", secrets)
+	nodestest.NoSecrets(t, "*Etcd", e, "etcd-host.example", secrets)
+	nodestest.NoSecrets(t, "Config", c, "etcd-host.example", secrets)
+	nodestest.NoSecrets(t, "*Config", &c, "etcd-host.example", secrets)
 }

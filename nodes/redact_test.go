@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 // Printing a Document never shows its API keys; its JSON, the stored document, keeps them.
@@ -16,8 +16,8 @@ func TestPrintingADocumentHidesItsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.NoSecrets(t, "Document", *d, "proxy.example", []string{key}, "encoding/json")
-	testkit.NoSecrets(t, "*Document", d, "proxy.example", []string{key}, "encoding/json")
+	nodestest.NoSecrets(t, "Document", *d, "proxy.example", []string{key}, "encoding/json")
+	nodestest.NoSecrets(t, "*Document", d, "proxy.example", []string{key}, "encoding/json")
 	data, err := json.Marshal(d)
 	if err != nil || !strings.Contains(string(data), key) {
 		t.Fatalf("JSON %s, %v: the stored document lost its key", data, err)

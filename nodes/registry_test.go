@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 // Distinctive secrets, so that a match can only be a leak.
@@ -104,11 +104,11 @@ func TestPrintingASourceConfigHidesSecrets(t *testing.T) {
 	secrets := []string{testPassword, testAPIKey}
 	sc := nodes.SourceConfig{Network: "lbregtest", Addrs: []string{"cs.example:8080"},
 		Params: map[string]string{"regTestSchema": "s", "regTestApiKey": testAPIKey}}
-	testkit.NoSecrets(t, "SourceConfig", sc, "cs.example", secrets)
-	testkit.NoSecrets(t, "*SourceConfig", &sc, "cs.example", secrets)
+	nodestest.NoSecrets(t, "SourceConfig", sc, "cs.example", secrets)
+	nodestest.NoSecrets(t, "*SourceConfig", &sc, "cs.example", secrets)
 	sc = nodes.SourceConfig{Network: "lbunknown", Addrs: []string{"cs.example:8080"},
 		Params: map[string]string{"somePassword": testPassword, "apiToken": testAPIKey}}
-	testkit.NoSecrets(t, "SourceConfig of an unknown network", sc, "cs.example", secrets)
+	nodestest.NoSecrets(t, "SourceConfig of an unknown network", sc, "cs.example", secrets)
 
 	red := nodes.RedactParams("lbregtest", map[string]string{"regTestSchema": "im_user", "regTestApiKey": testAPIKey})
 	if red["regTestSchema"] != "im_user" || red["regTestApiKey"] != "***" {

@@ -15,6 +15,7 @@ import (
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
@@ -135,7 +136,7 @@ func TestPageAndJSON(t *testing.T) {
 			t.Fatalf("the status page shows the password:\n%s", b)
 		}
 	}
-	testkit.NoSecrets(t, "Report", h.Report(), srvs[0].Addr(), []string{password})
+	nodestest.NoSecrets(t, "Report", h.Report(), srvs[0].Addr(), []string{password})
 
 	// Read-only, and a wrong format is named.
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {

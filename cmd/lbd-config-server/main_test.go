@@ -20,13 +20,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
-
-	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
-	testkit.VerifyTestMain(m)
+	goleak.VerifyTestMain(m)
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's logging goroutines.

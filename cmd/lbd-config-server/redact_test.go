@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 func TestEtcdPasswordIsNeverPrinted(t *testing.T) {
@@ -11,6 +11,6 @@ func TestEtcdPasswordIsNeverPrinted(t *testing.T) {
 	c := defaults()
 	c.Etcd.Prefix = "/lbd/visible"
 	c.Etcd.Password = secret
-	testkit.NoSecrets(t, "etcdConfig", c.Etcd, "/lbd/visible", []string{secret})
-	testkit.NoSecrets(t, "config", c, "/lbd/visible", []string{secret})
+	nodestest.NoSecrets(t, "etcdConfig", c.Etcd, "/lbd/visible", []string{secret})
+	nodestest.NoSecrets(t, "config", c, "/lbd/visible", []string{secret})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,14 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
 func TestMain(m *testing.M) {
 	quietDriver()
-	testkit.VerifyTestMain(m)
+	goleak.VerifyTestMain(m)
 }
 
 // -h lists the demo's flags and nothing else: the binary links the proxies' SQL engine, whose
@@ -42,7 +44,9 @@ func TestHelpListsTheDemosFlags(t *testing.T) {
 // the duration. Eight seconds leave the fourth proxy (joining at 5.6 s) two rebalancing rounds or
 // two to get connections.
 func TestQuickstart(t *testing.T) {
-	testkit.SkipUnlessLong(t)
+	if os.Getenv("LBD_TEST_LONG") != "1" {
+		t.Skip("a long run: set LBD_TEST_LONG=1 to run it (.ci/run does)")
+	}
 	for _, mode := range []lbd.BalanceMode{lbd.BalanceConnection, lbd.BalanceStatement} {
 		t.Run(mode.String(), func(t *testing.T) { quickstart(t, mode) })
 	}
@@ -92,13 +96,13 @@ func TestQuickstartDSN(t *testing.T) {
 	// The status page serves while the demo runs, at the address it prints.
 	statusURL := regexp.MustCompile(`Status page: (http://127\.0\.0\.1:\d+/debug/lbd/) `)
 	var url string
-	testkit.WaitFor(t, 10*time.Second, "the status page's address in the output", func() bool {
-		m := statusURL.FindStringSubmatch(out.String())
-		if m != nil {
+	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(5 * time.Millisecond) {
+		if m := statusURL.FindStringSubmatch(out.String()); m != nil {
 			url = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no status page's address in the output after 10s:\n%s", out.String())
 		}
-		return m != nil
-	})
+	}
 	resp, err := http.Get(url + "?format=json")
 	if err != nil {
 		t.Fatal(err)

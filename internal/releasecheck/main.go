@@ -10,6 +10,11 @@
 // vendor directories as the go command does. It prints one line per module: its path and
 // whether it is public (a program outside the repository may import it) or test-only (under
 // internal/, or a module of examples, benchmarks or browser tests).
+//
+//	go run . -repo ../.. -imports
+//
+// checks instead that no module outside internal/ imports another module's internal packages,
+// in its code or its tests (imports.go says why).
 package main
 
 import (
@@ -40,7 +45,19 @@ func main() {
 	repo := flag.String("repo", ".", "root of the repository checkout")
 	out := flag.String("out", "", "directory to write the module proxy into (created)")
 	version := flag.String("version", "", "the version every module is published at, e.g. v0.3.0")
+	imports := flag.Bool("imports", false, "instead, check that no module outside internal/ imports another module's internal packages")
 	flag.Parse()
+	if *imports {
+		dirs, err := moduleDirs(*repo)
+		if err == nil {
+			err = checkImports(*repo, dirs)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "releasecheck:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *out == "" || !strings.HasPrefix(*version, "v") {
 		fmt.Fprintln(os.Stderr, "releasecheck: -out and -version (vX.Y.Z) are required")
 		os.Exit(2)
@@ -68,11 +85,11 @@ func run(repo, out, version string) error {
 		if err != nil {
 			return err
 		}
-		mf, err := modfile.ParseLax(filepath.Join(dir, "go.mod"), data, nil)
+		path, err := modulePath(repo, dir)
 		if err != nil {
 			return err
 		}
-		mv := module.Version{Path: mf.Module.Mod.Path, Version: version}
+		mv := module.Version{Path: path, Version: version}
 		esc, err := module.EscapePath(mv.Path)
 		if err != nil {
 			return err
@@ -100,6 +117,23 @@ func run(repo, out, version string) error {
 		fmt.Printf("%s %s %s\n", mv.Path, dir, kind)
 	}
 	return nil
+}
+
+// modulePath returns the path of the module whose go.mod is in dir, relative to repo.
+func modulePath(repo, dir string) (string, error) {
+	name := filepath.Join(repo, filepath.FromSlash(dir), "go.mod")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return "", err
+	}
+	mf, err := modfile.ParseLax(name, data, nil)
+	if err != nil {
+		return "", err
+	}
+	if mf.Module == nil {
+		return "", fmt.Errorf("%s: no module line", name)
+	}
+	return mf.Module.Mod.Path, nil
 }
 
 func writeZip(name string, mv module.Version, dir string) error {

@@ -1,5 +1,7 @@
 // Package testkit holds the helpers lbd's own tests share: polling with a deadline, a slog
-// handler that records what was logged, and a collector of node sets. It is not for users.
+// handler that records what was logged, leak checks, workloads. It is not for users, nor for
+// the other modules' tests: only the root module and the test-only modules under internal/
+// import it (the release check enforces it).
 package testkit
 
 import (
@@ -14,8 +16,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // WaitFor polls cond every 5 ms until it holds, failing t when within passes first.
@@ -179,36 +179,6 @@ next:
 
 // All renders every line, for failure messages and secret checks.
 func (l *Logs) All() string { return strings.Join(l.Lines(), "\n") }
-
-// Updates collects the sets a source passes to its update callback.
-type Updates struct {
-	mu   sync.Mutex
-	sets []nodes.Set
-}
-
-// Push records s; pass it as a source's update callback.
-func (u *Updates) Push(s nodes.Set) {
-	u.mu.Lock()
-	u.sets = append(u.sets, s)
-	u.mu.Unlock()
-}
-
-// Len returns how many sets were pushed.
-func (u *Updates) Len() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.sets)
-}
-
-// Last returns the latest set, or an empty one.
-func (u *Updates) Last() nodes.Set {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if len(u.sets) == 0 {
-		return nodes.Set{}
-	}
-	return u.sets[len(u.sets)-1]
-}
 
 // MySQLNumber returns the MySQL error number inside err, or 0.
 func MySQLNumber(err error) uint16 {

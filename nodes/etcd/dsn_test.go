@@ -1,15 +1,12 @@
 package etcd_test
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/testkit"
-	"github.com/lbd-go/lbd/lbdtest"
 )
 
 const secret = "s3cr3t-etcd-pw"
@@ -47,7 +44,7 @@ func TestDSNErrors(t *testing.T) {
 			if c.name == "user without password" {
 				dsn = c.dsn
 			}
-			_, err := testkit.Started(lbd.NewConnector(dsn, lbd.WithLogger(discard())))
+			_, err := started(lbd.NewConnector(dsn, lbd.WithLogger(discard())))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("NewConnector(%q) = %v, want an error naming %q", dsn, err, c.want)
 			}
@@ -55,52 +52,6 @@ func TestDSNErrors(t *testing.T) {
 				t.Fatalf("the error shows the etcd password: %v", err)
 			}
 		})
-	}
-}
-
-// With authentication on, the right password works and a wrong one is refused; neither shows
-// up in errors or log lines, even once etcd becomes unreachable.
-func TestDSNAuthentication(t *testing.T) {
-	srv := startEtcd(t)
-	cl := lbdtest.NewCluster(t, 1)
-	srv.put(testKey, doc("im_user", cl.Addrs()...))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := srv.cli.UserAdd(ctx, "root", secret); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.cli.UserGrantRole(ctx, "root", "root"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.cli.AuthEnable(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	base := cl.User() + ":" + cl.Password() + "@lbetcd(" + srv.Endpoint() + ")/" + cl.Database() +
-		"?etcdKey=" + escapedKey + "&etcdDialTimeoutMillis=1000&etcdUser=root&etcdPassword="
-	l := &logs{}
-	_, err := testkit.Started(lbd.NewConnector(base+"wrong-"+secret, lbd.WithLogger(l.Logger())))
-	if err == nil || strings.Contains(err.Error(), secret) {
-		t.Fatalf("a wrong password: NewConnector = %v, want an error without the password", err)
-	}
-	t.Logf("wrong password: %v", err)
-
-	c, err := testkit.Started(lbd.NewConnector(base+url.QueryEscape(secret), append(fastOptions(l.Logger()), lbd.WithCheckHealthInterval(time.Hour))...))
-	if err != nil {
-		t.Fatalf("the right password: %v", err)
-	}
-	if n := len(c.Stats().Nodes); n != 1 {
-		t.Fatalf("%d nodes, want 1", n)
-	}
-	if cfg := c.Config(); cfg.MySQL.Params["etcdPassword"] != "" {
-		t.Fatal("the etcd password reached go-sql-driver's session parameters")
-	}
-	srv.stop() // the source's next read (after 60 s) would log; Close must not wait for it
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(l.All(), secret) {
-		t.Fatalf("a log line shows the password:\n%s", l.All())
 	}
 }
 
@@ -128,7 +79,7 @@ func TestDSNTLS(t *testing.T) {
 	}
 	for _, c := range cases {
 		dsn := "u:p@lbetcd(" + c.scheme + c.srv.Endpoint() + ")/db?etcdKey=" + escapedKey + "&etcdDialTimeoutMillis=500" + c.params
-		conn, err := testkit.Started(lbd.NewConnector(dsn, append(fastOptions(discard()), lbd.WithCheckHealthInterval(time.Hour))...))
+		conn, err := started(lbd.NewConnector(dsn, lbd.WithLogger(discard()), lbd.WithCheckHealthInterval(time.Hour)))
 		if (err == nil) != c.ok {
 			t.Errorf("%s: NewConnector error %v, want success %v", dsn, err, c.ok)
 		}

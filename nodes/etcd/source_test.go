@@ -90,7 +90,7 @@ func TestStartAndFollow(t *testing.T) {
 	if _, err := src.Start(context.Background(), got.Push); err == nil {
 		t.Fatal("Start after Close succeeded")
 	}
-	if warn := l.Find("lbd: etcd"); len(warn) != 0 {
+	if l.Count("lbd: etcd") != 0 {
 		t.Fatalf("unexpected log lines:\n%s", l.All())
 	}
 }

@@ -1,4 +1,6 @@
-// Package nodestest offers a Source that tests drive by hand, like gRPC's resolver/manual.
+// Package nodestest offers what the tests of a node source need: a Source that tests drive by
+// hand, like gRPC's resolver/manual, and NoSecrets, a check that a value holding a secret
+// prints without it.
 package nodestest
 
 import (

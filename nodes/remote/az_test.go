@@ -60,7 +60,7 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	src, u, set := startSource(t, cfg, h)
 	checkSet(t, set, wantNode{nodeA, false}, wantNode{nodeB, false})
 	waitFor(t, 5*time.Second, "health looked at", func() bool { return h.calls.Load() > 20 })
-	if u.count() != 0 || src.Degraded() {
+	if u.Len() != 0 || src.Degraded() {
 		t.Fatal("fell back while the AZ set was up")
 	}
 
@@ -68,13 +68,13 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	h.set(false, 0, nodeA)
 	n := h.calls.Load()
 	waitFor(t, 5*time.Second, "health looked at", func() bool { return h.calls.Load() > n+20 })
-	if u.count() != 0 || cs.CountPolicy("default") != 0 {
+	if u.Len() != 0 || cs.CountPolicy("default") != 0 {
 		t.Fatal("fell back with one AZ node up")
 	}
 
 	h.set(false, 0, nodeA, nodeB)
-	waitFor(t, 5*time.Second, "the degraded set", func() bool { return u.count() == 1 })
-	checkSet(t, u.last(), wantNode{nodeC, false}, wantNode{nodeD, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
+	waitFor(t, 5*time.Second, "the degraded set", func() bool { return u.Len() == 1 })
+	checkSet(t, u.Last(), wantNode{nodeC, false}, wantNode{nodeD, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
 	if !src.Degraded() {
 		t.Error("Degraded() is false")
 	}
@@ -88,22 +88,22 @@ func TestFallbackToTheDefaultSetAndBack(t *testing.T) {
 	// with its own md5; a change to either is applied.
 	waitFor(t, 5*time.Second, "default polls", func() bool { return cs.CountPolicy("default") >= 8 })
 	cs.SetList("s", nodeA, nodeB, nodeC, nodeE)
-	waitFor(t, 5*time.Second, "the changed default set", func() bool { return u.count() == 2 })
-	checkSet(t, u.last(), wantNode{nodeC, false}, wantNode{nodeE, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
+	waitFor(t, 5*time.Second, "the changed default set", func() bool { return u.Len() == 2 })
+	checkSet(t, u.Last(), wantNode{nodeC, false}, wantNode{nodeE, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
 	cs.SetAZ("s", "az1", nodeA)
-	waitFor(t, 5*time.Second, "the changed AZ set", func() bool { return u.count() == 3 })
-	checkSet(t, u.last(), wantNode{nodeB, false}, wantNode{nodeC, false}, wantNode{nodeE, false}, wantNode{nodeA, true})
+	waitFor(t, 5*time.Second, "the changed AZ set", func() bool { return u.Len() == 3 })
+	checkSet(t, u.Last(), wantNode{nodeB, false}, wantNode{nodeC, false}, wantNode{nodeE, false}, wantNode{nodeA, true})
 
 	// Recovery needs RecoverCheckCount good probes.
 	h.set(false, 2, nodeA)
 	n = h.calls.Load()
 	waitFor(t, 5*time.Second, "health looked at", func() bool { return h.calls.Load() > n+20 })
-	if u.count() != 3 || !src.Degraded() {
+	if u.Len() != 3 || !src.Degraded() {
 		t.Fatal("went back before RecoverCheckCount good probes")
 	}
 	h.set(true, 3, nodeA)
-	waitFor(t, 5*time.Second, "the AZ set again", func() bool { return u.count() == 4 })
-	checkSet(t, u.last(), wantNode{nodeA, false})
+	waitFor(t, 5*time.Second, "the AZ set again", func() bool { return u.Len() == 4 })
+	checkSet(t, u.Last(), wantNode{nodeA, false})
 	if src.Degraded() {
 		t.Error("Degraded() is still true")
 	}
@@ -154,7 +154,7 @@ func TestNoFallbackWithoutAnotherNode(t *testing.T) {
 	h.set(false, 0, nodeA, nodeB)
 	src, u, _ := startSource(t, azConfig(cs, logs), h)
 	waitFor(t, 5*time.Second, "a few default requests", func() bool { return cs.CountPolicy("default") >= 3 })
-	if u.count() != 0 || src.Degraded() {
+	if u.Len() != 0 || src.Degraded() {
 		t.Fatal("fell back to the same list")
 	}
 	if n := logs.count("no other node"); n != 1 {
@@ -179,7 +179,7 @@ func TestFallbackWaitsForTheDefaultSet(t *testing.T) {
 	src, u, _ := startSource(t, cfg, h)
 	h.set(false, 0, nodeA, nodeB)
 	waitFor(t, 5*time.Second, "default requests", func() bool { return cs.CountPolicy("default") >= 4 })
-	if u.count() != 0 || src.Degraded() {
+	if u.Len() != 0 || src.Degraded() {
 		t.Fatal("degraded without a default set")
 	}
 	if n := logs.count("WARN", "no config-server gave the default set yet"); n != 1 {
@@ -188,15 +188,15 @@ func TestFallbackWaitsForTheDefaultSet(t *testing.T) {
 	}
 	h.set(false, 2, nodeB)
 	waitFor(t, 5*time.Second, "the fallback called off", func() bool { return logs.count("no fallback needed") == 1 })
-	if u.count() != 0 {
-		t.Fatalf("pushed %v", u.last())
+	if u.Len() != 0 {
+		t.Fatalf("pushed %v", u.Last())
 	}
 	// Once the default set can be had, the next outage degrades at once.
 	cs.SetFailDefault(false)
 	h.set(true, 5, nodeA, nodeB)
 	waitFor(t, 5*time.Second, "health looked at", func() bool { return h.calls.Load() > 50 })
 	h.set(false, 0, nodeA, nodeB)
-	waitFor(t, 5*time.Second, "the degraded set", func() bool { return u.count() == 1 && src.Degraded() })
+	waitFor(t, 5*time.Second, "the degraded set", func() bool { return u.Len() == 1 && src.Degraded() })
 }
 
 // The default set cached by an earlier fallback serves when no config-server gives it.
@@ -210,7 +210,7 @@ func TestFallbackToTheCachedDefaultSet(t *testing.T) {
 	h.set(true, 5, nodeA, nodeB)
 	src, u, _ := startSource(t, cfg, h)
 	h.set(false, 0, nodeA, nodeB)
-	waitFor(t, 5*time.Second, "the degraded set", func() bool { return u.count() == 1 })
+	waitFor(t, 5*time.Second, "the degraded set", func() bool { return u.Len() == 1 })
 	src.Close()
 	if files := cacheFiles(t, dir); len(files) != 2 {
 		t.Fatalf("cache holds %v, want the AZ set and the default set", files)
@@ -220,8 +220,8 @@ func TestFallbackToTheCachedDefaultSet(t *testing.T) {
 	h.set(true, 5, nodeA, nodeB)
 	_, u, _ = startSource(t, cfg, h)
 	h.set(false, 0, nodeA, nodeB)
-	waitFor(t, 5*time.Second, "the degraded set from the cache", func() bool { return u.count() == 1 })
-	checkSet(t, u.last(), wantNode{nodeC, false}, wantNode{nodeD, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
+	waitFor(t, 5*time.Second, "the degraded set from the cache", func() bool { return u.Len() == 1 })
+	checkSet(t, u.Last(), wantNode{nodeC, false}, wantNode{nodeD, false}, wantNode{nodeA, true}, wantNode{nodeB, true})
 	if logs.count("WARN", "using the one cached") != 1 {
 		logs.dump(t)
 		t.Fatal("no warning about the cached default set")

@@ -75,7 +75,7 @@ func TestCacheFile(t *testing.T) {
 	// A change rewrites the same file, leaving no temporary file behind.
 	next := []string{"10.0.0.3:2883"}
 	cs.SetList("im_user", next...)
-	waitFor(t, 5*time.Second, "the change", func() bool { return u.count() == 1 })
+	waitFor(t, 5*time.Second, "the change", func() bool { return u.Len() == 1 })
 	if cf := read(); !slices.Equal(cf.Nodes, next) || cf.MD5 != nodes.ListMD5(next) {
 		t.Fatalf("cache not updated: %+v", cf)
 	}

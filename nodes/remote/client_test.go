@@ -128,13 +128,13 @@ func TestPollsCarryTheMD5(t *testing.T) {
 		t.Fatalf("Start = %v version %q", set.Addrs(), set.Version)
 	}
 	waitFor(t, 5*time.Second, "four polls", func() bool { return cs.Count() >= 5 })
-	if u.count() != 0 {
-		t.Fatalf("an unchanged list was pushed: %v", u.last())
+	if u.Len() != 0 {
+		t.Fatalf("an unchanged list was pushed: %v", u.Last())
 	}
 	second := []string{"10.0.0.1:2883", "10.0.0.3:2883"}
 	cs.SetList("im_user", second...)
-	waitFor(t, 5*time.Second, "the changed list", func() bool { return u.count() == 1 })
-	if got := u.last(); !slices.Equal(got.Addrs(), second) || got.Version != nodes.ListMD5(second) {
+	waitFor(t, 5*time.Second, "the changed list", func() bool { return u.Len() == 1 })
+	if got := u.Last(); !slices.Equal(got.Addrs(), second) || got.Version != nodes.ListMD5(second) {
 		t.Fatalf("pushed %v version %q", got.Addrs(), got.Version)
 	}
 	n := cs.Count()

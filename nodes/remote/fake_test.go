@@ -14,6 +14,7 @@ import (
 
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 func TestMain(m *testing.M) {
@@ -45,31 +46,7 @@ func (l *logRecorder) dump(t testing.TB) {
 var waitFor = testkit.WaitFor
 
 // updates collects the sets a source pushes.
-type updates struct {
-	mu   sync.Mutex
-	sets []nodes.Set
-}
-
-func (u *updates) push(s nodes.Set) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.sets = append(u.sets, s)
-}
-
-func (u *updates) count() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.sets)
-}
-
-func (u *updates) last() nodes.Set {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if len(u.sets) == 0 {
-		return nodes.Set{}
-	}
-	return u.sets[len(u.sets)-1]
-}
+type updates = nodestest.Updates
 
 // fakeHealth is a nodes.Health the test sets by hand.
 type fakeHealth struct {
@@ -116,7 +93,7 @@ func startSource(t testing.TB, cfg Config, h nodes.Health) (*Source, *updates, n
 		src.UseHealth(h)
 	}
 	u := &updates{}
-	set, err := src.Start(context.Background(), u.push)
+	set, err := src.Start(context.Background(), u.Push)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

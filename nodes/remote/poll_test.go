@@ -89,8 +89,8 @@ func TestFailuresKeepTheListAndLogOncePerCondition(t *testing.T) {
 	if n := logs.count("answers again"); n != len(conds)+1 {
 		t.Errorf("%d recovery lines, want %d", n, len(conds)+1)
 	}
-	if u.count() != 0 {
-		t.Errorf("the source pushed %d sets; the list never changed", u.count())
+	if u.Len() != 0 {
+		t.Errorf("the source pushed %d sets; the list never changed", u.Len())
 	}
 	if n := elsewhere.Count(); n != 0 {
 		t.Errorf("a redirect was followed: the other server got %d requests", n)
@@ -195,13 +195,13 @@ func TestServersTriedInTurn(t *testing.T) {
 	for _, cs := range []*remotefake.Server{a, b} {
 		cs.SetList("s", "10.0.0.1:1", "10.0.0.2:1")
 	}
-	waitFor(t, 5*time.Second, "the change through b", func() bool { return u.count() == 1 })
+	waitFor(t, 5*time.Second, "the change through b", func() bool { return u.Len() == 1 })
 	nA := a.Count()
 	waitFor(t, 5*time.Second, "more polls to b", func() bool { return b.Count() >= 5 })
 	if a.Count() != nA {
 		t.Errorf("a was asked again while b answered")
 	}
-	if got := u.last().Addrs(); !slices.Equal(got, []string{"10.0.0.1:1", "10.0.0.2:1"}) {
+	if got := u.Last().Addrs(); !slices.Equal(got, []string{"10.0.0.1:1", "10.0.0.2:1"}) {
 		t.Fatalf("pushed %v", got)
 	}
 	if n := logs.count("config-server failed; the next one answered", a.Addr()); n != 1 {

@@ -10,6 +10,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/lbd-go/lbd v0.3.0
 	github.com/lbd-go/lbd/lbdtest v0.3.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

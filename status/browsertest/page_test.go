@@ -15,14 +15,14 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/status"
 )
 
-func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // chromium returns the browser's path, or skips (fails with LBD_REQUIRE_CHROMIUM) without one.
 func chromium(t *testing.T) string {

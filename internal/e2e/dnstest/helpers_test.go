@@ -6,6 +6,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 // TestMain fails the run when any goroutine outlives the tests.
@@ -20,7 +21,7 @@ func sourceGoroutines() int { return testkit.GoroutinesIn("github.com/lbd-go/lbd
 // Shared helpers, under the names these tests use.
 type (
 	logs    = testkit.Logs
-	updates = testkit.Updates
+	updates = nodestest.Updates
 )
 
 var waitFor = testkit.WaitFor

@@ -1,4 +1,4 @@
-package testkit
+package nodestest
 
 import (
 	"bytes"
@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 )
+
+// A node source's settings often hold a secret (a password, a token). lbd's own sources print
+// them through nodes.Printed, with the secret replaced; NoSecrets checks that every way a
+// program may print such a value hides it, for lbd's types and for a source written outside lbd.
 
 // Printings renders v every way a program may print it: the fmt verbs %v %+v %#v %s %q and
 // fmt.Sprint, log/slog's text and JSON handlers (as an attribute value and through
@@ -38,10 +42,12 @@ func Printings(v any) map[string]string {
 	return out
 }
 
-// NoSecrets fails t for every way of printing v (see Printings) whose output contains one of
-// secrets, and for every way that shows none of shown (the part that must stay visible, such
-// as a host name, so that a printing of nothing cannot pass). skip names ways that v's type
-// leaves to others on purpose (a document whose JSON is its storage format).
+// NoSecrets fails t (with t.Errorf, so that every way is reported) for every way of printing v
+// (the keys of Printings) whose output contains one of secrets, and for every way whose output
+// does not contain shown, the part that must stay visible, such as a host name, so that a value
+// printing nothing cannot pass; an empty shown checks nothing. name labels v in the failures.
+// skip names ways (keys of Printings, such as "encoding/json") that v's type leaves to others
+// on purpose: a document whose JSON is its storage format.
 func NoSecrets(t testing.TB, name string, v any, shown string, secrets []string, skip ...string) {
 	t.Helper()
 	for way, s := range Printings(v) {
