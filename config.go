@@ -120,8 +120,14 @@ type Config struct {
 	// RoleCheck finds each node's role on its probe connection after the health query
 	// (roleCheck: "none", the default, leaves roles to the node source; "mysql" reads
 	// @@global.read_only, for MySQL and MariaDB; "oceanbase" reads the tenant's role from
-	// oceanbase.DBA_OB_TENANTS; "tidb" makes every node a primary without asking; or a SELECT
-	// of your own returning one row and one column: primary, replica, standby, 0 or 1).
+	// oceanbase.DBA_OB_TENANTS; "tidb" makes every node a primary without asking; "galera"
+	// makes a node a primary while it is Synced in the primary component and a standby
+	// otherwise (wsrep_ready, wsrep_cluster_status, wsrep_local_state); "group-replication"
+	// reads the member's MEMBER_ROLE and MEMBER_STATE from
+	// performance_schema.replication_group_members: an ONLINE PRIMARY is a primary, an ONLINE
+	// SECONDARY a replica, any other member a standby; or a SELECT of your own returning one row
+	// and one column: primary, replica, standby, 0 or 1). A standby takes no new connection,
+	// whatever the target.
 	RoleCheck string
 	// Target says which roles new connections may go to (target, default TargetAny; option
 	// WithTarget).
@@ -316,7 +322,8 @@ func (c *Config) settle() error {
 // WithSource may carry them too), so only a static list, or a source that says it gives no
 // roles (lbdns), without a role check is judged: the list must name the role the
 // configuration needs, and such a source cannot. roleCheck=tidb makes every node a primary, so
-// it can never serve target=replica.
+// it can never serve target=replica; nor can roleCheck=galera or oceanbase, which find no
+// replica (role.Check.Finds).
 func (c *Config) checkRoleSources(rs roleSettings) error {
 	needs, why := nodes.RoleUnknown, ""
 	switch {
@@ -335,6 +342,9 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 		}
 		return nil
 	}
+	if rs.check.Query() != "" && !rs.check.Finds(needs) {
+		return fmt.Errorf("lbd: %s, but roleCheck=%s never finds a %s: use another target or role check", why, rs.check.Name(), needs)
+	}
 	if rs.check.Query() != "" || c.source != nil {
 		return nil // the role check or the source may report the role at run time
 	}
@@ -342,7 +352,7 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 		if f, ok := nodes.Lookup(c.Network); !ok || !f.NoRoles {
 			return nil // the source of that network may report the roles
 		}
-		return fmt.Errorf("lbd: %s, but the %s source gives no node a role: set roleCheck (mysql, oceanbase, tidb or a SELECT)", why, c.Network)
+		return fmt.Errorf("lbd: %s, but the %s source gives no node a role: set roleCheck (mysql, oceanbase, tidb, galera, group-replication or a SELECT)", why, c.Network)
 	}
 	for _, r := range c.Roles {
 		if r == needs {
@@ -350,7 +360,7 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 		}
 	}
 	if len(c.Roles) == 0 {
-		return fmt.Errorf("lbd: %s, but nothing gives a node a role: set roleCheck (mysql, oceanbase, tidb or a SELECT), or write the roles in the list as host:port#primary and host:port#replica", why)
+		return fmt.Errorf("lbd: %s, but nothing gives a node a role: set roleCheck (mysql, oceanbase, tidb, galera, group-replication or a SELECT), or write the roles in the list as host:port#primary and host:port#replica", why)
 	}
 	return fmt.Errorf("lbd: %s, but no node of the list is a %s and roleCheck is none: mark one as host:port#%s, or set roleCheck to find the roles at run time", why, needs, needs)
 }

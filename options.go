@@ -171,7 +171,7 @@ func WithTarget(t Target) Option {
 }
 
 // WithRoleCheck sets how each node's role is found (roleCheck): "none", "mysql", "oceanbase",
-// "tidb" or one SELECT of your own; see Config.RoleCheck.
+// "tidb", "galera", "group-replication" or one SELECT of your own; see Config.RoleCheck.
 func WithRoleCheck(check string) Option {
 	return func(c *Config) error {
 		if _, err := role.ParseCheck(check); err != nil {

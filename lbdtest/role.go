@@ -25,6 +25,15 @@ import (
 //   - a query that names DBA_OB_TENANTS (OceanBase 4.x shows a user tenant its own row there)
 //     is answered with one row and one column, TENANT_ROLE: "PRIMARY" on a primary or replica,
 //     "STANDBY" on a standby.
+//   - SHOW [GLOBAL | SESSION] STATUS, when the statement names a wsrep_ variable, reads the
+//     Galera status of a node: on a primary or replica a Synced node of the primary component
+//     (wsrep_ready ON, wsrep_cluster_status Primary, wsrep_local_state 4), on a standby a
+//     donor (wsrep_local_state 2, Donor/Desynced). Its LIKE or WHERE clause filters the rows
+//     as a server's does.
+//   - performance_schema.replication_group_members, wherever a query names it, is MySQL Group
+//     Replication's table holding this member's row, and @@server_uuid its MEMBER_ID: MEMBER_ROLE
+//     PRIMARY and MEMBER_STATE ONLINE on a primary, SECONDARY and ONLINE on a replica, SECONDARY
+//     and RECOVERING on a standby.
 //
 // A write is a statement whose first keyword, after comments, is one of INSERT, UPDATE, DELETE,
 // REPLACE, CREATE, DROP, ALTER, TRUNCATE, RENAME, LOAD, GRANT or REVOKE. A prepared write is
@@ -166,6 +175,12 @@ var readOnlyVariables = [][]byte{
 
 // roleCheckAnswer returns the text to send instead of sql when sql is a role check, or nil.
 func roleCheckAnswer(r Role, sql []byte) []byte {
+	if out := galeraStatusAnswer(r, sql); out != nil {
+		return out
+	}
+	if out := groupMemberAnswer(r, sql); out != nil {
+		return out
+	}
 	if indexFold(sql, []byte("DBA_OB_TENANTS")) >= 0 {
 		role := "PRIMARY"
 		if r == Standby {
@@ -196,6 +211,82 @@ func roleCheckAnswer(r Role, sql []byte) []byte {
 	}
 	if !changed {
 		return nil
+	}
+	return out
+}
+
+// galeraStatusAnswer rewrites a SHOW STATUS that names a wsrep_ variable into a SELECT over the
+// status rows of a Galera node in role r, keeping its LIKE or WHERE clause; nil for any other
+// statement.
+func galeraStatusAnswer(r Role, sql []byte) []byte {
+	if indexFold(sql, []byte("wsrep_")) < 0 {
+		return nil
+	}
+	word, rest := nextWord(sql)
+	if !bytes.EqualFold(word, []byte("SHOW")) {
+		return nil
+	}
+	if word, rest = nextWord(rest); bytes.EqualFold(word, []byte("GLOBAL")) || bytes.EqualFold(word, []byte("SESSION")) {
+		word, rest = nextWord(rest)
+	}
+	if !bytes.EqualFold(word, []byte("STATUS")) {
+		return nil
+	}
+	state, comment := "4", "Synced"
+	if r == Standby {
+		state, comment = "2", "Donor/Desynced"
+	}
+	out := []byte("SELECT * FROM (SELECT 'wsrep_ready' AS Variable_name, 'ON' AS Value" +
+		" UNION ALL SELECT 'wsrep_cluster_status', 'Primary'" +
+		" UNION ALL SELECT 'wsrep_cluster_size', '3'" +
+		" UNION ALL SELECT 'wsrep_local_state', '" + state + "'" +
+		" UNION ALL SELECT 'wsrep_local_state_comment', '" + comment + "') AS status ")
+	if word, _ := nextWord(rest); bytes.EqualFold(word, []byte("LIKE")) {
+		out = append(out, "WHERE Variable_name"...)
+	}
+	return append(out, rest...)
+}
+
+// nextWord returns the first word of s after white space and comments (see firstKeyword) and
+// what follows it.
+func nextWord(s []byte) (word, rest []byte) {
+	word = firstKeyword(s)
+	if word == nil {
+		return nil, nil
+	}
+	end := cap(s) - cap(word) + len(word) // word is a piece of s: its end's offset in s
+	return word, s[end:]
+}
+
+// groupMemberAnswer rewrites a query naming performance_schema.replication_group_members so
+// that the table holds the one row of a Group Replication member in role r, and @@server_uuid
+// is its MEMBER_ID; nil for any other query.
+func groupMemberAnswer(r Role, sql []byte) []byte {
+	const table = "replication_group_members"
+	i := indexFold(sql, []byte(table))
+	if i < 0 {
+		return nil
+	}
+	const id = "'00000000-0000-0000-0000-00000000001b'"
+	memberRole, state := "PRIMARY", "ONLINE"
+	switch r {
+	case Replica:
+		memberRole = "SECONDARY"
+	case Standby:
+		memberRole, state = "SECONDARY", "RECOVERING"
+	}
+	start := i
+	if schema := "performance_schema."; i >= len(schema) && bytes.EqualFold(sql[i-len(schema):i], []byte(schema)) {
+		start = i - len(schema)
+	}
+	out := append([]byte{}, sql[:start]...)
+	out = append(out, "(SELECT 'group_replication_applier' AS CHANNEL_NAME, "+id+" AS MEMBER_ID, '"+
+		state+"' AS MEMBER_STATE, '"+memberRole+"' AS MEMBER_ROLE) AS "+table...)
+	out = append(out, sql[i+len(table):]...)
+	for _, v := range [][]byte{[]byte("@@global.server_uuid"), []byte("@@server_uuid")} {
+		for j := indexFold(out, v); j >= 0; j = indexFold(out, v) {
+			out = append(out[:j:j], append([]byte(id), out[j+len(v):]...)...)
+		}
 	}
 	return out
 }

@@ -1,0 +1,216 @@
+package clustertest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// galeraProbe is the probe interval of the Galera tests: a state change is seen within it plus
+// one probe's time (galeraProbeTimeout at most).
+const (
+	galeraProbe        = 200 * time.Millisecond
+	galeraProbeTimeout = time.Second
+)
+
+// galeraCluster is the three-node cluster .ci/galera starts, as a test sees it.
+type galeraCluster struct {
+	addrs []string  // host:port of each node
+	admin []*sql.DB // lbdadmin on each node, for fault injection
+	db    *sql.DB   // through lbd with roleCheck=galera
+	c     *lbd.Connector
+}
+
+// openGalera opens the cluster .ci/galera printed (LBD_TEST_GALERA_DSNS and
+// LBD_TEST_GALERA_ADMIN_DSNS), or skips the test when it is not set, and a Connector over its
+// three nodes with roleCheck=galera and a probe every galeraProbe; it waits until every node
+// checks as a primary.
+func openGalera(t *testing.T) *galeraCluster {
+	t.Helper()
+	dsns, admins := os.Getenv("LBD_TEST_GALERA_DSNS"), os.Getenv("LBD_TEST_GALERA_ADMIN_DSNS")
+	if dsns == "" || admins == "" {
+		t.Skip("LBD_TEST_GALERA_DSNS and LBD_TEST_GALERA_ADMIN_DSNS are not set; .ci/galera start prints them")
+	}
+	g := &galeraCluster{}
+	var first *mysql.Config
+	for _, dsn := range strings.Split(dsns, ",") {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = cfg
+		}
+		g.addrs = append(g.addrs, cfg.Addr)
+	}
+	for _, dsn := range strings.Split(admins, ",") {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		g.admin = append(g.admin, db)
+	}
+	if len(g.addrs) != 3 || len(g.admin) != 3 {
+		t.Fatalf("want three nodes, got %d DSNs and %d admin DSNs", len(g.addrs), len(g.admin))
+	}
+	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?roleCheck=galera", first.User, first.Passwd, strings.Join(g.addrs, ","), first.DBName)
+	c, err := lbd.NewConnector(dsn, fast(galeraProbe, galeraProbeTimeout, time.Hour, &logRecorder{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.c = c
+	g.db = sql.OpenDB(c)
+	t.Cleanup(func() { g.db.Close() })
+	g.db.SetMaxIdleConns(0) // every connection a test holds is a new pick
+	waitFor(t, 30*time.Second, "every Galera node to check as a primary", func() bool {
+		for i := range g.addrs {
+			if !g.serving(i) {
+				return false
+			}
+		}
+		return true
+	})
+	return g
+}
+
+// serving reports whether node i is up and a primary in the Connector's view.
+func (g *galeraCluster) serving(i int) bool {
+	ns, _ := g.c.Stats().Node(g.addrs[i])
+	return ns.State == lbd.StateUp && ns.Role == nodes.RolePrimary
+}
+
+// until polls cond every 5 ms until it holds, and returns how long after since that was; it
+// fails the test d after since.
+func until(t *testing.T, since time.Time, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	for !cond() {
+		if time.Since(since) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(since)
+}
+
+// spread holds n new connections at once and returns how many went to each node.
+func (g *galeraCluster) spread(t *testing.T, n int) []int {
+	t.Helper()
+	held := holdConns(t, g.db, n)
+	st := g.c.Stats()
+	out := make([]int, len(g.addrs))
+	for i, a := range g.addrs {
+		ns, _ := st.Node(a)
+		out[i] = ns.Open
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	return out
+}
+
+// On a real Galera cluster: a node desynced on purpose (wsrep_desync=ON, which puts it in
+// Donor/Desynced, wsrep_local_state 2) is seen as a standby within one probe interval plus one
+// probe, takes no new connection while it stays so, and serves again once Synced.
+func TestGaleraDesyncedNodeOnMariaDB(t *testing.T) {
+	g := openGalera(t)
+	const node = 2
+	admin := g.admin[node]
+	t.Cleanup(func() { admin.Exec("SET GLOBAL wsrep_desync = OFF") })
+
+	start := time.Now()
+	if _, err := admin.Exec("SET GLOBAL wsrep_desync = ON"); err != nil {
+		t.Fatal(err)
+	}
+	detect := until(t, start, 10*time.Second, "the desynced node out", func() bool {
+		ns, _ := g.c.Stats().Node(g.addrs[node])
+		return ns.Role == nodes.RoleStandby
+	})
+	t.Logf("desynced node out after %v (probe interval %v)", detect, galeraProbe)
+	if bound := galeraProbe + galeraProbeTimeout; detect > bound {
+		t.Errorf("the desynced node was seen after %v; want within one probe interval and one probe (%v)", detect, bound)
+	}
+	if got := g.spread(t, 12); got[node] != 0 || got[0]+got[1] != 12 {
+		t.Fatalf("new connections per node %v while node %d is desynced; want none on it", got, node)
+	}
+	if ns, _ := g.c.Stats().Node(g.addrs[node]); ns.State != lbd.StateUp || ns.RoleError != "" {
+		t.Fatalf("the desynced node is %v (role error %q); want up, a standby by its answer", ns.State, ns.RoleError)
+	}
+
+	start = time.Now()
+	if _, err := admin.Exec("SET GLOBAL wsrep_desync = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	back := until(t, start, 10*time.Second, "the node back once Synced", func() bool { return g.serving(node) })
+	t.Logf("node back %v after wsrep_desync=OFF", back)
+	if got := g.spread(t, 12); got[node] == 0 {
+		t.Fatalf("new connections per node %v once node %d is Synced; want some on it", got, node)
+	}
+}
+
+// galeraCtlPath returns .ci/galera's path (LBD_TEST_GALERA_CTL), or skips the test without it.
+func galeraCtlPath(t *testing.T) string {
+	t.Helper()
+	ctl := os.Getenv("LBD_TEST_GALERA_CTL")
+	if ctl == "" {
+		t.Skip("LBD_TEST_GALERA_CTL is not set; .ci/galera start prints it")
+	}
+	return ctl
+}
+
+// galeraCtl runs .ci/galera with args.
+func galeraCtl(t *testing.T, ctl string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, ctl, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", ctl, strings.Join(args, " "), err, out)
+	}
+}
+
+// On a real Galera cluster: a node killed (SIGKILL) goes down at its next probe and takes no
+// new connection; started again, it rejoins by IST, and lbd sends it connections again once it
+// is Synced and its probes have passed recoverCheckCount times.
+func TestGaleraKilledNodeOnMariaDB(t *testing.T) {
+	ctl := galeraCtlPath(t)
+	g := openGalera(t)
+	const node = 2
+	killed := false
+	t.Cleanup(func() {
+		if killed {
+			galeraCtl(t, ctl, "start", "3")
+		}
+	})
+
+	start := time.Now()
+	galeraCtl(t, ctl, "kill", "3")
+	killed = true
+	detect := until(t, start, 10*time.Second, "the killed node down", func() bool {
+		s, _ := nodeState(g.c, g.addrs[node])
+		return s == lbd.StateDown
+	})
+	t.Logf("killed node down %v after SIGKILL (probe interval %v)", detect, galeraProbe)
+	if got := g.spread(t, 12); got[node] != 0 || got[0]+got[1] != 12 {
+		t.Fatalf("new connections per node %v while node %d is dead; want none on it", got, node)
+	}
+
+	start = time.Now()
+	galeraCtl(t, ctl, "start", "3") // returns once the node is Synced in a 3-node primary component
+	killed = false
+	synced := time.Since(start)
+	back := until(t, start, 60*time.Second, "the restarted node back", func() bool { return g.serving(node) })
+	t.Logf("restarted node Synced %v after its start; serving %v after its start", synced, back)
+	if got := g.spread(t, 12); got[node] == 0 {
+		t.Fatalf("new connections per node %v once node %d rejoined; want some on it", got, node)
+	}
+}

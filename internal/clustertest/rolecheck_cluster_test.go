@@ -1,0 +1,121 @@
+package clustertest
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/lbdtest"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// releaseAll returns held connections to the pool.
+func releaseAll(t *testing.T, conns []*sql.Conn) {
+	t.Helper()
+	for _, c := range conns {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// roles returns a want function for waitForRoles from a list.
+func roles(rs ...nodes.Role) func(int) nodes.Role { return func(i int) nodes.Role { return rs[i] } }
+
+// roleCheck=galera on lbdtest's Galera emulation: a node that is not Synced (a donor) becomes
+// a standby, takes no new connection and sees its idle ones retired; once Synced again it is a
+// primary and takes connections.
+func TestGaleraRoleCheckOnEmulation(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "roleCheck=galera", fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
+	db.SetMaxIdleConns(12)
+	P, S := nodes.RolePrimary, nodes.RoleStandby
+	waitForRoles(t, c, cl, roles(P, P, P))
+
+	releaseAll(t, holdConns(t, db, 6)) // two per node, idle in the pool
+	donor := cl.Proxy(1)
+	donor.SetRole(lbdtest.Standby)
+	waitForRoles(t, c, cl, roles(P, S, P))
+	waitFor(t, 5*time.Second, "the donor's idle connections to close", func() bool { return openCounts(c, cl)[1] == 0 })
+	held := holdConns(t, db, 9)
+	if got := openCounts(c, cl); got[1] != 0 || got[0]+got[2] < 9 {
+		t.Fatalf("open per node %v while node 1 is a donor; want none on it", got)
+	}
+	ns, _ := c.Stats().Node(donor.Addr())
+	if ns.State != lbd.StateUp || ns.RoleError != "" {
+		t.Fatalf("the donor is %v (role error %q); want up, a standby by its answer", ns.State, ns.RoleError)
+	}
+	releaseAll(t, held)
+
+	donor.SetRole(lbdtest.Primary)
+	waitForRoles(t, c, cl, roles(P, P, P))
+	db.SetMaxIdleConns(0) // new connections from here on
+	db.SetMaxIdleConns(12)
+	held = holdConns(t, db, 9)
+	defer releaseAll(t, held)
+	if got := openCounts(c, cl); got[1] == 0 {
+		t.Fatalf("open per node %v once node 1 is Synced again; want some on it", got)
+	}
+}
+
+// roleCheck=group-replication on lbdtest's Group Replication emulation: an ONLINE PRIMARY is the
+// primary, an ONLINE SECONDARY a replica, a RECOVERING member a standby that takes nothing; a
+// member that comes ONLINE takes its share.
+func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	cl.Proxy(1).SetRole(lbdtest.Replica)
+	cl.Proxy(2).SetRole(lbdtest.Standby)
+	P, R, S := nodes.RolePrimary, nodes.RoleReplica, nodes.RoleStandby
+	for _, tc := range []struct {
+		target string
+		want   func(open []int) bool
+	}{
+		{"primary", func(o []int) bool { return o[0] == 6 && o[1] == 0 && o[2] == 0 }},
+		{"replica", func(o []int) bool { return o[0] == 0 && o[1] == 6 && o[2] == 0 }},
+		{"any", func(o []int) bool { return o[0] == 3 && o[1] == 3 && o[2] == 0 }},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			logs := &logRecorder{}
+			db, c := openDB(t, cl, "roleCheck=group-replication&target="+tc.target, fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
+			waitForRoles(t, c, cl, roles(P, R, S))
+			held := holdConns(t, db, 6)
+			defer releaseAll(t, held)
+			if got := openCounts(c, cl); !tc.want(got) {
+				t.Fatalf("target=%s: open per node %v", tc.target, got)
+			}
+		})
+	}
+
+	logs := &logRecorder{}
+	db, c := openDB(t, cl, "roleCheck=group-replication&target=replica", fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
+	waitForRoles(t, c, cl, roles(P, R, S))
+	cl.Proxy(2).SetRole(lbdtest.Replica) // RECOVERING -> ONLINE
+	waitForRoles(t, c, cl, roles(P, R, R))
+	held := holdConns(t, db, 6)
+	defer releaseAll(t, held)
+	if got := openCounts(c, cl); got[0] != 0 || got[1] != 3 || got[2] != 3 {
+		t.Fatalf("target=replica after member 2 came ONLINE: open per node %v, want 0 3 3", got)
+	}
+}
+
+// A target that roleCheck=galera can never serve is refused at construction, naming the fix.
+func TestGaleraRoleCheckRefusesReplicaTarget(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 1)
+	for _, params := range []string{"roleCheck=galera&target=replica"} {
+		_, err := lbd.NewConnector(cl.DSN(params))
+		if err == nil || !strings.Contains(err.Error(), "roleCheck=galera never finds a replica") {
+			t.Errorf("%s: NewConnector error %v; want it to say galera finds no replica", params, err)
+		}
+	}
+	c, err := lbd.NewConnector(cl.DSN("roleCheck=galera&target=primary&readWriteSplit=true&balance=statement"))
+	if err != nil {
+		t.Fatalf("galera with target=primary and the split: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(fmt.Errorf("close: %w", err))
+	}
+}
