@@ -193,13 +193,25 @@ func TestGaleraKilledNodeOnMariaDB(t *testing.T) {
 	})
 
 	start := time.Now()
-	galeraCtl(t, ctl, "kill", "3")
+	galeraCtl(t, ctl, "kill", "3") // returns once the process is gone
 	killed = true
-	detect := until(t, start, 10*time.Second, "the killed node down", func() bool {
+	gone := time.Now()
+	detect := until(t, gone, 10*time.Second, "the killed node down", func() bool {
 		s, _ := nodeState(g.c, g.addrs[node])
 		return s == lbd.StateDown
 	})
-	t.Logf("killed node down %v after SIGKILL (probe interval %v)", detect, galeraProbe)
+	var down time.Duration // from the kill command's start to the Connector's transition
+	for _, tr := range g.c.Stats().Recent {
+		if tr.Node == g.addrs[node] && tr.To == lbd.StateDown && tr.At.After(start) {
+			down = tr.At.Sub(start)
+			break
+		}
+	}
+	t.Logf("killed node down %v after the kill command began (which took %v to see the process gone); %v after that (probe interval %v)",
+		down, gone.Sub(start), detect, galeraProbe)
+	if bound := galeraProbe + galeraProbeTimeout; detect > bound {
+		t.Errorf("the killed node went down %v after it was gone; want within one probe interval and one probe (%v)", detect, bound)
+	}
 	if got := g.spread(t, 12); got[node] != 0 || got[0]+got[1] != 12 {
 		t.Fatalf("new connections per node %v while node %d is dead; want none on it", got, node)
 	}
@@ -207,9 +219,10 @@ func TestGaleraKilledNodeOnMariaDB(t *testing.T) {
 	start = time.Now()
 	galeraCtl(t, ctl, "start", "3") // returns once the node is Synced in a 3-node primary component
 	killed = false
-	synced := time.Since(start)
-	back := until(t, start, 60*time.Second, "the restarted node back", func() bool { return g.serving(node) })
-	t.Logf("restarted node Synced %v after its start; serving %v after its start", synced, back)
+	synced := time.Now()
+	back := until(t, synced, 30*time.Second, "the restarted node back", func() bool { return g.serving(node) })
+	t.Logf("restarted node Synced %v after its start (IST); serving again %v after that (recoverCheckCount probes)",
+		synced.Sub(start), back)
 	if got := g.spread(t, 12); got[node] == 0 {
 		t.Fatalf("new connections per node %v once node %d rejoined; want some on it", got, node)
 	}
