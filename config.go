@@ -129,6 +129,17 @@ type Config struct {
 	// and one column: primary, replica, standby, 0 or 1). A standby takes no new connection,
 	// whatever the target.
 	RoleCheck string
+	// SingleWriter keeps one primary at a time (singleWriter, default false; option
+	// WithSingleWriter): of the nodes the role check (or the node source) calls primary, the
+	// first in the node list that is up is the primary and the others serve as replicas; when
+	// it goes down or stops being a primary, the next one takes over, and it takes the role
+	// back when it returns. For clusters where every node takes writes — roleCheck=galera,
+	// group-replication in multi-primary mode — so that writes meet on one node and do not
+	// fail each other's certification (Galera's deadlock error 1213 on a conflict between
+	// nodes), as ProxySQL's max_writers=1 does for its Galera and Group Replication
+	// hostgroups. Every application must list the nodes in the same order to pick the same
+	// writer.
+	SingleWriter bool
 	// Target says which roles new connections may go to (target, default TargetAny; option
 	// WithTarget).
 	Target Target
@@ -323,7 +334,7 @@ func (c *Config) settle() error {
 // roles (lbdns), without a role check is judged: the list must name the role the
 // configuration needs, and such a source cannot. roleCheck=tidb makes every node a primary, so
 // it can never serve target=replica; nor can roleCheck=galera or oceanbase, which find no
-// replica (role.Check.Finds).
+// replica (role.Check.Finds), unless SingleWriter makes replicas of the primaries but one.
 func (c *Config) checkRoleSources(rs roleSettings) error {
 	needs, why := nodes.RoleUnknown, ""
 	switch {
@@ -336,14 +347,20 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 	default:
 		return nil
 	}
+	// singleWriter=true makes replicas of every primary but one.
+	replicasOfPrimaries := c.SingleWriter && needs == nodes.RoleReplica
 	if f := rs.check.Fixed(); f != nodes.RoleUnknown {
-		if f != needs {
+		if f != needs && !(replicasOfPrimaries && f == nodes.RolePrimary) {
 			return fmt.Errorf("lbd: %s, but roleCheck=%s makes every node a %s: use another target or role check", why, rs.check.Name(), f)
 		}
 		return nil
 	}
-	if rs.check.Query() != "" && !rs.check.Finds(needs) {
-		return fmt.Errorf("lbd: %s, but roleCheck=%s never finds a %s: use another target or role check", why, rs.check.Name(), needs)
+	if rs.check.Query() != "" && !rs.check.Finds(needs) && !(replicasOfPrimaries && rs.check.Finds(nodes.RolePrimary)) {
+		fix := "use another target or role check"
+		if needs == nodes.RoleReplica && rs.check.Finds(nodes.RolePrimary) {
+			fix += ", or singleWriter=true to make replicas of the primaries but one"
+		}
+		return fmt.Errorf("lbd: %s, but roleCheck=%s never finds a %s: %s", why, rs.check.Name(), needs, fix)
 	}
 	if rs.check.Query() != "" || c.source != nil {
 		return nil // the role check or the source may report the role at run time

@@ -194,6 +194,12 @@ func WithFailoverTimeout(d time.Duration) Option {
 	}
 }
 
+// WithSingleWriter keeps one primary at a time, the others serving as replicas (singleWriter);
+// see Config.SingleWriter.
+func WithSingleWriter(on bool) Option {
+	return func(c *Config) error { c.SingleWriter = on; return nil }
+}
+
 // WithReadWriteSplit turns statement mode's read/write split on or off (readWriteSplit); see
 // Config.ReadWriteSplit.
 func WithReadWriteSplit(on bool) Option {

@@ -33,9 +33,9 @@ type galeraCluster struct {
 
 // openGalera opens the cluster .ci/galera printed (LBD_TEST_GALERA_DSNS and
 // LBD_TEST_GALERA_ADMIN_DSNS), or skips the test when it is not set, and a Connector over its
-// three nodes with roleCheck=galera and a probe every galeraProbe; it waits until every node
-// checks as a primary.
-func openGalera(t *testing.T) *galeraCluster {
+// three nodes with roleCheck=galera, params and a probe every galeraProbe; it waits until each
+// node i is up with role want[i].
+func openGalera(t *testing.T, params string, want ...nodes.Role) *galeraCluster {
 	t.Helper()
 	dsns, admins := os.Getenv("LBD_TEST_GALERA_DSNS"), os.Getenv("LBD_TEST_GALERA_ADMIN_DSNS")
 	if dsns == "" || admins == "" {
@@ -64,7 +64,7 @@ func openGalera(t *testing.T) *galeraCluster {
 	if len(g.addrs) != 3 || len(g.admin) != 3 {
 		t.Fatalf("want three nodes, got %d DSNs and %d admin DSNs", len(g.addrs), len(g.admin))
 	}
-	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?roleCheck=galera", first.User, first.Passwd, strings.Join(g.addrs, ","), first.DBName)
+	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?roleCheck=galera%s", first.User, first.Passwd, strings.Join(g.addrs, ","), first.DBName, params)
 	c, err := lbd.NewConnector(dsn, fast(galeraProbe, galeraProbeTimeout, time.Hour, &logRecorder{})...)
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +73,9 @@ func openGalera(t *testing.T) *galeraCluster {
 	g.db = sql.OpenDB(c)
 	t.Cleanup(func() { g.db.Close() })
 	g.db.SetMaxIdleConns(0) // every connection a test holds is a new pick
-	waitFor(t, 30*time.Second, "every Galera node to check as a primary", func() bool {
-		for i := range g.addrs {
-			if !g.serving(i) {
+	waitFor(t, 30*time.Second, fmt.Sprintf("the Galera nodes' roles to be %v", want), func() bool {
+		for i, r := range want {
+			if !g.is(i, r) {
 				return false
 			}
 		}
@@ -84,11 +84,14 @@ func openGalera(t *testing.T) *galeraCluster {
 	return g
 }
 
-// serving reports whether node i is up and a primary in the Connector's view.
-func (g *galeraCluster) serving(i int) bool {
+// is reports whether node i is up with role r in the Connector's view.
+func (g *galeraCluster) is(i int, r nodes.Role) bool {
 	ns, _ := g.c.Stats().Node(g.addrs[i])
-	return ns.State == lbd.StateUp && ns.Role == nodes.RolePrimary
+	return ns.State == lbd.StateUp && ns.Role == r
 }
+
+// serving reports whether node i is up and a primary in the Connector's view.
+func (g *galeraCluster) serving(i int) bool { return g.is(i, nodes.RolePrimary) }
 
 // until polls cond every 5 ms until it holds, and returns how long after since that was; it
 // fails the test d after since.
@@ -123,7 +126,7 @@ func (g *galeraCluster) spread(t *testing.T, n int) []int {
 // Donor/Desynced, wsrep_local_state 2) is seen as a standby within one probe interval plus one
 // probe, takes no new connection while it stays so, and serves again once Synced.
 func TestGaleraDesyncedNodeOnMariaDB(t *testing.T) {
-	g := openGalera(t)
+	g := openGalera(t, "", nodes.RolePrimary, nodes.RolePrimary, nodes.RolePrimary)
 	const node = 2
 	admin := g.admin[node]
 	t.Cleanup(func() { admin.Exec("SET GLOBAL wsrep_desync = OFF") })
@@ -183,7 +186,7 @@ func galeraCtl(t *testing.T, ctl string, args ...string) {
 // is Synced and its probes have passed recoverCheckCount times.
 func TestGaleraKilledNodeOnMariaDB(t *testing.T) {
 	ctl := galeraCtlPath(t)
-	g := openGalera(t)
+	g := openGalera(t, "", nodes.RolePrimary, nodes.RolePrimary, nodes.RolePrimary)
 	const node = 2
 	killed := false
 	t.Cleanup(func() {
@@ -225,5 +228,46 @@ func TestGaleraKilledNodeOnMariaDB(t *testing.T) {
 		synced.Sub(start), back)
 	if got := g.spread(t, 12); got[node] == 0 {
 		t.Fatalf("new connections per node %v once node %d rejoined; want some on it", got, node)
+	}
+}
+
+// On a real Galera cluster with singleWriter=true and target=primary: every connection goes to
+// the first listed node while it is Synced; desynced, the next node takes the writes within one
+// probe interval and one probe, and the first takes them back once Synced again.
+func TestGaleraSingleWriterOnMariaDB(t *testing.T) {
+	P, R, S := nodes.RolePrimary, nodes.RoleReplica, nodes.RoleStandby
+	g := openGalera(t, "&singleWriter=true&target=primary", P, R, R)
+	if got := g.spread(t, 9); got[0] != 9 {
+		t.Fatalf("new connections per node %v; want all on the first listed node", got)
+	}
+	admin := g.admin[0]
+	t.Cleanup(func() { admin.Exec("SET GLOBAL wsrep_desync = OFF") })
+	start := time.Now()
+	if _, err := admin.Exec("SET GLOBAL wsrep_desync = ON"); err != nil {
+		t.Fatal(err)
+	}
+	moved := until(t, start, 10*time.Second, "the writer to move to the second node", func() bool {
+		return g.is(1, P) && !g.is(0, P)
+	})
+	t.Logf("writer moved to the second node %v after the first was desynced (probe interval %v)", moved, galeraProbe)
+	if bound := galeraProbe + galeraProbeTimeout; moved > bound {
+		t.Errorf("the writer moved after %v; want within one probe interval and one probe (%v)", moved, bound)
+	}
+	if ns, _ := g.c.Stats().Node(g.addrs[0]); ns.Role != S {
+		t.Fatalf("the desynced node is a %v, want a standby", ns.Role)
+	}
+	if got := g.spread(t, 9); got[1] != 9 {
+		t.Fatalf("new connections per node %v with the first node desynced; want all on the second", got)
+	}
+	start = time.Now()
+	if _, err := admin.Exec("SET GLOBAL wsrep_desync = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	back := until(t, start, 10*time.Second, "the first node to write again", func() bool {
+		return g.is(0, P) && g.is(1, R) && g.is(2, R)
+	})
+	t.Logf("the first node writes again %v after wsrep_desync=OFF", back)
+	if got := g.spread(t, 9); got[0] != 9 {
+		t.Fatalf("new connections per node %v once the first node is Synced; want all on it", got)
 	}
 }

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -102,20 +101,35 @@ func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
 	}
 }
 
-// A target that roleCheck=galera can never serve is refused at construction, naming the fix.
-func TestGaleraRoleCheckRefusesReplicaTarget(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 1)
-	for _, params := range []string{"roleCheck=galera&target=replica"} {
-		_, err := lbd.NewConnector(cl.DSN(params))
-		if err == nil || !strings.Contains(err.Error(), "roleCheck=galera never finds a replica") {
-			t.Errorf("%s: NewConnector error %v; want it to say galera finds no replica", params, err)
+// roleCheck=galera with singleWriter=true on lbdtest's emulation: the first Synced node in the
+// list is the one primary and the others replicas; when it becomes a donor the next one writes,
+// and it writes again once Synced.
+func TestGaleraSingleWriterOnEmulation(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	logs := &logRecorder{}
+	opts := fast(50*time.Millisecond, time.Second, time.Hour, logs)
+	writes, wc := openDB(t, cl, "roleCheck=galera&singleWriter=true&target=primary", opts...)
+	reads, c := openDB(t, cl, "roleCheck=galera&singleWriter=true&target=replica", opts...)
+	P, R, S := nodes.RolePrimary, nodes.RoleReplica, nodes.RoleStandby
+	waitForRoles(t, c, cl, roles(P, R, R))
+	waitForRoles(t, wc, cl, roles(P, R, R))
+	check := func(db *sql.DB, c *lbd.Connector, want string) {
+		t.Helper()
+		db.SetMaxIdleConns(0)
+		held := holdConns(t, db, 6)
+		defer releaseAll(t, held)
+		if got := fmt.Sprint(openCounts(c, cl)); got != want {
+			t.Fatalf("open per proxy %s, want %s", got, want)
 		}
 	}
-	c, err := lbd.NewConnector(cl.DSN("roleCheck=galera&target=primary&readWriteSplit=true&balance=statement"))
-	if err != nil {
-		t.Fatalf("galera with target=primary and the split: %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(fmt.Errorf("close: %w", err))
-	}
+	check(writes, wc, "[6 0 0]")
+	check(reads, c, "[0 3 3]")
+	cl.Proxy(0).SetRole(lbdtest.Standby) // the writer becomes a donor
+	waitForRoles(t, c, cl, roles(S, P, R))
+	waitForRoles(t, wc, cl, roles(S, P, R))
+	check(writes, wc, "[0 6 0]")
+	check(reads, c, "[0 0 6]")
+	cl.Proxy(0).SetRole(lbdtest.Primary)
+	waitForRoles(t, wc, cl, roles(P, R, R))
+	check(writes, wc, "[6 0 0]")
 }
