@@ -15,6 +15,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -299,6 +300,16 @@ func (c *Config) settle() error {
 	}
 	if c.MaxReplicationLag < 0 {
 		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)
+	}
+	if rs.check == role.Galera {
+		// Galera nodes apply writes through the cluster, not through replication: no replica
+		// status to read a lag from, no replication GTID position to wait for.
+		if c.MaxReplicationLag > 0 {
+			return errors.New("lbd: maxReplicationLagSeconds reads SHOW REPLICA STATUS, which a Galera node does not have: leave it 0; roleCheck=galera already takes a node that is not Synced out")
+		}
+		if c.ReadConsistency == "gtid" {
+			return errors.New("lbd: readConsistency=gtid waits with MASTER_GTID_WAIT for a replication position, which Galera nodes do not advance: use readConsistency=time with roleCheck=galera")
+		}
 	}
 	if c.ReadAfterWrite < 0 {
 		return fmt.Errorf("lbd: readAfterWrite is %v; it must not be negative (DSN parameter readAfterWriteMillis, option WithReadAfterWrite)", c.ReadAfterWrite)
