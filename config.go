@@ -167,7 +167,9 @@ type Config struct {
 	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
 	// "gtid" records the GTID position each write reached and makes a later read of the scope
 	// wait on its replica until the replica applied it, for at most ReadAfterWrite, then run on
-	// the primary. See ReadYourWrites for scopes.
+	// the primary (with RoleCheck "galera", by Galera's WSREP_LAST_WRITTEN_GTID and
+	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down). See
+	// ReadYourWrites for scopes.
 	ReadConsistency string
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
@@ -303,12 +305,9 @@ func (c *Config) settle() error {
 	}
 	if rs.check == role.Galera {
 		// Galera nodes apply writes through the cluster, not through replication: no replica
-		// status to read a lag from, no replication GTID position to wait for.
+		// status to read a lag from.
 		if c.MaxReplicationLag > 0 {
 			return errors.New("lbd: maxReplicationLagSeconds reads SHOW REPLICA STATUS, which a Galera node does not have: leave it 0; roleCheck=galera already takes a node that is not Synced out")
-		}
-		if c.ReadConsistency == "gtid" {
-			return errors.New("lbd: readConsistency=gtid waits with MASTER_GTID_WAIT for a replication position, which Galera nodes do not advance: use readConsistency=time with roleCheck=galera")
 		}
 	}
 	if c.ReadAfterWrite < 0 {

@@ -152,6 +152,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Split:             run.ReadWriteSplit,
 		ReadAfterWrite:    run.ReadAfterWrite,
 		Causal:            run.ReadConsistency == "gtid",
+		CausalGalera:      roles.check == role.Galera,
 		Refused:           isRefusal,
 		InterpolateParams: run.MySQL.InterpolateParams,
 	})

@@ -271,3 +271,27 @@ func TestGaleraSingleWriterOnMariaDB(t *testing.T) {
 		t.Fatalf("new connections per node %v once the first node is Synced; want all on it", got)
 	}
 }
+
+// On a real Galera cluster with the read/write split over one writer (singleWriter=true) and
+// readConsistency=gtid: each write records its GTID (WSREP_LAST_WRITTEN_GTID) and the read after
+// it waits on its replica (WSREP_SYNC_WAIT_UPTO_GTID) and sees it; Galera's functions answer on
+// MariaDB as lbd reads them, so the waits end on the replica, not by falling back.
+func TestGaleraCausalReadsOnMariaDB(t *testing.T) {
+	P, R := nodes.RolePrimary, nodes.RoleReplica
+	g := openGalera(t, "&singleWriter=true&balance=statement&readWriteSplit=true&interpolateParams=true&readConsistency=gtid&readAfterWriteMillis=1000", P, R, R)
+	table := fmt.Sprintf("lbd_galera_causal_%d", os.Getpid())
+	if _, err := g.admin[0].Exec("CREATE TABLE test." + table + " (id BIGINT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.admin[0].Exec("DROP TABLE IF EXISTS test." + table) })
+	const tries = 50
+	if stale := staleReads(t, g.db, table, tries); stale != 0 {
+		t.Errorf("%d of %d reads missed their write with readConsistency=gtid", stale, tries)
+	}
+	cs := g.c.Stats().Causal
+	t.Logf("%d captures, %d waits on a replica taking %v in all, %d fell back to the writer",
+		cs.Captures, cs.Waits, cs.WaitTime.Round(time.Millisecond), cs.Fallbacks)
+	if cs.Captures != tries || cs.Waits == 0 || cs.Fallbacks == cs.Waits {
+		t.Errorf("causal stats %+v: want %d captures and waits that end on the replica", cs, tries)
+	}
+}
