@@ -72,9 +72,8 @@ const MaxStatusRows = 8
 const maxAnswer = 64
 
 // ParseCheck reads roleCheck's value: none, mysql, oceanbase, tidb, galera or
-// group-replication (in any case), or a
-// custom SELECT that returns one row with one column holding a role name (primary, replica,
-// standby) or a read_only flag (0 primary, 1 replica). Anything else is an error, so that a
+// group-replication (in any case), or a custom SELECT that returns one row with one column
+// holding a role name (primary, replica, standby) or a read_only flag (0 primary, 1 replica). Anything else is an error, so that a
 // mistyped name is never sent to the servers as SQL.
 func ParseCheck(v string) (Check, error) {
 	switch strings.ToLower(v) {
@@ -135,8 +134,8 @@ func (c Check) Fixed() Role { return c.fixed }
 // (at most MaxStatusRows) for DecodeStatus; otherwise it answers one value for Decode.
 func (c Check) Status() bool { return c.status }
 
-// DecodeStatus reads the role from the status variables a status check's query returned, by
-// name (in any case) to value. A variable the check needs and the answer lacks is an error
+// DecodeStatus reads the role from the status variables a status check's query returned,
+// keyed by lower-case name (physical.NameValues). A variable the check needs and the answer lacks is an error
 // (the server is not a Galera node); the caller keeps the node's previous role.
 func (c Check) DecodeStatus(vars map[string]string) (Role, error) {
 	if c.name != "galera" {
