@@ -28,12 +28,13 @@ import (
 //   - SHOW [GLOBAL | SESSION] STATUS, when the statement names a wsrep_ variable, reads the
 //     Galera status of a node: on a primary or replica a Synced node of the primary component
 //     (wsrep_ready ON, wsrep_cluster_status Primary, wsrep_local_state 4), on a standby a
-//     donor (wsrep_local_state 2, Donor/Desynced). Its LIKE or WHERE clause filters the rows
-//     as a server's does.
-//   - performance_schema.replication_group_members, wherever a query names it, is MySQL Group
-//     Replication's table holding this member's row, and @@server_uuid its MEMBER_ID: MEMBER_ROLE
-//     PRIMARY and MEMBER_STATE ONLINE on a primary, SECONDARY and ONLINE on a replica, SECONDARY
-//     and RECOVERING on a standby.
+//     donor (wsrep_local_state 2, Donor/Desynced). LIKE 'pattern' filters the rows as a
+//     server does; a WHERE clause keeps the variables it names in quotes (Variable_name IN
+//     ('wsrep_ready', ...)).
+//   - a query that names replication_group_members (MySQL Group Replication's table in
+//     performance_schema) is answered with one row and one column, this member's MEMBER_ROLE
+//     and MEMBER_STATE joined by a space (the shape of lbd's check): "PRIMARY ONLINE" on a
+//     primary, "SECONDARY ONLINE" on a replica, "SECONDARY RECOVERING" on a standby.
 //
 // A write is a statement whose first keyword, after comments, is one of INSERT, UPDATE, DELETE,
 // REPLACE, CREATE, DROP, ALTER, TRUNCATE, RENAME, LOAD, GRANT or REVOKE. A prepared write is
@@ -215,9 +216,10 @@ func roleCheckAnswer(r Role, sql []byte) []byte {
 	return out
 }
 
-// galeraStatusAnswer rewrites a SHOW STATUS that names a wsrep_ variable into a SELECT over the
-// status rows of a Galera node in role r, keeping its LIKE or WHERE clause; nil for any other
-// statement.
+// galeraStatusAnswer answers a SHOW STATUS that names a wsrep_ variable with the status rows of
+// a Galera node in role r, filtered by its LIKE or WHERE clause, as a SELECT of literals (which
+// the in-memory backend answers without its engine, as it answers the other role checks); nil
+// for any other statement.
 func galeraStatusAnswer(r Role, sql []byte) []byte {
 	if indexFold(sql, []byte("wsrep_")) < 0 {
 		return nil
@@ -236,15 +238,65 @@ func galeraStatusAnswer(r Role, sql []byte) []byte {
 	if r == Standby {
 		state, comment = "2", "Donor/Desynced"
 	}
-	out := []byte("SELECT * FROM (SELECT 'wsrep_ready' AS Variable_name, 'ON' AS Value" +
-		" UNION ALL SELECT 'wsrep_cluster_status', 'Primary'" +
-		" UNION ALL SELECT 'wsrep_cluster_size', '3'" +
-		" UNION ALL SELECT 'wsrep_local_state', '" + state + "'" +
-		" UNION ALL SELECT 'wsrep_local_state_comment', '" + comment + "') AS status ")
-	if word, _ := nextWord(rest); bytes.EqualFold(word, []byte("LIKE")) {
-		out = append(out, "WHERE Variable_name"...)
+	rows := [][2]string{{"wsrep_ready", "ON"}, {"wsrep_cluster_status", "Primary"}, {"wsrep_cluster_size", "3"},
+		{"wsrep_local_state", state}, {"wsrep_local_state_comment", comment}}
+	keep := func(name string) bool { return true }
+	switch word, tail := nextWord(rest); {
+	case bytes.EqualFold(word, []byte("LIKE")):
+		pattern := quoted(tail)
+		keep = func(name string) bool { return likeFold(name, pattern) }
+	case bytes.EqualFold(word, []byte("WHERE")):
+		// The rows the clause names, as Variable_name = 'x' or IN ('x', 'y') do.
+		keep = func(name string) bool { return indexFold(tail, []byte("'"+name+"'")) >= 0 }
 	}
-	return append(out, rest...)
+	var out []byte
+	for _, row := range rows {
+		if !keep(row[0]) {
+			continue
+		}
+		if out == nil {
+			out = []byte("SELECT '" + row[0] + "' AS Variable_name, '" + row[1] + "' AS Value")
+		} else {
+			out = append(out, " UNION ALL SELECT '"+row[0]+"', '"+row[1]+"'"...)
+		}
+	}
+	if out == nil {
+		return []byte("SELECT * FROM (SELECT 'wsrep_ready' AS Variable_name, 'ON' AS Value) AS status WHERE 1 = 0")
+	}
+	return out
+}
+
+// quoted returns the text of the first single-quoted string in s ("" when there is none).
+func quoted(s []byte) string {
+	i := bytes.IndexByte(s, '\'')
+	if i < 0 {
+		return ""
+	}
+	j := bytes.IndexByte(s[i+1:], '\'')
+	if j < 0 {
+		return ""
+	}
+	return string(s[i+1 : i+1+j])
+}
+
+// likeFold reports whether s matches the SQL LIKE pattern p ('%' any run, '_' any one
+// character), ignoring ASCII case.
+func likeFold(s, p string) bool {
+	if p == "" {
+		return s == ""
+	}
+	switch p[0] {
+	case '%':
+		for i := 0; i <= len(s); i++ {
+			if likeFold(s[i:], p[1:]) {
+				return true
+			}
+		}
+		return false
+	case '_':
+		return s != "" && likeFold(s[1:], p[1:])
+	}
+	return s != "" && bytes.EqualFold([]byte{s[0]}, []byte{p[0]}) && likeFold(s[1:], p[1:])
 }
 
 // nextWord returns the first word of s after white space and comments (see firstKeyword) and
@@ -258,37 +310,22 @@ func nextWord(s []byte) (word, rest []byte) {
 	return word, s[end:]
 }
 
-// groupMemberAnswer rewrites a query naming performance_schema.replication_group_members so
-// that the table holds the one row of a Group Replication member in role r, and @@server_uuid
-// is its MEMBER_ID; nil for any other query.
+// groupMemberAnswer answers a query that names replication_group_members (MySQL Group
+// Replication's performance_schema table) with one row and one column: this member's
+// MEMBER_ROLE and MEMBER_STATE joined by a space, as lbd's roleCheck=group-replication folds
+// them; nil for any other query.
 func groupMemberAnswer(r Role, sql []byte) []byte {
-	const table = "replication_group_members"
-	i := indexFold(sql, []byte(table))
-	if i < 0 {
+	if indexFold(sql, []byte("replication_group_members")) < 0 {
 		return nil
 	}
-	const id = "'00000000-0000-0000-0000-00000000001b'"
-	memberRole, state := "PRIMARY", "ONLINE"
+	member := "PRIMARY ONLINE"
 	switch r {
 	case Replica:
-		memberRole = "SECONDARY"
+		member = "SECONDARY ONLINE"
 	case Standby:
-		memberRole, state = "SECONDARY", "RECOVERING"
+		member = "SECONDARY RECOVERING"
 	}
-	start := i
-	if schema := "performance_schema."; i >= len(schema) && bytes.EqualFold(sql[i-len(schema):i], []byte(schema)) {
-		start = i - len(schema)
-	}
-	out := append([]byte{}, sql[:start]...)
-	out = append(out, "(SELECT 'group_replication_applier' AS CHANNEL_NAME, "+id+" AS MEMBER_ID, '"+
-		state+"' AS MEMBER_STATE, '"+memberRole+"' AS MEMBER_ROLE) AS "+table...)
-	out = append(out, sql[i+len(table):]...)
-	for _, v := range [][]byte{[]byte("@@global.server_uuid"), []byte("@@server_uuid")} {
-		for j := indexFold(out, v); j >= 0; j = indexFold(out, v) {
-			out = append(out[:j:j], append([]byte(id), out[j+len(v):]...)...)
-		}
-	}
-	return out
+	return []byte("SELECT '" + member + "' AS MEMBER")
 }
 
 // indexFold returns the index of the first case-insensitive occurrence of sub (ASCII) in s, or -1.

@@ -21,8 +21,33 @@ func releaseAll(t *testing.T, conns []*sql.Conn) {
 	}
 }
 
-// roles returns a want function for waitForRoles from a list.
-func roles(rs ...nodes.Role) func(int) nodes.Role { return func(i int) nodes.Role { return rs[i] } }
+// view describes c's nodes (state, role) and its recent transitions, for a failure message.
+func view(c *lbd.Connector, cl *lbdtest.Cluster) string {
+	st := c.Stats()
+	out := ""
+	for _, a := range cl.Addrs() {
+		ns, _ := st.Node(a)
+		out += fmt.Sprintf(" %s %v %v;", a, ns.State, ns.Role)
+	}
+	for _, tr := range st.Recent {
+		out += fmt.Sprintf("\n  %s %v>%v %v>%v %s", tr.Node, tr.From, tr.To, tr.RoleFrom, tr.RoleTo, tr.Reason)
+	}
+	return out
+}
+
+// waitForUpRoles waits until every proxy of cl is up in c's view with the role rs gives it by
+// index.
+func waitForUpRoles(t *testing.T, c *lbd.Connector, cl *lbdtest.Cluster, rs ...nodes.Role) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("every proxy up with roles %v", rs), func() bool {
+		for i, a := range cl.Addrs() {
+			if ns, _ := c.Stats().Node(a); ns.State != lbd.StateUp || ns.Role != rs[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
 
 // roleCheck=galera on lbdtest's Galera emulation: a node that is not Synced (a donor) becomes
 // a standby, takes no new connection and sees its idle ones retired; once Synced again it is a
@@ -33,12 +58,12 @@ func TestGaleraRoleCheckOnEmulation(t *testing.T) {
 	db, c := openDB(t, cl, "roleCheck=galera", fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
 	db.SetMaxIdleConns(12)
 	P, S := nodes.RolePrimary, nodes.RoleStandby
-	waitForRoles(t, c, cl, roles(P, P, P))
+	waitForUpRoles(t, c, cl, P, P, P)
 
 	releaseAll(t, holdConns(t, db, 6)) // two per node, idle in the pool
 	donor := cl.Proxy(1)
 	donor.SetRole(lbdtest.Standby)
-	waitForRoles(t, c, cl, roles(P, S, P))
+	waitForUpRoles(t, c, cl, P, S, P)
 	waitFor(t, 5*time.Second, "the donor's idle connections to close", func() bool { return openCounts(c, cl)[1] == 0 })
 	held := holdConns(t, db, 9)
 	if got := openCounts(c, cl); got[1] != 0 || got[0]+got[2] < 9 {
@@ -51,7 +76,7 @@ func TestGaleraRoleCheckOnEmulation(t *testing.T) {
 	releaseAll(t, held)
 
 	donor.SetRole(lbdtest.Primary)
-	waitForRoles(t, c, cl, roles(P, P, P))
+	waitForUpRoles(t, c, cl, P, P, P)
 	db.SetMaxIdleConns(0) // new connections from here on
 	db.SetMaxIdleConns(12)
 	held = holdConns(t, db, 9)
@@ -80,20 +105,20 @@ func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
 		t.Run(tc.target, func(t *testing.T) {
 			logs := &logRecorder{}
 			db, c := openDB(t, cl, "roleCheck=group-replication&target="+tc.target, fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
-			waitForRoles(t, c, cl, roles(P, R, S))
+			waitForUpRoles(t, c, cl, P, R, S)
 			held := holdConns(t, db, 6)
 			defer releaseAll(t, held)
 			if got := openCounts(c, cl); !tc.want(got) {
-				t.Fatalf("target=%s: open per node %v", tc.target, got)
+				t.Fatalf("target=%s: open per node %v;%s", tc.target, got, view(c, cl))
 			}
 		})
 	}
 
 	logs := &logRecorder{}
 	db, c := openDB(t, cl, "roleCheck=group-replication&target=replica", fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
-	waitForRoles(t, c, cl, roles(P, R, S))
+	waitForUpRoles(t, c, cl, P, R, S)
 	cl.Proxy(2).SetRole(lbdtest.Replica) // RECOVERING -> ONLINE
-	waitForRoles(t, c, cl, roles(P, R, R))
+	waitForUpRoles(t, c, cl, P, R, R)
 	held := holdConns(t, db, 6)
 	defer releaseAll(t, held)
 	if got := openCounts(c, cl); got[0] != 0 || got[1] != 3 || got[2] != 3 {
@@ -111,25 +136,25 @@ func TestGaleraSingleWriterOnEmulation(t *testing.T) {
 	writes, wc := openDB(t, cl, "roleCheck=galera&singleWriter=true&target=primary", opts...)
 	reads, c := openDB(t, cl, "roleCheck=galera&singleWriter=true&target=replica", opts...)
 	P, R, S := nodes.RolePrimary, nodes.RoleReplica, nodes.RoleStandby
-	waitForRoles(t, c, cl, roles(P, R, R))
-	waitForRoles(t, wc, cl, roles(P, R, R))
+	waitForUpRoles(t, c, cl, P, R, R)
+	waitForUpRoles(t, wc, cl, P, R, R)
 	check := func(db *sql.DB, c *lbd.Connector, want string) {
 		t.Helper()
 		db.SetMaxIdleConns(0)
 		held := holdConns(t, db, 6)
 		defer releaseAll(t, held)
 		if got := fmt.Sprint(openCounts(c, cl)); got != want {
-			t.Fatalf("open per proxy %s, want %s", got, want)
+			t.Fatalf("open per proxy %s, want %s;%s", got, want, view(c, cl))
 		}
 	}
 	check(writes, wc, "[6 0 0]")
 	check(reads, c, "[0 3 3]")
 	cl.Proxy(0).SetRole(lbdtest.Standby) // the writer becomes a donor
-	waitForRoles(t, c, cl, roles(S, P, R))
-	waitForRoles(t, wc, cl, roles(S, P, R))
+	waitForUpRoles(t, c, cl, S, P, R)
+	waitForUpRoles(t, wc, cl, S, P, R)
 	check(writes, wc, "[0 6 0]")
 	check(reads, c, "[0 0 6]")
 	cl.Proxy(0).SetRole(lbdtest.Primary)
-	waitForRoles(t, wc, cl, roles(P, R, R))
+	waitForUpRoles(t, wc, cl, P, R, R)
 	check(writes, wc, "[6 0 0]")
 }
