@@ -295,3 +295,52 @@ func TestGaleraCausalReadsOnMariaDB(t *testing.T) {
 		t.Errorf("causal stats %+v: want %d captures and waits that end on the replica", cs, tries)
 	}
 }
+
+// On a real Galera cluster: a node cut off from the others (gmcast.isolate=1) falls into a
+// non-primary component of its own once Galera gives up on its peers (evs.suspect_timeout,
+// 2 s in .ci/galera); lbd sees it as a standby at its next probe and sends it nothing, though
+// it still answers the health query. Let back in, it is Synced again after IST and serves.
+func TestGaleraIsolatedNodeOnMariaDB(t *testing.T) {
+	g := openGalera(t, "", nodes.RolePrimary, nodes.RolePrimary, nodes.RolePrimary)
+	const node = 2
+	admin := g.admin[node]
+	admin.SetMaxOpenConns(1)
+	isolate := func(on int) {
+		t.Helper()
+		if _, err := admin.Exec(fmt.Sprintf("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=%d'", on)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { admin.Exec("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'") })
+	start := time.Now()
+	isolate(1)
+	var nonPrimary time.Duration // when the node itself reported it
+	out := until(t, start, 30*time.Second, "the isolated node out", func() bool {
+		if nonPrimary == 0 {
+			var name, status string
+			if admin.QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_status'").Scan(&name, &status) == nil && status != "Primary" {
+				nonPrimary = time.Since(start)
+			}
+		}
+		ns, _ := g.c.Stats().Node(g.addrs[node])
+		return ns.Role == nodes.RoleStandby
+	})
+	t.Logf("isolated node non-Primary by its own report %v after isolation; out of lbd's picks %v after (probe interval %v)",
+		nonPrimary, out, galeraProbe)
+	if nonPrimary == 0 || out-nonPrimary > galeraProbe+galeraProbeTimeout {
+		t.Errorf("lbd took it out %v after isolation, the node reported non-Primary at %v; want within one probe interval and one probe of that", out, nonPrimary)
+	}
+	if got := g.spread(t, 12); got[node] != 0 || got[0]+got[1] != 12 {
+		t.Fatalf("new connections per node %v while node %d is in a non-primary component; want none on it", got, node)
+	}
+	if ns, _ := g.c.Stats().Node(g.addrs[node]); ns.State != lbd.StateUp {
+		t.Fatalf("the isolated node is %v; want up (it answers its probe), a standby by its role check", ns.State)
+	}
+	start = time.Now()
+	isolate(0)
+	back := until(t, start, 30*time.Second, "the node back in the cluster", func() bool { return g.serving(node) })
+	t.Logf("node serving again %v after the isolation ended", back)
+	if got := g.spread(t, 12); got[node] == 0 {
+		t.Fatalf("new connections per node %v once node %d rejoined; want some on it", got, node)
+	}
+}
