@@ -405,4 +405,20 @@ func TestSingleWriterFromTheNodeList(t *testing.T) {
 	if got := h.roleList("b:1", "r:1"); got != "b:1=primary r:1=replica" {
 		t.Fatalf("after a:1 left the list: %s", got)
 	}
+	// The list makes the writer a standby node (listed, not to be used): the next primary in
+	// the list, none here, writes; listed as usable again, it writes again.
+	standby := []nodes.Node{{Addr: "b:1", Role: nodes.RolePrimary, Standby: true}, node("c:1", nodes.RolePrimary), list[2]}
+	if _, err := h.tab.SetNodes(standby, build); err != nil {
+		t.Fatal(err)
+	}
+	h.tab.Probed(h.node("c:1"), h.tick(), nil, 0) // c:1, added at run time, comes up on a good probe
+	if got := h.roleList("b:1", "c:1"); got != "b:1=replica c:1=primary" {
+		t.Fatalf("with b:1 a standby node: %s", got)
+	}
+	if _, err := h.tab.SetNodes([]nodes.Node{node("b:1", nodes.RolePrimary), node("c:1", nodes.RolePrimary), list[2]}, build); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.roleList("b:1", "c:1"); got != "b:1=primary c:1=replica" {
+		t.Fatalf("with b:1 usable again: %s", got)
+	}
 }

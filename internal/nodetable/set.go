@@ -150,7 +150,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 	t.indexTrustedLocked(trusted)
 	t.desired = desired
 	err = t.applyRemovalsLocked()
-	t.electLocked(nil, "")
+	t.electLocked(nil, "") // the list may have added, removed or set standby its writer
 	t.mu.Unlock()
 	t.deliver()
 	return added, err
