@@ -17,7 +17,8 @@ import (
 )
 
 // galeraProbe is the probe interval of the Galera tests: a state change is seen within it plus
-// one probe's time (galeraProbeTimeout at most).
+// one probe's time, which galeraProbeTimeout bounds (and the prober caps at the interval); the
+// tests hold lbd to their sum.
 const (
 	galeraProbe        = 200 * time.Millisecond
 	galeraProbeTimeout = time.Second
