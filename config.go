@@ -15,6 +15,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -119,9 +120,26 @@ type Config struct {
 	// RoleCheck finds each node's role on its probe connection after the health query
 	// (roleCheck: "none", the default, leaves roles to the node source; "mysql" reads
 	// @@global.read_only, for MySQL and MariaDB; "oceanbase" reads the tenant's role from
-	// oceanbase.DBA_OB_TENANTS; "tidb" makes every node a primary without asking; or a SELECT
-	// of your own returning one row and one column: primary, replica, standby, 0 or 1).
+	// oceanbase.DBA_OB_TENANTS; "tidb" makes every node a primary without asking; "galera"
+	// makes a node a primary while it is Synced in the primary component and a standby
+	// otherwise (wsrep_ready, wsrep_cluster_status, wsrep_local_state); "group-replication"
+	// reads the member's MEMBER_ROLE and MEMBER_STATE from
+	// performance_schema.replication_group_members: an ONLINE PRIMARY is a primary, an ONLINE
+	// SECONDARY a replica, any other member a standby; or a SELECT of your own returning one row
+	// and one column: primary, replica, standby, 0 or 1). A standby takes no new connection,
+	// whatever the target.
 	RoleCheck string
+	// SingleWriter keeps one primary at a time (singleWriter, default false; option
+	// WithSingleWriter): of the nodes the role check (or the node source) calls primary, the
+	// first in the node list that is up is the primary and the others serve as replicas; when
+	// it goes down or stops being a primary, the next one takes over, and it takes the role
+	// back when it returns. For clusters where every node takes writes — roleCheck=galera,
+	// group-replication in multi-primary mode — so that writes meet on one node and do not
+	// fail each other's certification (Galera's deadlock error 1213 on a conflict between
+	// nodes), as ProxySQL's max_writers=1 does for its Galera and Group Replication
+	// hostgroups. Every application must list the nodes in the same order to pick the same
+	// writer.
+	SingleWriter bool
 	// Target says which roles new connections may go to (target, default TargetAny; option
 	// WithTarget).
 	Target Target
@@ -148,7 +166,9 @@ type Config struct {
 	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
 	// "gtid" records the GTID position each write reached and makes a later read of the scope
 	// wait on its replica until the replica applied it, for at most ReadAfterWrite, then run on
-	// the primary. See ReadYourWrites for scopes.
+	// the primary (with RoleCheck "galera", by Galera's WSREP_LAST_WRITTEN_GTID and
+	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down). See
+	// ReadYourWrites for scopes.
 	ReadConsistency string
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
@@ -282,6 +302,13 @@ func (c *Config) settle() error {
 	if c.MaxReplicationLag < 0 {
 		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)
 	}
+	if rs.check == role.Galera {
+		// Galera nodes apply writes through the cluster, not through replication: no replica
+		// status to read a lag from.
+		if c.MaxReplicationLag > 0 {
+			return errors.New("lbd: maxReplicationLagSeconds reads SHOW REPLICA STATUS, which a Galera node does not have: leave it 0; roleCheck=galera already takes a node that is not Synced out")
+		}
+	}
 	if c.ReadAfterWrite < 0 {
 		return fmt.Errorf("lbd: readAfterWrite is %v; it must not be negative (DSN parameter readAfterWriteMillis, option WithReadAfterWrite)", c.ReadAfterWrite)
 	}
@@ -315,7 +342,8 @@ func (c *Config) settle() error {
 // WithSource may carry them too), so only a static list, or a source that says it gives no
 // roles (lbdns), without a role check is judged: the list must name the role the
 // configuration needs, and such a source cannot. roleCheck=tidb makes every node a primary, so
-// it can never serve target=replica.
+// it can never serve target=replica; nor can roleCheck=galera or oceanbase, which find no
+// replica (role.Check.Finds), unless SingleWriter makes replicas of the primaries but one.
 func (c *Config) checkRoleSources(rs roleSettings) error {
 	needs, why := nodes.RoleUnknown, ""
 	switch {
@@ -328,11 +356,20 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 	default:
 		return nil
 	}
+	// singleWriter=true makes replicas of every primary but one.
+	replicasOfPrimaries := c.SingleWriter && needs == nodes.RoleReplica
 	if f := rs.check.Fixed(); f != nodes.RoleUnknown {
-		if f != needs {
+		if f != needs && !(replicasOfPrimaries && f == nodes.RolePrimary) {
 			return fmt.Errorf("lbd: %s, but roleCheck=%s makes every node a %s: use another target or role check", why, rs.check.Name(), f)
 		}
 		return nil
+	}
+	if rs.check.Query() != "" && !rs.check.Finds(needs) && !(replicasOfPrimaries && rs.check.Finds(nodes.RolePrimary)) {
+		fix := "use another target or role check"
+		if needs == nodes.RoleReplica && rs.check.Finds(nodes.RolePrimary) {
+			fix += ", or singleWriter=true to make replicas of the primaries but one"
+		}
+		return fmt.Errorf("lbd: %s, but roleCheck=%s never finds a %s: %s", why, rs.check.Name(), needs, fix)
 	}
 	if rs.check.Query() != "" || c.source != nil {
 		return nil // the role check or the source may report the role at run time
@@ -341,7 +378,7 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 		if f, ok := nodes.Lookup(c.Network); !ok || !f.NoRoles {
 			return nil // the source of that network may report the roles
 		}
-		return fmt.Errorf("lbd: %s, but the %s source gives no node a role: set roleCheck (mysql, oceanbase, tidb or a SELECT)", why, c.Network)
+		return fmt.Errorf("lbd: %s, but the %s source gives no node a role: set roleCheck (mysql, oceanbase, tidb, galera, group-replication or a SELECT)", why, c.Network)
 	}
 	for _, r := range c.Roles {
 		if r == needs {
@@ -349,7 +386,7 @@ func (c *Config) checkRoleSources(rs roleSettings) error {
 		}
 	}
 	if len(c.Roles) == 0 {
-		return fmt.Errorf("lbd: %s, but nothing gives a node a role: set roleCheck (mysql, oceanbase, tidb or a SELECT), or write the roles in the list as host:port#primary and host:port#replica", why)
+		return fmt.Errorf("lbd: %s, but nothing gives a node a role: set roleCheck (mysql, oceanbase, tidb, galera, group-replication or a SELECT), or write the roles in the list as host:port#primary and host:port#replica", why)
 	}
 	return fmt.Errorf("lbd: %s, but no node of the list is a %s and roleCheck is none: mark one as host:port#%s, or set roleCheck to find the roles at run time", why, needs, needs)
 }

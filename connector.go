@@ -122,6 +122,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,
 		RoleCheck:          roles.check.Query() != "",
+		SingleWriter:       run.SingleWriter,
 		RecoverCount:       run.RecoverCheckCount,
 		FatalThreshold:     run.FatalErrorThreshold,
 		FatalWindow:        run.FatalErrorWindow,
@@ -153,6 +154,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Split:             run.ReadWriteSplit,
 		ReadAfterWrite:    run.ReadAfterWrite,
 		Causal:            run.ReadConsistency == "gtid",
+		CausalGalera:      roles.check == role.Galera,
 		Refused:           isRefusal,
 		InterpolateParams: run.MySQL.InterpolateParams,
 	})

@@ -49,6 +49,19 @@ var dsnCases = []struct {
 		},
 	},
 	{
+		name: "galera with one writer",
+		dsn:  "u:p@lb(10.0.0.1:1,10.0.0.2:1)/db?roleCheck=galera&singleWriter=true",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "role check", c.RoleCheck, "galera")
+			eq(t, "single writer", c.SingleWriter, true)
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:1,10.0.0.2:1)/db?roleCheck=galera&singleWriter=true")
+		},
+	},
+	{name: "single writer not a bool", dsn: "u:p@lb(10.0.0.1:1)/db?singleWriter=one", wantErr: `singleWriter="one"`},
+	{name: "group replication role check", dsn: "u:p@lb(10.0.0.1:1)/db?roleCheck=group-replication", check: func(t *testing.T, c *Config) {
+		eq(t, "role check", c.RoleCheck, "group-replication")
+	}},
+	{
 		name: "passive outlier detection off",
 		dsn:  "u:p@lb(10.0.0.1:1)/db?maxEjectionPercent=0",
 		check: func(t *testing.T, c *Config) {

@@ -171,7 +171,7 @@ func WithTarget(t Target) Option {
 }
 
 // WithRoleCheck sets how each node's role is found (roleCheck): "none", "mysql", "oceanbase",
-// "tidb" or one SELECT of your own; see Config.RoleCheck.
+// "tidb", "galera", "group-replication" or one SELECT of your own; see Config.RoleCheck.
 func WithRoleCheck(check string) Option {
 	return func(c *Config) error {
 		if _, err := role.ParseCheck(check); err != nil {
@@ -192,6 +192,12 @@ func WithFailoverTimeout(d time.Duration) Option {
 		c.FailoverTimeout = d
 		return nil
 	}
+}
+
+// WithSingleWriter keeps one primary at a time, the others serving as replicas (singleWriter);
+// see Config.SingleWriter.
+func WithSingleWriter(on bool) Option {
+	return func(c *Config) error { c.SingleWriter = on; return nil }
 }
 
 // WithReadWriteSplit turns statement mode's read/write split on or off (readWriteSplit); see

@@ -153,6 +153,11 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatMillis(c.FailoverTimeout, DefaultFailoverTimeout) },
 	},
 	{
+		name:   "singleWriter",
+		parse:  func(c *Config, v string) error { return parseBool(v, &c.SingleWriter) },
+		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.SingleWriter), c.SingleWriter },
+	},
+	{
 		name:   "readWriteSplit",
 		parse:  func(c *Config, v string) error { return parseBool(v, &c.ReadWriteSplit) },
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.ReadWriteSplit), c.ReadWriteSplit },

@@ -14,6 +14,7 @@ import (
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -465,7 +466,19 @@ func (p *nodeProbe) checkRole(ctx context.Context) error {
 	if check.Query() == "" {
 		return nil
 	}
-	value, err := physical.OneValue(ctx, p.conn, check.Query())
+	var r nodes.Role
+	var err, derr error
+	if check.Status() {
+		var vars map[string]string
+		if vars, err = physical.NameValues(ctx, p.conn, check.Query(), role.MaxStatusRows); err == nil {
+			r, derr = check.DecodeStatus(vars)
+		}
+	} else {
+		var value string
+		if value, err = physical.OneValue(ctx, p.conn, check.Query()); err == nil {
+			r, derr = check.Decode(value)
+		}
+	}
 	if err != nil {
 		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
 			return err
@@ -474,7 +487,6 @@ func (p *nodeProbe) checkRole(ctx context.Context) error {
 		p.n.roleErr.Store(&err)
 		return nil
 	}
-	r, derr := check.Decode(value)
 	if derr != nil {
 		err := fmt.Errorf("lbd: %w", derr)
 		p.n.roleErr.Store(&err)

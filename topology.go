@@ -154,10 +154,13 @@ func (s *topologySignal) changed() {
 
 // onRoleChange reacts to a node's role change: it is logged once; when the target no longer
 // accepts the node's role, its connections are retired as for a drain (idle ones close now,
-// in-use ones at their return, never mid-statement); waiting Connects look again.
+// in-use ones at their return, never mid-statement); waiting Connects look again. Transitions
+// arrive after the table made them: a node whose role the target accepts again by then (a role
+// that changed back, as singleWriter's choice may while the first checks come in) keeps its
+// connections, those opened since included.
 func (c *Connector) onRoleChange(n *node, t nodetable.Transition[*physical.Node]) {
 	c.cfg.Logger.Info("lbd: node role changed", "node", n.addr, "from", t.RoleFrom.String(), "to", t.RoleTo.String(), "reason", t.Reason)
-	if !c.roles.target.Accepts(t.RoleTo) {
+	if !c.roles.target.Accepts(t.RoleTo) && !c.table.Serves(n.tn) {
 		n.phys.RetireAll(physical.Role)
 	}
 	c.topo.changed()

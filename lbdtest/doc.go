@@ -50,7 +50,8 @@
 // A proxy can act as a primary (the default), a read-only replica or an
 // OceanBase standby tenant (Proxy.SetRole): a replica or standby refuses
 // writes with the error such a server sends and answers role checks
-// (@@global.read_only, OceanBase's DBA_OB_TENANTS) for itself. Switchover
+// (@@global.read_only, OceanBase's DBA_OB_TENANTS, Galera's wsrep status,
+// Group Replication's replication_group_members) for itself. Switchover
 // flips the roles of two groups of proxies, optionally with a gap during
 // which neither group is primary. See Role.
 //

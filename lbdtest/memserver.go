@@ -125,7 +125,11 @@ func (h *memHandler) ComQuery(ctx context.Context, c *vmysql.Conn, query string,
 		return callback(pingResult(), false)
 	}
 	if res, ok := literalResult(query); ok {
-		// So is a role check, which the relay turns into a SELECT of one literal (see Role).
+		// So is a role check, which the relay turns into a SELECT of one literal (see Role),
+		return callback(res, false)
+	}
+	if res, ok := literalTable(query); ok {
+		// or of rows of two quoted literals (Galera's status rows).
 		return callback(res, false)
 	}
 	res, err := h.execute(ctx, c, query, nil, nil)
@@ -359,9 +363,34 @@ func sqlError(err error) error {
 	return gms.CastSQLError(err)
 }
 
-// literalSelect matches a SELECT of one integer or one quoted word, with an optional alias: the
-// shape of the relay's answers to role checks.
-var literalSelect = regexp.MustCompile(`(?i)^\s*SELECT\s+(-?[0-9]+|'[A-Za-z_]+')(?:\s+AS\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$`)
+// literalSelect matches a SELECT of one integer or one quoted string of words, with an optional
+// alias: the shape of the relay's answers to role checks.
+var literalSelect = regexp.MustCompile(`(?i)^\s*SELECT\s+(-?[0-9]+|'[A-Za-z_][A-Za-z_ ]*')(?:\s+AS\s+([A-Za-z_][A-Za-z0-9_]*))?\s*$`)
+
+// literalRows matches a SELECT of two quoted strings named by aliases, followed by UNION ALL
+// SELECTs of two more: the relay's answer to Galera's status query. literalRow reads each row.
+var (
+	literalRows = regexp.MustCompile(`(?i)^\s*SELECT\s+'[A-Za-z0-9_/]*'\s+AS\s+([A-Za-z_]+)\s*,\s*'[A-Za-z0-9_/]*'\s+AS\s+([A-Za-z_]+)` +
+		`(?:\s+UNION\s+ALL\s+SELECT\s+'[A-Za-z0-9_/]*'\s*,\s*'[A-Za-z0-9_/]*')*\s*$`)
+	literalRow = regexp.MustCompile(`(?i)SELECT\s+'([A-Za-z0-9_/]*)'(?:\s+AS\s+[A-Za-z_]+)?\s*,\s*'([A-Za-z0-9_/]*)'`)
+)
+
+// literalTable answers a query literalRows matches without the engine: its rows, two VARCHAR
+// columns named by the first SELECT's aliases.
+func literalTable(query string) (*sqltypes.Result, bool) {
+	m := literalRows.FindStringSubmatch(query)
+	if m == nil {
+		return nil, false
+	}
+	res := &sqltypes.Result{Fields: []*querypb.Field{
+		{Name: m[1], Type: querypb.Type_VARCHAR, Charset: 33, ColumnLength: 256},
+		{Name: m[2], Type: querypb.Type_VARCHAR, Charset: 33, ColumnLength: 256},
+	}}
+	for _, row := range literalRow.FindAllStringSubmatch(query, -1) {
+		res.Rows = append(res.Rows, []sqltypes.Value{sqltypes.NewVarChar(row[1]), sqltypes.NewVarChar(row[2])})
+	}
+	return res, true
+}
 
 // literalResult answers a query literalSelect matches without the engine: one row, one column.
 func literalResult(query string) (*sqltypes.Result, bool) {

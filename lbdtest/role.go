@@ -25,6 +25,16 @@ import (
 //   - a query that names DBA_OB_TENANTS (OceanBase 4.x shows a user tenant its own row there)
 //     is answered with one row and one column, TENANT_ROLE: "PRIMARY" on a primary or replica,
 //     "STANDBY" on a standby.
+//   - SHOW [GLOBAL | SESSION] STATUS, when the statement names a wsrep_ variable, reads the
+//     Galera status of a node: on a primary or replica a Synced node of the primary component
+//     (wsrep_ready ON, wsrep_cluster_status Primary, wsrep_local_state 4), on a standby a
+//     donor (wsrep_local_state 2, Donor/Desynced). LIKE 'pattern' filters the rows as a
+//     server does; a WHERE clause keeps the variables it names in quotes (Variable_name IN
+//     ('wsrep_ready', ...)).
+//   - a query that names replication_group_members (MySQL Group Replication's table in
+//     performance_schema) is answered with one row and one column, this member's MEMBER_ROLE
+//     and MEMBER_STATE joined by a space (the shape of lbd's check): "PRIMARY ONLINE" on a
+//     primary, "SECONDARY ONLINE" on a replica, "SECONDARY RECOVERING" on a standby.
 //
 // A write is a statement whose first keyword, after comments, is one of INSERT, UPDATE, DELETE,
 // REPLACE, CREATE, DROP, ALTER, TRUNCATE, RENAME, LOAD, GRANT or REVOKE. A prepared write is
@@ -166,6 +176,12 @@ var readOnlyVariables = [][]byte{
 
 // roleCheckAnswer returns the text to send instead of sql when sql is a role check, or nil.
 func roleCheckAnswer(r Role, sql []byte) []byte {
+	if out := galeraStatusAnswer(r, sql); out != nil {
+		return out
+	}
+	if out := groupMemberAnswer(r, sql); out != nil {
+		return out
+	}
 	if indexFold(sql, []byte("DBA_OB_TENANTS")) >= 0 {
 		role := "PRIMARY"
 		if r == Standby {
@@ -198,6 +214,118 @@ func roleCheckAnswer(r Role, sql []byte) []byte {
 		return nil
 	}
 	return out
+}
+
+// galeraStatusAnswer answers a SHOW STATUS that names a wsrep_ variable with the status rows of
+// a Galera node in role r, filtered by its LIKE or WHERE clause, as a SELECT of literals (which
+// the in-memory backend answers without its engine, as it answers the other role checks); nil
+// for any other statement.
+func galeraStatusAnswer(r Role, sql []byte) []byte {
+	if indexFold(sql, []byte("wsrep_")) < 0 {
+		return nil
+	}
+	word, rest := nextWord(sql)
+	if !bytes.EqualFold(word, []byte("SHOW")) {
+		return nil
+	}
+	if word, rest = nextWord(rest); bytes.EqualFold(word, []byte("GLOBAL")) || bytes.EqualFold(word, []byte("SESSION")) {
+		word, rest = nextWord(rest)
+	}
+	if !bytes.EqualFold(word, []byte("STATUS")) {
+		return nil
+	}
+	state, comment := "4", "Synced"
+	if r == Standby {
+		state, comment = "2", "Donor/Desynced"
+	}
+	rows := [][2]string{{"wsrep_ready", "ON"}, {"wsrep_cluster_status", "Primary"}, {"wsrep_cluster_size", "3"},
+		{"wsrep_local_state", state}, {"wsrep_local_state_comment", comment}}
+	keep := func(name string) bool { return true }
+	switch word, tail := nextWord(rest); {
+	case bytes.EqualFold(word, []byte("LIKE")):
+		pattern := quoted(tail)
+		keep = func(name string) bool { return likeFold(name, pattern) }
+	case bytes.EqualFold(word, []byte("WHERE")):
+		// The rows the clause names, as Variable_name = 'x' or IN ('x', 'y') do.
+		keep = func(name string) bool { return indexFold(tail, []byte("'"+name+"'")) >= 0 }
+	}
+	var out []byte
+	for _, row := range rows {
+		if !keep(row[0]) {
+			continue
+		}
+		if out == nil {
+			out = []byte("SELECT '" + row[0] + "' AS Variable_name, '" + row[1] + "' AS Value")
+		} else {
+			out = append(out, " UNION ALL SELECT '"+row[0]+"', '"+row[1]+"'"...)
+		}
+	}
+	if out == nil {
+		return []byte("SELECT * FROM (SELECT 'wsrep_ready' AS Variable_name, 'ON' AS Value) AS status WHERE 1 = 0")
+	}
+	return out
+}
+
+// quoted returns the text of the first single-quoted string in s ("" when there is none).
+func quoted(s []byte) string {
+	i := bytes.IndexByte(s, '\'')
+	if i < 0 {
+		return ""
+	}
+	j := bytes.IndexByte(s[i+1:], '\'')
+	if j < 0 {
+		return ""
+	}
+	return string(s[i+1 : i+1+j])
+}
+
+// likeFold reports whether s matches the SQL LIKE pattern p ('%' any run, '_' any one
+// character), ignoring ASCII case.
+func likeFold(s, p string) bool {
+	if p == "" {
+		return s == ""
+	}
+	switch p[0] {
+	case '%':
+		for i := 0; i <= len(s); i++ {
+			if likeFold(s[i:], p[1:]) {
+				return true
+			}
+		}
+		return false
+	case '_':
+		return s != "" && likeFold(s[1:], p[1:])
+	}
+	return s != "" && bytes.EqualFold([]byte{s[0]}, []byte{p[0]}) && likeFold(s[1:], p[1:])
+}
+
+// nextWord returns the first word of s after white space and comments (see firstKeyword) and
+// what follows it.
+func nextWord(s []byte) (word, rest []byte) {
+	word = firstKeyword(s)
+	if word == nil {
+		return nil, nil
+	}
+	end := cap(s) - cap(word) + len(word) // word is a piece of s: its end's offset in s
+	return word, s[end:]
+}
+
+// groupMemberAnswer answers a query that names replication_group_members (MySQL Group
+// Replication's performance_schema table) with one row and one column: this member's
+// MEMBER_ROLE and MEMBER_STATE joined by a space, as lbd's roleCheck=group-replication folds
+// them; nil for any other query.
+func groupMemberAnswer(r Role, sql []byte) []byte {
+	if indexFold(sql, []byte("replication_group_members")) < 0 {
+		return nil
+	}
+	member := "PRIMARY ONLINE"
+	switch r {
+	case Replica:
+		member = "SECONDARY ONLINE"
+	case Standby:
+		member = "SECONDARY RECOVERING"
+	}
+	return []byte("SELECT '" + member + "' AS MEMBER")
 }
 
 // indexFold returns the index of the first case-insensitive occurrence of sub (ASCII) in s, or -1.

@@ -197,3 +197,72 @@ func TestFirstKeyword(t *testing.T) {
 		t.Error("isWrite misjudges")
 	}
 }
+
+// statusRows runs a SHOW STATUS through db and returns its rows by name.
+func statusRows(t *testing.T, db *sql.DB, query string) map[string]string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = value
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The role answers Galera's status (the server's shape: name and value rows) and Group
+// Replication's member table (the one value lbd's check folds it into) for itself.
+func TestGaleraAndGroupReplicationRoles(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	t.Cleanup(func() { p.SetRole(Primary) })
+	for _, tc := range []struct {
+		role                    Role
+		localState              string
+		memberRole, memberState string
+	}{
+		{Primary, "4", "PRIMARY", "ONLINE"},
+		{Replica, "4", "SECONDARY", "ONLINE"},
+		{Standby, "2", "SECONDARY", "RECOVERING"},
+	} {
+		p.SetRole(tc.role)
+		got := statusRows(t, db, "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_cluster_status', 'wsrep_local_state')")
+		want := map[string]string{"wsrep_ready": "ON", "wsrep_cluster_status": "Primary", "wsrep_local_state": tc.localState}
+		if len(got) != len(want) || got["wsrep_ready"] != "ON" || got["wsrep_cluster_status"] != "Primary" || got["wsrep_local_state"] != tc.localState {
+			t.Errorf("%v: Galera status %v, want %v", tc.role, got, want)
+		}
+		if got := statusRows(t, db, "show status like 'wsrep_local_state%'"); len(got) != 2 || got["wsrep_local_state"] != tc.localState {
+			t.Errorf("%v: SHOW STATUS LIKE gave %v", tc.role, got)
+		}
+		var member string
+		if err := db.QueryRow("SELECT COALESCE(MAX(CONCAT(MEMBER_ROLE, ' ', MEMBER_STATE)), 'NONE NONE') " +
+			"FROM performance_schema.replication_group_members WHERE MEMBER_ID = @@server_uuid").Scan(&member); err != nil {
+			t.Fatalf("%v: member query: %v", tc.role, err)
+		}
+		if want := tc.memberRole + " " + tc.memberState; member != want {
+			t.Errorf("%v: member %q, want %q", tc.role, member, want)
+		}
+		if got := statusRows(t, db, "SHOW STATUS WHERE Variable_name = 'wsrep_local_state_comment'"); len(got) != 1 {
+			t.Errorf("%v: SHOW STATUS WHERE = gave %v", tc.role, got)
+		}
+		if got := statusRows(t, db, "SHOW GLOBAL STATUS LIKE 'wsrep_nothing%'"); len(got) != 0 {
+			t.Errorf("%v: SHOW STATUS LIKE matching nothing gave %v", tc.role, got)
+		}
+	}
+	// Statements that only look alike are relayed as they are.
+	var v string
+	if err := db.QueryRow("SELECT 'SHOW STATUS wsrep_ready'").Scan(&v); err != nil || v != "SHOW STATUS wsrep_ready" {
+		t.Errorf("a SELECT naming wsrep_ was rewritten: %q, %v", v, err)
+	}
+}

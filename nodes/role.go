@@ -16,7 +16,8 @@ const (
 	RolePrimary
 	// RoleReplica is read-only and serves reads.
 	RoleReplica
-	// RoleStandby is not usable for this tenant now (an OceanBase standby tenant): no new
+	// RoleStandby is not usable now (an OceanBase standby tenant, a Galera node that is not
+	// Synced in the primary component, a Group Replication member that is not ONLINE): no new
 	// connection goes to it, whatever the target.
 	RoleStandby
 )

@@ -8,7 +8,12 @@
 // (MariaDB Knowledge Base, "GTID" and "MASTER_GTID_WAIT"). MySQL: @@global.gtid_executed is
 // every transaction the server has committed, a superset of the session's own, and
 // WAIT_FOR_EXECUTED_GTID_SET(set, timeout) returns 0 once the replica executed set, 1 on
-// timeout (MySQL Reference Manual, "Functions Used with GTIDs").
+// timeout (MySQL Reference Manual, "Functions Used with GTIDs"). MariaDB Galera Cluster:
+// WSREP_LAST_WRITTEN_GTID() is the GTID of the session's last write, and
+// WSREP_SYNC_WAIT_UPTO_GTID(gtid, timeout) returns 1 once the node committed it, or fails with
+// error 1205 (lock wait timeout) after timeout whole seconds (MariaDB Knowledge Base, "Galera
+// Cluster Functions"); Galera nodes apply writes through the cluster, so the replication
+// functions above never see them.
 package causal
 
 import (
@@ -26,52 +31,70 @@ const (
 	MariaDB Flavor = iota
 	// MySQL GTID sets: source_uuid:interval[:interval...], separated by commas.
 	MySQL
+	// Galera: MariaDB GTIDs, written and waited for through Galera's functions.
+	Galera
 )
 
-// String returns "mariadb" or "mysql".
+// String returns "mariadb", "mysql" or "galera".
 func (f Flavor) String() string {
-	if f == MySQL {
+	switch f {
+	case MySQL:
 		return "mysql"
+	case Galera:
+		return "galera"
 	}
 	return "mariadb"
 }
 
-// ParseFlavor reads "mariadb" or "mysql", in any case.
+// ParseFlavor reads "mariadb", "mysql" or "galera", in any case.
 func ParseFlavor(s string) (Flavor, error) {
 	switch strings.ToLower(s) {
 	case "mariadb":
 		return MariaDB, nil
 	case "mysql":
 		return MySQL, nil
+	case "galera":
+		return Galera, nil
 	}
-	return MariaDB, fmt.Errorf("GTID flavor %q: want mariadb or mysql", s)
+	return MariaDB, fmt.Errorf("GTID flavor %q: want mariadb, mysql or galera", s)
 }
 
 // CaptureQuery returns the query that reads, on the connection that just wrote, the position
 // a replica must reach to see the write.
 func (f Flavor) CaptureQuery() string {
-	if f == MySQL {
+	switch f {
+	case MySQL:
 		return "SELECT @@global.gtid_executed"
+	case Galera:
+		return "SELECT WSREP_LAST_WRITTEN_GTID()"
 	}
 	return "SELECT @@last_gtid"
 }
 
 // WaitQuery returns the query that waits on a replica until it has applied the position given
-// as the first argument, for at most the seconds given as the second (a float), and Reached
-// reads its answer.
+// as the first argument, for at most the seconds given as the second (a float; whole seconds
+// for Galera), and Reached reads its answer.
 func (f Flavor) WaitQuery() string {
-	if f == MySQL {
+	switch f {
+	case MySQL:
 		return "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)"
+	case Galera:
+		return "SELECT WSREP_SYNC_WAIT_UPTO_GTID(?, ?)"
 	}
 	return "SELECT MASTER_GTID_WAIT(?, ?)"
 }
 
 // Reached reads WaitQuery's answer: true when the replica applied the position, false when the
 // wait timed out. Anything else (NULL: a malformed position or no replication) is an error.
+// Galera answers 1 once the node committed the position; it reports a timeout as an error (1205),
+// not as an answer.
 func (f Flavor) Reached(answer string) (bool, error) {
 	ok, timedOut := "0", "-1"
-	if f == MySQL {
+	switch f {
+	case MySQL:
 		timedOut = "1"
+	case Galera:
+		ok, timedOut = "1", "<none>"
 	}
 	switch strings.TrimSpace(answer) {
 	case ok:
@@ -137,7 +160,7 @@ func (f Flavor) Parse(s string) (Position, error) {
 }
 
 func (f Flavor) validPart(p string) error {
-	if f == MariaDB {
+	if f != MySQL {
 		fields := strings.Split(p, "-")
 		if len(fields) != 3 {
 			return errors.New("want domain-server-sequence")
@@ -177,8 +200,9 @@ func (p Position) Overflowed() bool { return p.overflow }
 // String returns the position as the server writes it: WaitQuery's first argument.
 func (p Position) String() string { return p.text }
 
-// Merge returns a position a replica has reached only when it reached both p and q. MariaDB:
-// per replication domain the higher sequence number (sequence numbers grow within a domain).
+// Merge returns a position a replica has reached only when it reached both p and q. MariaDB and
+// Galera: per replication domain the higher sequence number (sequence numbers grow within a
+// domain).
 // MySQL: the newer of the two (q when both are set), since each capture is the server's whole
 // executed set, which contains every earlier capture from the same primary. Positions of
 // different flavors are not merged: the newer wins. A merge of more than MaxDomains domains, or
@@ -206,7 +230,7 @@ func Merge(p, q Position) Position {
 			old, seen := byDomain[d]
 			if !seen {
 				if len(order) == MaxDomains {
-					return Position{flavor: MariaDB, overflow: true}
+					return Position{flavor: p.flavor, overflow: true}
 				}
 				order = append(order, d)
 			}
@@ -222,9 +246,9 @@ func Merge(p, q Position) Position {
 	}
 	text := strings.Join(parts, ",")
 	if len(text) > maxPosition {
-		return Position{flavor: MariaDB, overflow: true}
+		return Position{flavor: p.flavor, overflow: true}
 	}
-	return Position{flavor: MariaDB, text: text}
+	return Position{flavor: p.flavor, text: text}
 }
 
 func clip(s string) string {
@@ -236,13 +260,17 @@ func clip(s string) string {
 
 // WaitText returns WaitQuery with p and a timeout of seconds written into the text, for
 // connections that run no prepared statements for it. p is validated (digits, dashes, colons,
-// commas and hexadecimal only), so it cannot break out of its quotes.
+// commas and hexadecimal only), so it cannot break out of its quotes. Galera's function takes
+// whole seconds and reads a fraction as 0, so its timeout is seconds rounded down: under a
+// second it checks whether the node has the position already and waits for nothing.
 func (p Position) WaitText(seconds float64) string {
-	fn := "MASTER_GTID_WAIT"
-	if p.flavor == MySQL {
-		fn = "WAIT_FOR_EXECUTED_GTID_SET"
+	switch p.flavor {
+	case MySQL:
+		return fmt.Sprintf("SELECT WAIT_FOR_EXECUTED_GTID_SET('%s', %.3f)", p.text, seconds)
+	case Galera:
+		return fmt.Sprintf("SELECT WSREP_SYNC_WAIT_UPTO_GTID('%s', %d)", p.text, int64(seconds))
 	}
-	return fmt.Sprintf("SELECT %s('%s', %.3f)", fn, p.text, seconds)
+	return fmt.Sprintf("SELECT MASTER_GTID_WAIT('%s', %.3f)", p.text, seconds)
 }
 
 // Flavor returns the flavor p was parsed as.

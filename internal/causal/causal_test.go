@@ -73,13 +73,14 @@ func TestReached(t *testing.T) {
 	}{
 		{MariaDB, "0", true, false}, {MariaDB, "-1", false, false}, {MariaDB, "", false, true}, {MariaDB, "1", false, true},
 		{MySQL, "0", true, false}, {MySQL, "1", false, false}, {MySQL, "-1", false, true},
+		{Galera, "1", true, false}, {Galera, "0", false, true}, {Galera, "-1", false, true}, {Galera, "", false, true},
 	} {
 		got, err := tc.f.Reached(tc.answer)
 		if got != tc.reached || (err != nil) != tc.bad {
 			t.Errorf("%v.Reached(%q) = %v, %v; want %v (error %v)", tc.f, tc.answer, got, err, tc.reached, tc.bad)
 		}
 	}
-	for _, s := range []string{"mariadb", "MySQL"} {
+	for _, s := range []string{"mariadb", "MySQL", "Galera"} {
 		if f, err := ParseFlavor(s); err != nil || !strings.EqualFold(f.String(), s) {
 			t.Errorf("ParseFlavor(%q) = %v, %v", s, f, err)
 		}
@@ -89,6 +90,9 @@ func TestReached(t *testing.T) {
 	}
 	if !strings.Contains(MariaDB.CaptureQuery(), "@@last_gtid") || !strings.Contains(MySQL.WaitQuery(), "WAIT_FOR_EXECUTED_GTID_SET") {
 		t.Error("queries misnamed")
+	}
+	if !strings.Contains(Galera.CaptureQuery(), "WSREP_LAST_WRITTEN_GTID()") || !strings.Contains(Galera.WaitQuery(), "WSREP_SYNC_WAIT_UPTO_GTID") {
+		t.Error("Galera's queries misnamed")
 	}
 }
 
@@ -100,6 +104,31 @@ func TestWaitText(t *testing.T) {
 	m, _ := MySQL.Parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
 	if got := m.WaitText(2); got != "SELECT WAIT_FOR_EXECUTED_GTID_SET('3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5', 2.000)" || m.Flavor() != MySQL {
 		t.Errorf("MySQL wait text %q", got)
+	}
+	// Galera's function takes whole seconds: a fraction is rounded down, under a second to 0
+	// (no wait: the read runs on the node only if it has the position already).
+	g, err := Galera.Parse("0-1-20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		seconds float64
+		want    string
+	}{
+		{0.3, "SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-20', 0)"},
+		{2.9, "SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-20', 2)"},
+	} {
+		if got := g.WaitText(tc.seconds); got != tc.want || g.Flavor() != Galera {
+			t.Errorf("Galera wait text for %v s: %q, want %q", tc.seconds, got, tc.want)
+		}
+	}
+	// Galera positions merge as MariaDB's do, by domain, and stay Galera's.
+	h, _ := Galera.Parse("0-2-25")
+	if m := Merge(g, h); m.String() != "0-2-25" || m.Flavor() != Galera {
+		t.Errorf("Merge of Galera positions = %q (%v)", m.String(), m.Flavor())
+	}
+	if _, err := Galera.Parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"); err == nil {
+		t.Error("Galera parsed a MySQL GTID set")
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // causalState is the split's GTID bookkeeping.
 type causalState struct {
 	on       bool
-	flavor   atomic.Int32                    // -1 until the first capture told MariaDB from MySQL; then a causal.Flavor
+	flavor   atomic.Int32                    // -1 until the first capture told MariaDB from MySQL; then a causal.Flavor (Galera from the start with Config.CausalGalera)
 	pos      atomic.Pointer[causal.Position] // the Connector-wide scope's position
 	waits    atomic.Uint64
 	waitTime atomic.Int64 // nanoseconds over all waits

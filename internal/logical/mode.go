@@ -44,6 +44,10 @@ type Config struct {
 	Split          bool          // readWriteSplit
 	ReadAfterWrite time.Duration // read-your-writes window; 0: none
 	Causal         bool          // readConsistency=gtid (with Split)
+	// CausalGalera says the nodes are Galera's (roleCheck=galera): positions are captured and
+	// waited for with Galera's functions (causal.Galera) rather than told MariaDB from MySQL
+	// by the first capture.
+	CausalGalera bool
 	// InterpolateParams is go-sql-driver's interpolateParams: without it a statement with
 	// arguments is prepared by database/sql (ExecContext and QueryContext answer ErrSkip).
 	InterpolateParams bool

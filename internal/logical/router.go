@@ -45,6 +45,9 @@ func (s *splitState) init(cfg *Config) {
 	s.on, s.window = cfg.Split, int64(cfg.ReadAfterWrite)
 	s.causal.on = cfg.Split && cfg.Causal
 	s.causal.flavor.Store(-1)
+	if cfg.CausalGalera {
+		s.causal.flavor.Store(int32(causal.Galera))
+	}
 }
 
 // writeTarget is where writes go; readTarget where replica reads go.

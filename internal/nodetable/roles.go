@@ -14,7 +14,9 @@ import (
 //   - without it, the source's role is the role, on every node list (SetNodes);
 //   - a node that refused a write as not primary stops being a primary at once (RefusedWrite),
 //     taking the role the refusal names, so a pick for the primary no longer finds it while the
-//     next role check runs.
+//     next role check runs;
+//   - with Config.SingleWriter, what these say is the node's claimed role, and only one node
+//     claiming primary is the primary (electLocked): the others are replicas.
 //
 // A role change leaves the state alone and is reported as a Transition with Cause CauseRole
 // (From == To). A node whose role the target no longer accepts takes no new connection; the
@@ -28,7 +30,7 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 	}
 	t.mu.Lock()
 	if t.nodes[n.addr] == n {
-		t.setRoleLocked(n, r, "role check: "+r.String())
+		t.claimLocked(n, r, "role check: "+r.String())
 	}
 	t.mu.Unlock()
 	t.deliver()
@@ -42,7 +44,7 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 func (t *Table[P]) RefusedWrite(n *Node[P], r nodes.Role) {
 	t.mu.Lock()
 	if t.nodes[n.addr] == n && (n.role == nodes.RolePrimary || n.role == nodes.RoleUnknown) {
-		t.setRoleLocked(n, r, "refused a write as "+r.String())
+		t.claimLocked(n, r, "refused a write as "+r.String())
 	}
 	t.mu.Unlock()
 	t.deliver()
@@ -77,6 +79,68 @@ func (t *Table[P]) readsAgainLocked(n *Node[P]) {
 // Role returns n's current role with one atomic load and no mutex: statement mode's split asks
 // it for the bound connection at every statement.
 func (t *Table[P]) Role(n *Node[P]) nodes.Role { return nodes.Role(n.roleNow.Load()) }
+
+// claimLocked records that n's check, source or refusal says it is r, and gives n its role: r,
+// or under Config.SingleWriter whatever the election makes of it.
+func (t *Table[P]) claimLocked(n *Node[P], r nodes.Role, why string) {
+	was := n.claimed
+	n.claimed = r
+	if !t.cfg.SingleWriter || (was != nodes.RolePrimary && r != nodes.RolePrimary) {
+		t.setRoleLocked(n, r, why)
+		return
+	}
+	t.electLocked(n, why)
+}
+
+// writerLocked returns the node Config.SingleWriter makes the primary: the first in order that
+// claims primary and is up and not standby; nil when none does.
+func (t *Table[P]) writerLocked() *Node[P] {
+	for _, n := range t.order {
+		if n.claimed == nodes.RolePrimary && n.state == Up && !n.standby {
+			return n
+		}
+	}
+	return nil
+}
+
+// electLocked applies Config.SingleWriter (it does nothing without it): every node takes its
+// claimed role, but a node claiming primary that is not the writer (writerLocked) is a replica.
+// The role change of changed, whose claim moved, is reported with why; the others' with the
+// writer's name.
+func (t *Table[P]) electLocked(changed *Node[P], why string) {
+	if !t.cfg.SingleWriter {
+		return
+	}
+	w := t.writerLocked()
+	for _, n := range t.order {
+		r, reason := n.claimed, why
+		if n != changed {
+			reason = "single writer: no node claiming primary is up"
+			if w != nil {
+				reason = "single writer: " + w.addr + " is the writer"
+			}
+		}
+		if r == nodes.RolePrimary && n != w {
+			r = nodes.RoleReplica
+		}
+		t.setRoleLocked(n, r, reason)
+	}
+}
+
+// electQuietLocked applies Config.SingleWriter to nodes outside the pick indexes without
+// reporting the changes: the nodes Start adds, before it indexes them.
+func (t *Table[P]) electQuietLocked() {
+	if !t.cfg.SingleWriter {
+		return
+	}
+	w := t.writerLocked()
+	for _, n := range t.order {
+		if n.claimed == nodes.RolePrimary && n != w {
+			n.role = nodes.RoleReplica
+			n.roleNow.Store(uint32(nodes.RoleReplica))
+		}
+	}
+}
 
 // setRoleLocked gives n role r, moving it between the pick indexes, and queues the role change
 // (none when r is n's role already).

@@ -306,3 +306,119 @@ func TestRefusedReadTakesTheNodeOutUntilAGoodProbe(t *testing.T) {
 		t.Fatalf("after a good probe an interval later the replica takes no read pick: %v", n)
 	}
 }
+
+// roleList returns the role of each node, in order, as "a:1=primary b:1=replica".
+func (h *harness) roleList(addrs ...string) string {
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a+"="+h.tab.Role(h.node(a)).String())
+	}
+	return strings.Join(out, " ")
+}
+
+// With SingleWriter, of the nodes a Galera-like check calls primary, only the first up in list
+// order is the primary; the others serve as replicas. The writer moves to the next when it
+// goes down or stops claiming primary, and back when it returns: the choice depends on the
+// current states and answers only.
+func TestSingleWriter(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config[*payload]) {
+		c.Target, c.RoleCheck, c.SingleWriter = role.PrimaryOnly, true, true
+	})
+	if err := h.tab.Start([]nodes.Node{node("a:1", 0), node("b:1", 0), node("c:1", 0)}, build); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := h.node("a:1"), h.node("b:1"), h.node("c:1")
+	all := []string{"a:1", "b:1", "c:1"}
+	// Answers arriving in any order end in the same roles.
+	h.tab.RoleChecked(c, nodes.RolePrimary, nil)
+	h.tab.RoleChecked(b, nodes.RolePrimary, nil)
+	h.tab.RoleChecked(a, nodes.RolePrimary, nil)
+	if got := h.roleList(all...); got != "a:1=primary b:1=replica c:1=replica" {
+		t.Fatalf("roles %s; want a:1 the one primary", got)
+	}
+	if got := h.pickSet(4); got["a:1"] != 4 {
+		t.Fatalf("target=primary picks %v; want all on a:1", got)
+	}
+	// The writer desynced (a standby by its check): b:1 writes.
+	h.tab.RoleChecked(a, nodes.RoleStandby, nil)
+	if got := h.roleList(all...); got != "a:1=standby b:1=primary c:1=replica" {
+		t.Fatalf("after a:1 became a standby: %s", got)
+	}
+	// Synced again: a:1 is the first listed node claiming primary, so it writes again.
+	h.tab.RoleChecked(a, nodes.RolePrimary, nil)
+	if got := h.roleList(all...); got != "a:1=primary b:1=replica c:1=replica" {
+		t.Fatalf("after a:1 came back: %s", got)
+	}
+	// The writer down (failed probe): b:1 writes; a:1 keeps its claim and waits as a replica.
+	h.tab.Probed(a, h.tick(), errRefused, 0)
+	if got := h.roleList(all...); got != "a:1=replica b:1=primary c:1=replica" {
+		t.Fatalf("after a:1 went down: %s", got)
+	}
+	if got := h.pickSet(3); got["b:1"] != 3 {
+		t.Fatalf("picks %v with a:1 down; want all on b:1", got)
+	}
+	// Up again after RecoverCount good probes: the writer again.
+	h.tab.Probed(a, h.tick(), nil, 0)
+	h.tab.Probed(a, h.tick(), nil, 0)
+	if h.state("a:1") != Up {
+		t.Fatalf("a:1 is %v after two good probes", h.state("a:1"))
+	}
+	if got := h.roleList(all...); got != "a:1=primary b:1=replica c:1=replica" {
+		t.Fatalf("after a:1 came up: %s", got)
+	}
+	// Nobody claims primary: no primary at all, no replica made up.
+	for _, n := range []*Node[*payload]{a, b, c} {
+		h.tab.RoleChecked(n, nodes.RoleStandby, nil)
+	}
+	if got := h.roleList(all...); got != "a:1=standby b:1=standby c:1=standby" {
+		t.Fatalf("all standby: %s", got)
+	}
+	if got := h.picks(1); got[0] != "-" {
+		t.Fatalf("picked %v with no primary", got)
+	}
+	// The role changes the election made name the writer.
+	h.tab.RoleChecked(c, nodes.RolePrimary, nil)
+	h.tab.RoleChecked(b, nodes.RolePrimary, nil)
+	h.mu.Lock()
+	last := h.trans[len(h.trans)-1]
+	h.mu.Unlock()
+	if last.Node != c || last.RoleTo != nodes.RoleReplica || !strings.Contains(last.Reason, "single writer: b:1 is the writer") {
+		t.Fatalf("last transition %s %v>%v %q; want c:1 demoted, naming b:1 the writer", last.Node.Addr(), last.RoleFrom, last.RoleTo, last.Reason)
+	}
+}
+
+// SingleWriter over roles from the source, without a role check: Start makes the first listed
+// primary the writer without reporting it, and a new list that drops it hands the role on.
+func TestSingleWriterFromTheNodeList(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config[*payload]) { c.SingleWriter = true })
+	list := []nodes.Node{node("a:1", nodes.RolePrimary), node("b:1", nodes.RolePrimary), node("r:1", nodes.RoleReplica)}
+	if err := h.tab.Start(list, build); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.roleList("a:1", "b:1", "r:1"); got != "a:1=primary b:1=replica r:1=replica" {
+		t.Fatalf("after Start: %s", got)
+	}
+	h.wantTransitions()
+	if _, err := h.tab.SetNodes(list[1:], build); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.roleList("b:1", "r:1"); got != "b:1=primary r:1=replica" {
+		t.Fatalf("after a:1 left the list: %s", got)
+	}
+	// The list makes the writer a standby node (listed, not to be used): the next primary in
+	// the list, none here, writes; listed as usable again, it writes again.
+	standby := []nodes.Node{{Addr: "b:1", Role: nodes.RolePrimary, Standby: true}, node("c:1", nodes.RolePrimary), list[2]}
+	if _, err := h.tab.SetNodes(standby, build); err != nil {
+		t.Fatal(err)
+	}
+	h.tab.Probed(h.node("c:1"), h.tick(), nil, 0) // c:1, added at run time, comes up on a good probe
+	if got := h.roleList("b:1", "c:1"); got != "b:1=replica c:1=primary" {
+		t.Fatalf("with b:1 a standby node: %s", got)
+	}
+	if _, err := h.tab.SetNodes([]nodes.Node{node("b:1", nodes.RolePrimary), node("c:1", nodes.RolePrimary), list[2]}, build); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.roleList("b:1", "c:1"); got != "b:1=primary c:1=replica" {
+		t.Fatalf("with b:1 usable again: %s", got)
+	}
+}

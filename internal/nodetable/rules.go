@@ -3,6 +3,8 @@ package nodetable
 import (
 	"fmt"
 	"time"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // The rules that move a node between states:
@@ -175,6 +177,9 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	seq := n.transitions.Add(1)
 	n.transitionsBy[cause].Add(1)
 	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role, Seq: seq})
+	if n.claimed == nodes.RolePrimary {
+		t.electLocked(nil, "") // the writer may have changed
+	}
 }
 
 // forgetLocked drops a drained node from the table and queues its Forgot transition.

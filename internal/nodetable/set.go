@@ -19,7 +19,10 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var trusted []*Node[P]
-	defer func() { t.indexTrustedLocked(trusted) }()
+	defer func() {
+		t.electQuietLocked() // before the nodes enter the pick indexes of their roles
+		t.indexTrustedLocked(trusted)
+	}()
 	for _, want := range list {
 		if _, dup := t.nodes[want.Addr]; dup {
 			return fmt.Errorf("node table: %s listed twice", want.Addr)
@@ -35,7 +38,7 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 }
 
 func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
-	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role, warmth: 1, warmIdx: -1}
+	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role, claimed: want.Role, warmth: 1, warmIdx: -1}
 	n.roleNow.Store(uint32(want.Role))
 	n.byOpen.Value, n.byInUse.Value = n, n
 	t.setWeightLocked(n, want.Weight)
@@ -141,12 +144,13 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 		t.setStandbyLocked(n, want.Standby)
 		t.setWeightLocked(n, want.Weight)
 		if !t.cfg.RoleCheck {
-			t.setRoleLocked(n, want.Role, "node list: "+want.Role.String())
+			t.claimLocked(n, want.Role, "node list: "+want.Role.String())
 		}
 	}
 	t.indexTrustedLocked(trusted)
 	t.desired = desired
 	err = t.applyRemovalsLocked()
+	t.electLocked(nil, "") // the list may have added, removed or set standby its writer
 	t.mu.Unlock()
 	t.deliver()
 	return added, err

@@ -98,6 +98,14 @@ type Config[P any] struct {
 	// then only seed a new node's role until its first check. Without it the sources' roles
 	// are the roles.
 	RoleCheck bool
+	// SingleWriter keeps one primary at a time (lbd's singleWriter): of the nodes whose role
+	// check, source or refusal says primary, the first in the table's order (the order the
+	// nodes became known: a static list's order) that is up and not standby is the primary,
+	// and the others are replicas, until that changes. The choice depends only on the nodes'
+	// states and answers, not on history, so every table over the same list in the same order
+	// picks the same writer (ProxySQL's max_writers=1 for Galera and Group Replication
+	// hostgroups picks by a fixed order too).
+	SingleWriter bool
 	// PanicSpacing is the least time between two panic-mode dials of one node (see
 	// PanicPick). Zero lets a node be tried again as soon as its last panic dial ended.
 	PanicSpacing time.Duration
@@ -185,7 +193,8 @@ type Node[P any] struct {
 	byOpen       pick.Entry[*Node[P]] // open physical connections, dials in flight included
 	byInUse      pick.Entry[*Node[P]] // physical connections in use (statement mode)
 	state        State
-	role         nodes.Role  // what the node is for; see Config.RoleCheck
+	role         nodes.Role  // what the node is for; see Config.RoleCheck and Config.SingleWriter
+	claimed      nodes.Role  // what its check, source or refusal says it is (role but for SingleWriter)
 	dialFailures int         // consecutive failed dials
 	goodProbes   int         // consecutive good probes counted since the last failure or markdown
 	recoveredAt  time.Time   // when probes last brought the node up (FlapWindow)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -391,5 +392,46 @@ func TestCallerEndIsNotAStatementError(t *testing.T) {
 	}
 	if len(r.hooks.errs) != 0 {
 		t.Fatalf("StatementError heard %v, want nothing: the caller cut the connection", r.hooks.errs)
+	}
+}
+
+// TestNameValues: rows of name and value by lower-case name, at most max of them, or an error.
+func TestNameValues(t *testing.T) {
+	srv := mysqlfake.Start(t, mysqlfake.Config{Answer: func(q string) *mysqlfake.Result {
+		switch q {
+		case "status":
+			return &mysqlfake.Result{Columns: []string{"Variable_name", "Value"},
+				Rows: [][]string{{"WSREP_READY", "ON"}, {"wsrep_local_state", "4"}}}
+		case "empty":
+			return &mysqlfake.Result{Columns: []string{"Variable_name", "Value"}}
+		case "many":
+			rows := make([][]string, 100)
+			for i := range rows {
+				rows[i] = []string{fmt.Sprintf("v%d", i), "x"}
+			}
+			return &mysqlfake.Result{Columns: []string{"Variable_name", "Value"}, Rows: rows}
+		case "one col":
+			return &mysqlfake.Result{Columns: []string{"a"}, Rows: [][]string{{"1"}}}
+		}
+		return &mysqlfake.Result{Err: &mysqlfake.Error{Number: 1064, State: "42000", Message: "syntax"}}
+	}})
+	r := newRig(t, srv.Addr())
+	c := r.dial(t)
+	ctx := context.Background()
+	v, err := NameValues(ctx, c, "status", 8)
+	if err != nil || len(v) != 2 || v["wsrep_ready"] != "ON" || v["wsrep_local_state"] != "4" {
+		t.Fatalf("NameValues = %v, %v", v, err)
+	}
+	if v, err := NameValues(ctx, c, "empty", 8); err != nil || len(v) != 0 {
+		t.Fatalf("empty: NameValues = %v, %v", v, err)
+	}
+	for _, q := range []string{"many", "one col", "bad"} {
+		if v, err := NameValues(ctx, c, q, 8); err == nil {
+			t.Fatalf("%s: NameValues = %v, no error", q, v)
+		}
+	}
+	// The connection still works after an answer cut short by max.
+	if v, err := OneValue(ctx, c, "one col"); err != nil || v != "1" {
+		t.Fatalf("after the refused answer: OneValue = %q, %v", v, err)
 	}
 }

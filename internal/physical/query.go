@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // OneValue runs query on pc and returns its one value as text: the answer must be exactly one
@@ -34,18 +35,9 @@ func OneValue(ctx context.Context, pc driver.Conn, query string) (string, error)
 		}
 		return "", fmt.Errorf("answer broke off before its row: %w", err)
 	}
-	var value string
-	switch v := dest[0].(type) {
-	case []byte:
-		value = string(v)
-	case string:
-		value = v
-	case int64:
-		value = strconv.FormatInt(v, 10)
-	case nil:
-		return "", errors.New("answered NULL")
-	default:
-		return "", fmt.Errorf("answered a %T", v)
+	value, err := text(dest[0])
+	if err != nil {
+		return "", err
 	}
 	if err := rows.Next(dest); err != io.EOF {
 		if err == nil {
@@ -54,4 +46,62 @@ func OneValue(ctx context.Context, pc driver.Conn, query string) (string, error)
 		return "", fmt.Errorf("answer did not end: %w", err)
 	}
 	return value, rows.Close()
+}
+
+// text is one value of an answer as text; NULL and other types are errors.
+func text(v driver.Value) (string, error) {
+	switch v := v.(type) {
+	case []byte:
+		return string(v), nil
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case nil:
+		return "", errors.New("answered NULL")
+	}
+	return "", fmt.Errorf("answered a %T", v)
+}
+
+// NameValues runs query on pc, a SHOW STATUS or SHOW VARIABLES, and returns its rows of two
+// columns, name and value, by name in lower case: at most max rows (more are an error, so a
+// peer cannot make it allocate more), and the answer must end. The probe's status role check
+// (roleCheck=galera) uses it.
+func NameValues(ctx context.Context, pc driver.Conn, query string, max int) (map[string]string, error) {
+	q, ok := pc.(driver.QueryerContext)
+	if !ok {
+		return nil, fmt.Errorf("lbd: connection %T cannot run queries", pc)
+	}
+	rows, err := q.QueryContext(ctx, query, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if cols := rows.Columns(); len(cols) != 2 {
+		return nil, fmt.Errorf("answered %d columns, want 2 (name, value)", len(cols))
+	}
+	out := make(map[string]string, max)
+	dest := make([]driver.Value, 2)
+	for n := 0; ; n++ {
+		err := rows.Next(dest)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("answer broke off: %w", err)
+		}
+		if n == max {
+			return nil, fmt.Errorf("answered more than %d rows", max)
+		}
+		name, err := text(dest[0])
+		if err != nil {
+			return nil, fmt.Errorf("a name: %w", err)
+		}
+		value, err := text(dest[1])
+		if err != nil {
+			return nil, fmt.Errorf("the value of %.32q: %w", name, err)
+		}
+		out[strings.ToLower(name)] = value
+	}
+	return out, rows.Close()
 }
