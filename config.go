@@ -147,6 +147,10 @@ type Config struct {
 	// for instance during a switchover (failoverTimeoutMillis, default DefaultFailoverTimeout;
 	// 0 fails at once; option WithFailoverTimeout). The caller's context cuts it shorter.
 	FailoverTimeout time.Duration
+	// MaxFailoverWaiters bounds how many Connects wait for a node at once (maxFailoverWaiters,
+	// default DefaultMaxFailoverWaiters; option WithMaxFailoverWaiters): one more fails at once
+	// with ErrFailoverWaitersFull. 0 lets none wait.
+	MaxFailoverWaiters int
 	// ReadWriteSplit sends, in statement mode, the reads a replica may run to replicas and the
 	// primary alike and everything else to the primary (readWriteSplit, default false; option
 	// WithReadWriteSplit). It needs balance=statement and roles (roleCheck, or roles from the
@@ -276,6 +280,9 @@ func (c *Config) settle() error {
 	c.CheckHealthTimeout = min(c.CheckHealthTimeout, c.CheckHealthInterval)
 	if c.FailoverTimeout < 0 {
 		return fmt.Errorf("lbd: failoverTimeout is %v; it must not be negative (DSN parameter failoverTimeoutMillis, option WithFailoverTimeout)", c.FailoverTimeout)
+	}
+	if c.MaxFailoverWaiters < 0 || c.MaxFailoverWaiters > maxFailoverWaiters {
+		return fmt.Errorf("lbd: maxFailoverWaiters is %d; it must be from 0 to %d (DSN parameter maxFailoverWaiters, option WithMaxFailoverWaiters)", c.MaxFailoverWaiters, maxFailoverWaiters)
 	}
 	rs, err := c.parseRoleSettings()
 	if err != nil {

@@ -54,6 +54,8 @@ type Connector struct {
 	stmt        *logical.Mode          // statement mode: logical connections, prepared statements, the router
 	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
 	stallBase   atomic.Int64           // the stall threshold now, in nanoseconds: a confirming probe's deadline
+	waiting     atomic.Int64           // Connects waiting for a node their target accepts (startWaiting)
+	waitRefused atomic.Uint64          // Connects refused because MaxFailoverWaiters already waited
 
 	trq transitionQueue // state changes on their way to transitionLoop
 
@@ -285,7 +287,13 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 				if failover.IsZero() {
 					failover = time.Now().Add(c.cfg.FailoverTimeout)
 				}
-				if c.awaitTarget(ctx, failover, changed) {
+				if !c.startWaiting() {
+					return nil, fmt.Errorf("%w: %d already wait for one that serves target=%s (maxFailoverWaiters); this Connect fails at once rather than queue",
+						ErrFailoverWaitersFull, c.cfg.MaxFailoverWaiters, target)
+				}
+				ok := c.awaitTarget(ctx, failover, changed)
+				c.waiting.Add(-1)
+				if ok {
 					continue
 				}
 			}

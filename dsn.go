@@ -96,6 +96,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		StatsInterval:        DefaultStatsInterval,
 		ExceptionSorter:      DefaultExceptionSorter,
 		FailoverTimeout:      DefaultFailoverTimeout,
+		MaxFailoverWaiters:   DefaultMaxFailoverWaiters,
 		ReadAfterWrite:       DefaultReadAfterWrite,
 		Warmup:               DefaultWarmup,
 	}

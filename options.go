@@ -182,6 +182,18 @@ func WithRoleCheck(check string) Option {
 	}
 }
 
+// WithMaxFailoverWaiters sets how many Connects may wait for a node their target accepts at
+// once (maxFailoverWaiters); 0 lets none wait, a negative n is an error.
+func WithMaxFailoverWaiters(n int) Option {
+	return func(c *Config) error {
+		if n < 0 {
+			return fmt.Errorf("lbd: WithMaxFailoverWaiters: %d is negative", n)
+		}
+		c.MaxFailoverWaiters = n
+		return nil
+	}
+}
+
 // WithFailoverTimeout sets how long a Connect waits for a node its target accepts
 // (failoverTimeoutMillis); 0 fails at once, a negative d is an error.
 func WithFailoverTimeout(d time.Duration) Option {

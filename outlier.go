@@ -102,7 +102,8 @@ func stallThreshold(latency time.Duration) time.Duration {
 }
 
 // watchStalls is the stall loop: every stallTick it reads every node's flight counters and
-// hands them to a stallWatch and to an errorWatch (errorrate.go). It runs until Close.
+// hands them to a stallWatch and to an errorWatch (errorrate.go); in statement mode it also
+// closes the idle surplus of physical connections (logical.Mode.TrimIdle). It runs until Close.
 func (c *Connector) watchStalls() {
 	defer c.loops.Done()
 	t := c.cfg.clock.NewTimer(stallTick)
@@ -126,6 +127,9 @@ func (c *Connector) watchStalls() {
 		now := c.cfg.clock.Now()
 		c.stallBase.Store(int64(w.tick(now, ns, c.suspect)))
 		errs.tick(now, ns, c.ejectForErrors)
+		if c.cfg.Balance == BalanceStatement {
+			c.stmt.TrimIdle(now)
+		}
 		clear(tns)
 		clear(ns) // hold no node between ticks
 	}

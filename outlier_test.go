@@ -72,11 +72,14 @@ func passiveCounts(c *Connector, addr string) (signals, probes, ejections uint64
 	return ns.PassiveSignals, ns.Probes, ns.TransitionsBy[CausePassive]
 }
 
-// beyondStall is a statement deadline past twice c's stall threshold now: a statement cut by it
-// on a silent proxy shows the proxy slow, even if the threshold, which follows the fleet's
-// latency (Little's law over few statements on a loaded machine), doubles meanwhile.
-func beyondStall(c *Connector) time.Duration {
-	return 2*time.Duration(c.stallBase.Load()) + stallFloor
+// beyondStall waits until c's stall threshold is at its floor (the fleet's latency estimate
+// has taken in the statements that just ran: one sample taken with a slow statement in flight
+// on a loaded machine can raise it for a while) and returns a statement deadline past twice
+// the threshold: a statement cut by it on a silent proxy shows the proxy slow.
+func beyondStall(t *testing.T, c *Connector) time.Duration {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the stall threshold to settle", func() bool { return time.Duration(c.stallBase.Load()) == stallFloor })
+	return 2*stallFloor + stallFloor
 }
 
 // TestPassiveSignalTheProbeDoesNotConfirm: a statement that runs into its deadline after its
@@ -97,7 +100,7 @@ func TestPassiveSignalTheProbeDoesNotConfirm(t *testing.T) {
 	db, c := openFakeDB(t, srvs, "", firstListed())
 	db.SetMaxOpenConns(1)
 	for i, q := range []string{"SELECT /* slow */ 1", "SELECT /* boom */ 1"} {
-		ctx, cancel := context.WithTimeout(context.Background(), beyondStall(c))
+		ctx, cancel := context.WithTimeout(context.Background(), beyondStall(t, c))
 		_, err := db.ExecContext(ctx, q)
 		cancel()
 		if err == nil {
@@ -149,7 +152,7 @@ func TestPassiveSignalTheProbeConfirms(t *testing.T) {
 	}
 	srvs[0].AddFault(mysqlfake.Fault{Name: "command/stall", Phase: mysqlfake.PhaseCommand, Bytes: mysqlfake.Raw(nil), After: mysqlfake.Stall,
 		Match: mysqlfake.QueryContains("SELECT")})
-	ctx, cancel := context.WithTimeout(context.Background(), beyondStall(c))
+	ctx, cancel := context.WithTimeout(context.Background(), beyondStall(t, c))
 	_, err = conn.ExecContext(ctx, "SELECT 1")
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -174,7 +177,9 @@ func TestPassiveSignalTheProbeConfirms(t *testing.T) {
 			Match: mysqlfake.QueryContains("SELECT")})
 	}
 	for range 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), beyondStall(c))
+		// Past twice the threshold now, without waiting for it to settle: statements stalled
+		// here keep the estimate where it is.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Duration(c.stallBase.Load())+stallFloor)
 		_, _ = db.ExecContext(ctx, "SELECT 1")
 		cancel()
 	}

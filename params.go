@@ -153,6 +153,20 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatMillis(c.FailoverTimeout, DefaultFailoverTimeout) },
 	},
 	{
+		name: "maxFailoverWaiters",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxFailoverWaiters {
+				return fmt.Errorf("must be a whole number from 0 to %d", maxFailoverWaiters)
+			}
+			c.MaxFailoverWaiters = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.MaxFailoverWaiters), c.MaxFailoverWaiters != DefaultMaxFailoverWaiters
+		},
+	},
+	{
 		name:   "singleWriter",
 		parse:  func(c *Config, v string) error { return parseBool(v, &c.SingleWriter) },
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.SingleWriter), c.SingleWriter },
@@ -326,6 +340,9 @@ const (
 	maxSeconds = 366 * 24 * 3600 // a year
 	maxMillis  = 3600 * 1000     // an hour
 	maxCount   = 1000
+	// maxFailoverWaiters bounds maxFailoverWaiters: far above any pool, below anything that
+	// could overflow.
+	maxFailoverWaiters = 1_000_000
 )
 
 func parseSeconds(v string, d *time.Duration) error {

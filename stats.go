@@ -30,6 +30,12 @@ type Stats struct {
 	ReadsToPrimaryAfterWrite uint64
 	// Causal counts what readConsistency=gtid did.
 	Causal CausalStats
+
+	// FailoverWaiting is how many Connects wait now for a node their target accepts (a
+	// switchover under way); FailoverRefused counts those that failed at once with
+	// ErrFailoverWaitersFull because maxFailoverWaiters already waited.
+	FailoverWaiting int
+	FailoverRefused uint64
 }
 
 // Open returns the open physical connections over all nodes.
@@ -140,7 +146,8 @@ func (c *Connector) Stats() Stats {
 		}
 	}
 	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
-		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats())}
+		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats()),
+		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load()}
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

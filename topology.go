@@ -44,6 +44,18 @@ func (t Target) String() string { return role.Target(t).String() }
 // shorter.
 const DefaultFailoverTimeout = 5 * time.Second
 
+// DefaultMaxFailoverWaiters bounds how many Connects of one Connector wait for a node their
+// target accepts at once (maxFailoverWaiters): vtgate's failover buffer holds at most 1000
+// requests by default for the same reason. Without a bound, a switchover under load queues
+// every statement the application starts until the timeout, and they all land at once.
+const DefaultMaxFailoverWaiters = 1000
+
+// ErrFailoverWaitersFull is returned (wrapped, naming the target and the bound) by a Connect
+// that found no node its target accepts while maxFailoverWaiters other Connects already wait
+// for one: it fails at once instead of queuing. Retry later, raise maxFailoverWaiters, or shed
+// load until the switchover ends.
+var ErrFailoverWaitersFull = errors.New("lbd: too many callers already wait for a node of the target")
+
 // ErrPrimaryChanged is returned (wrapped, with the server's error) when a statement inside a
 // transaction was refused because its node is no longer the primary (exception.NotPrimary):
 // the transaction is lost and must be started again, on the new primary; the connection is
@@ -169,6 +181,17 @@ func (c *Connector) onRoleChange(n *node, t nodetable.Transition[*physical.Node]
 // awaitTarget waits until a node the target accepts may have come up (changed is closed: a node
 // came up or a role changed), the deadline passes, ctx ends or the Connector closes; it reports whether picking
 // again is worth it.
+// startWaiting counts one more Connect waiting for a node its target accepts and reports
+// whether it may wait: no more than MaxFailoverWaiters do at once. One refused is counted.
+func (c *Connector) startWaiting() bool {
+	if c.waiting.Add(1) > int64(c.cfg.MaxFailoverWaiters) {
+		c.waiting.Add(-1)
+		c.waitRefused.Add(1)
+		return false
+	}
+	return true
+}
+
 func (c *Connector) awaitTarget(ctx context.Context, deadline time.Time, changed <-chan struct{}) bool {
 	wait := time.Until(deadline)
 	if wait <= 0 {

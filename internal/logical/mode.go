@@ -192,6 +192,16 @@ func (m *Mode) GiveBack(p *physical.Conn) {
 	m.parkFree(p)
 }
 
+// TrimIdle closes, at now, the physical connections above the goal that have been parked for
+// spareGrace: the surplus a busy spell left closes even when no statement returns to close
+// it. The Connector calls it every stall-loop tick; it costs two atomic loads when there is no
+// surplus.
+func (m *Mode) TrimIdle(now time.Time) {
+	if m.table.Total() > m.physicalGoal() {
+		m.trim(now.Add(-spareGrace))
+	}
+}
+
 // spareGrace is how long a physical connection above physicalGoal stays parked before trim
 // closes it at a statement's return. Statements that a target concentrates on some nodes (the
 // split's writes on the primary) need more connections there than the goal's spares give; the
