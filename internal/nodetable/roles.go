@@ -29,6 +29,7 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 	t.mu.Lock()
 	if t.nodes[n.addr] == n {
 		t.setRoleLocked(n, r, "role check: "+r.String())
+		t.applyDesiredLocked() // a node that takes connections now lets a held removal through
 	}
 	t.mu.Unlock()
 	t.deliver()
@@ -71,6 +72,7 @@ func (t *Table[P]) readsAgainLocked(n *Node[P]) {
 	n.refusedRead = false
 	if n.state == Up && !n.standby {
 		t.indexLocked(n)
+		t.applyDesiredLocked() // a held removal may go through now
 	}
 }
 
@@ -103,8 +105,8 @@ func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) {
 // alone. It reports whether that changed.
 func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if n.lagging == lagging || t.nodes[n.addr] != n {
+		t.mu.Unlock()
 		return false
 	}
 	n.lagging = lagging
@@ -112,6 +114,9 @@ func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
 		t.unindexLocked(n)
 	} else if n.state == Up && !n.standby {
 		t.indexLocked(n)
+		t.applyDesiredLocked() // a held removal may go through now
 	}
+	t.mu.Unlock()
+	t.deliver()
 	return true
 }
