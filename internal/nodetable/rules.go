@@ -162,6 +162,9 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 		t.unindexLocked(n)
 	}
 	seq := n.transitions.Add(1)
+	if to != Up {
+		n.downSeq.Store(seq) // before the node can be up again: UpSince reads it after the state
+	}
 	n.transitionsBy[cause].Add(1)
 	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role, Seq: seq})
 }

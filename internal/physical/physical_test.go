@@ -226,6 +226,44 @@ func TestNodeDownRefusesCheckout(t *testing.T) {
 	}
 }
 
+// TestStaleConnRefusedAfterRecovery: a connection opened before its node went down is not
+// handed out once the node is up again, though the down transition was never handled (a late
+// handler), and nothing reaches the proxy; one opened after the recovery is. The node table's
+// model checker found the window: a connection of a node drained, listed again and probed good
+// before the handler ran was handed out.
+func TestStaleConnRefusedAfterRecovery(t *testing.T) {
+	r := newFakeRig(t)
+	ctx := context.Background()
+	stale := r.dial(t)
+	if !stale.Park() {
+		t.Fatal("park failed")
+	}
+	tn := r.node.TN()
+	now := time.Now()
+	r.table.Probed(tn, now, errors.New("test: probe failed"), 0)
+	r.table.Probed(tn, now.Add(time.Second), nil, 0) // RecoverCount 1: up again
+	if !r.table.IsUp(tn) {
+		t.Fatal("the node did not come back up")
+	}
+	before := r.srv.Commands()
+	if _, err := stale.ExecContext(ctx, "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
+		t.Fatalf("checkout of a connection opened before the markdown = %v, want driver.ErrBadConn", err)
+	}
+	if r.srv.Commands() != before {
+		t.Fatal("a command reached the proxy on a stale connection")
+	}
+	if got := r.node.RetiredBy(NodeDown); got != 1 {
+		t.Fatalf("RetiredBy(NodeDown) = %d, want 1", got)
+	}
+	fresh := r.dial(t)
+	if !fresh.Park() {
+		t.Fatal("park failed")
+	}
+	if _, err := fresh.ExecContext(ctx, "SELECT 1", nil); err != nil {
+		t.Fatalf("a connection opened after the recovery: %v", err)
+	}
+}
+
 // TestRetireSurplusIdleFirst: the rebalancer's retirement takes idle connections first.
 func TestRetireSurplusIdleFirst(t *testing.T) {
 	r := newFakeRig(t)
