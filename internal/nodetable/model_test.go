@@ -975,6 +975,52 @@ func TestModelNodeTable(t *testing.T) {
 	t.Logf("depth %d: %d distinct states, %d event sequences explored in %v", res.depth, res.states, res.sequences, time.Since(began).Round(time.Millisecond))
 }
 
+// TestModelCatchesPastBugs brings back past bugs of lbd one at a time (bugs.go) and checks that
+// the model checker finds each: the invariant it names, and a shortest sequence that shows it.
+func TestModelCatchesPastBugs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		bug       *bool
+		invariant string
+		events    int         // the length of the shortest sequence that shows it
+		without   []eventKind // events left out, to show the bug on one path
+	}{
+		{"recovery by two early probes after a markdown", &bugUnspacedRecovery, "RecoveryNeedsConfirmations", 3, nil},
+		// Without failed probes and dials, the markdown is a fatal-error burst.
+		{"recovery by two early probes after a fatal-error markdown", &bugUnspacedRecovery, "RecoveryNeedsConfirmations", 5,
+			[]eventKind{evProbeFail, evDialFail}},
+		{"checkout of a down node's idle connection before its transition is handled", &bugCheckoutIgnoresState, "NoConnectionOnADownNode", 2, nil},
+		{"checkout after recovery of a connection opened before the markdown", &bugCheckoutIgnoresEpoch, "NoConnectionOnADownNode", 4, nil},
+		{"removal of the last node taking connections", &bugRemovalCountsUpNotActive, "LastUpNodeNeverRemoved", 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			*tc.bug = true
+			defer func() { *tc.bug = false }()
+			evs := slices.DeleteFunc(modelEvents(), func(e event) bool { return slices.Contains(tc.without, e.kind) })
+			res := exploreModel(modelConfig(), modelConfig(), modelDepth(), evs)
+			if res.violation == nil {
+				t.Fatalf("the checker found nothing in %d states and %d sequences", res.states, res.sequences)
+			}
+			msg := modelFailure(res)
+			t.Logf("the checker reports:\n%s", msg)
+			if res.violation.invariant != tc.invariant {
+				t.Fatalf("invariant %s broken, want %s", res.violation.invariant, tc.invariant)
+			}
+			if len(res.trace) != tc.events {
+				t.Errorf("shortest sequence of %d events, want %d", len(res.trace), tc.events)
+			}
+			if !strings.Contains(msg, "invariant "+tc.invariant+" broken") {
+				t.Errorf("the message does not name the invariant %s", tc.invariant)
+			}
+			for i, e := range res.trace {
+				if !strings.Contains(msg, fmt.Sprintf("%d. %v", i+1, e)) {
+					t.Errorf("the message does not list event %d (%v)", i+1, e)
+				}
+			}
+		})
+	}
+}
+
 // TestModelInvariantsCatchAnotherRule judges the table by a rule it does not apply, for the
 // invariants no past bug exercises, and checks that the checker reports that invariant: each
 // of them can fail.

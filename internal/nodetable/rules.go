@@ -75,7 +75,7 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	} else if n.refusedRead && now.Sub(n.refusedAt) >= t.cfg.ProbeInterval {
 		t.readsAgainLocked(n)
 	}
-	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2) {
+	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.cfg.ProbeInterval/2 || bugUnspacedRecovery) {
 		n.goodProbes++
 		n.lastGood = now
 		need := t.cfg.RecoverCount
