@@ -157,7 +157,8 @@ func (c *Conn) Close() error {
 
 // IsValid implements driver.Validator: database/sql calls it when the connection returns to the
 // pool (and statement mode when it gives a connection back). A retired connection, or one whose
-// node is not up, answers false, so database/sql closes it.
+// node is not up or went down since it was opened (see nodeUp), answers false, so database/sql
+// closes it.
 func (c *Conn) IsValid() bool {
 	if c.retired.Load() {
 		return false
@@ -177,8 +178,8 @@ func (c *Conn) IsValid() bool {
 }
 
 // ResetSession implements driver.SessionResetter: database/sql calls it when it hands a pooled
-// connection out. A retired connection, or one whose node is not up (see enter), answers
-// driver.ErrBadConn before anything is sent, and database/sql moves on to another connection.
+// connection out. A retired connection, or one whose node is not up or went down since it was
+// opened (see enter), answers driver.ErrBadConn before anything is sent, and database/sql moves on to another connection.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err
