@@ -176,6 +176,7 @@ type modelRun struct {
 	// checking says the invariants are checked after each event: off while a run replays a
 	// sequence the search has checked already.
 	checking bool
+	views    []View[*payload] // the table's views after the event, for the invariants
 	keyBuf   []byte
 }
 
@@ -473,6 +474,7 @@ func (r *modelRun) check() *modelViolation {
 	if !r.checking {
 		return nil
 	}
+	r.views = r.tab.Snapshot(r.views[:0])
 	for _, inv := range modelInvariants {
 		if v := inv.check(r); v != nil {
 			return &modelViolation{inv.name, v.Error()}
@@ -553,7 +555,8 @@ func ejectionWithinCap(r *modelRun, x Transition[*payload]) error {
 // observeBefore counts, from the table's views, what the invariants compare an event against.
 func (r *modelRun) observeBefore() modelBefore {
 	var b modelBefore
-	for _, v := range r.tab.Snapshot(nil) {
+	r.views = r.tab.Snapshot(r.views[:0])
+	for _, v := range r.views {
 		if takesConnections(v) {
 			b.active++
 		}
@@ -589,7 +592,7 @@ var modelInvariants = []modelInvariant{
 // (ErrNoUpNodeLeft) and stays pending. Source: SetNodes's doc comment and applyRemovalsLocked
 // in set.go.
 func lastUpNodeNeverRemoved(r *modelRun) error {
-	views := r.tab.Snapshot(nil)
+	views := r.views
 	upListed := 0
 	draining := 0
 	for _, v := range views {
@@ -616,7 +619,7 @@ func lastUpNodeNeverRemoved(r *modelRun) error {
 // promise reads: "after it recovers no stale connection is handed out" (docs/design.md,
 // Retire).
 func noConnectionOnADownNode(r *modelRun) error {
-	for _, v := range r.tab.Snapshot(nil) {
+	for _, v := range r.views {
 		if r.tab.IsUp(v.Node) != (v.State == Up) {
 			return fmt.Errorf("IsUp(%s) is %v while its state is %v", v.Addr(), r.tab.IsUp(v.Node), v.State)
 		}
@@ -669,7 +672,7 @@ func panicOnlyWhenNoNodeIsUp(r *modelRun) error {
 // Config.Warmup, weights.go.
 func warmupWithinBounds(r *modelRun) error {
 	now := r.clk.Now()
-	for _, v := range r.tab.Snapshot(nil) {
+	for _, v := range r.views {
 		if v.Warmth < 0 || v.Warmth > 1 {
 			return fmt.Errorf("%s's warm-up is %v, outside [0, 1]", v.Addr(), v.Warmth)
 		}
@@ -693,7 +696,7 @@ func warmupWithinBounds(r *modelRun) error {
 // Source: the doc comments of Ups, UpNodes and Total in counts.go.
 func countsAgree(r *modelRun) error {
 	ups, upNodes := 0, 0
-	for _, v := range r.tab.Snapshot(nil) {
+	for _, v := range r.views {
 		if takesConnections(v) {
 			ups++
 		}
@@ -726,6 +729,9 @@ func (r *modelRun) modelKey(seed maphash.Seed) uint64 {
 		return int64(a)
 	}
 	buf := r.keyBuf[:0]
+	if buf == nil {
+		buf = make([]byte, 0, 1024)
+	}
 	w := func(vals ...int64) {
 		for _, v := range vals {
 			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
