@@ -91,13 +91,17 @@ const (
 	evAdd                          // the source lists the node again or for the first time (SetNodes)
 	evRemove                       // the source stops listing the node: it drains (SetNodes)
 	evClose                        // the pool closes the node's oldest connection (Release)
+	evStandby                      // the source flips the node's standby flag (SetNodes)
+	evLag                          // the replica falls behind or catches up (SetLagging)
+	evRefusedRead                  // the node refused a read as not the primary (RefusedRead)
+	evConfirmOK                    // a passive signal whose confirming probe answered (Suspect, Confirmed)
 	numNodeEvents                  // the kinds above are events of one node; the ones below are not
 	evAdvance                      // the clock moves one step, the caller ticks (Tick)
 	evHandle                       // lbd's transition handler takes the oldest transition
 )
 
 var eventNames = [...]string{"probe-ok", "probe-fail", "dial-ok", "dial-fail", "fatal", "outlier",
-	"role", "add", "remove", "close"}
+	"role", "add", "remove", "close", "standby", "lag", "refused-read", "signal-cleared"}
 
 // event is one event of a sequence: a kind, and for a node event the node's index in
 // modelAddrs.
@@ -116,10 +120,16 @@ func (e event) String() string {
 	return eventNames[e.kind] + " " + modelAddrs[e.node]
 }
 
-// modelEvents lists every event, in the order the search tries them.
-func modelEvents() []event {
+// modelEvents lists the events of the core kinds (those before evStandby), in the order the
+// search tries them; modelEventsAll adds the kinds that take a node out of the picks without a
+// state change (standby flag, lag, refused read) and a passive signal cleared by its probe.
+func modelEvents() []event { return eventsOf(evStandby) }
+
+func modelEventsAll() []event { return eventsOf(numNodeEvents) }
+
+func eventsOf(kinds eventKind) []event {
 	var evs []event
-	for k := range numNodeEvents {
+	for k := range kinds {
 		for i := range modelAddrs {
 			evs = append(evs, event{kind: k, node: uint8(i)})
 		}
@@ -159,12 +169,13 @@ type nodeSpec struct {
 
 // modelRun is one replay of a sequence on a fresh table.
 type modelRun struct {
-	tab    *Table[*payload]
-	clk    *manualClock
-	rules  Config[*payload] // the rules the invariants judge by
-	listed []string
-	conns  []*mconn
-	spec   map[*Node[*payload]]*nodeSpec
+	tab     *Table[*payload]
+	clk     *manualClock
+	rules   Config[*payload] // the rules the invariants judge by
+	listed  []string
+	standby map[string]bool // the standby flags of the listed nodes
+	conns   []*mconn
+	spec    map[*Node[*payload]]*nodeSpec
 	// delivered holds the transitions delivered during the current event; queue those the
 	// handler has not taken yet, with the delivery count at which each was delivered.
 	delivered  []Transition[*payload]
@@ -196,7 +207,7 @@ var errModelProbe = errors.New("probe failed")
 // newModelRun starts a run on a table configured with cfg, judged by the rules of rules (cfg,
 // but where a test gives the invariants a rule the table does not apply, to see them fail).
 func newModelRun(cfg, rules Config[*payload]) *modelRun {
-	r := &modelRun{clk: &manualClock{now: modelT0}, rules: rules,
+	r := &modelRun{clk: &manualClock{now: modelT0}, rules: rules, standby: map[string]bool{},
 		spec: make(map[*Node[*payload]]*nodeSpec)}
 	cfg.OnTransition = func(x Transition[*payload]) {
 		r.delivered = append(r.delivered, x)
@@ -306,19 +317,22 @@ func (r *modelRun) apply(e event) bool {
 			to = nodes.RolePrimary
 		}
 		r.tab.RoleChecked(n, to, nil)
-	case evAdd, evRemove:
+	case evAdd, evRemove, evStandby:
 		listed := slices.Contains(r.listed, addr)
 		switch {
 		case e.kind == evAdd && !listed:
 			r.listed = append(r.listed, addr)
 		case e.kind == evRemove && listed && len(r.listed) > 1:
 			r.listed = slices.DeleteFunc(r.listed, func(a string) bool { return a == addr })
+			delete(r.standby, addr)
+		case e.kind == evStandby && listed:
+			r.standby[addr] = !r.standby[addr]
 		default:
 			return false
 		}
 		list := make([]nodes.Node, len(r.listed))
 		for i, a := range r.listed {
-			list[i] = nodes.Node{Addr: a, Role: nodes.RolePrimary}
+			list[i] = nodes.Node{Addr: a, Role: nodes.RolePrimary, Standby: r.standby[a]}
 		}
 		added, err := r.tab.SetNodes(list, build)
 		if err != nil && !errors.Is(err, ErrNoUpNodeLeft) {
@@ -332,6 +346,24 @@ func (r *modelRun) apply(e event) bool {
 				s.downAt = now
 			}
 		}
+	case evLag:
+		if n == nil {
+			return false
+		}
+		r.tab.mu.Lock()
+		lagging := n.lagging
+		r.tab.mu.Unlock()
+		r.tab.SetLagging(n, !lagging)
+	case evRefusedRead:
+		if n == nil || !r.tab.RefusedRead(n, now) {
+			return false
+		}
+	case evConfirmOK:
+		if n == nil || !r.tab.Suspect(n, now, "statements stalled") {
+			return false
+		}
+		r.noteProbe(n, now, nil)
+		r.tab.Confirmed(n, now, nil, 0)
 	case evClose:
 		cs := r.connsOf(addr)
 		if len(cs) == 0 {
@@ -557,7 +589,7 @@ func (r *modelRun) observeBefore() modelBefore {
 	var b modelBefore
 	r.views = r.tab.Snapshot(r.views[:0])
 	for _, v := range r.views {
-		if takesConnections(v) {
+		if r.takesConnections(v) {
 			b.active++
 		}
 		if v.State == Down && !r.specOf(v.Node).ejectedAt.IsZero() {
@@ -567,9 +599,14 @@ func (r *modelRun) observeBefore() modelBefore {
 	return b
 }
 
-// takesConnections reports whether a view's node is one a pick may choose under Target any.
-func takesConnections(v View[*payload]) bool {
-	return v.State == Up && !v.Standby && v.Role != nodes.RoleStandby && !v.Lagging
+// takesConnections reports whether a view's node is one a pick may choose under Target any:
+// up, not standby by its flag or its role, not lagging, not out for a refused read (which no
+// view shows, so it is read from the node).
+func (r *modelRun) takesConnections(v View[*payload]) bool {
+	r.tab.mu.Lock()
+	refused := v.Node.refusedRead
+	r.tab.mu.Unlock()
+	return v.State == Up && !v.Standby && v.Role != nodes.RoleStandby && !v.Lagging && !refused
 }
 
 // modelInvariant is one invariant checked after every event.
@@ -596,7 +633,7 @@ func lastUpNodeNeverRemoved(r *modelRun) error {
 	upListed := 0
 	draining := 0
 	for _, v := range views {
-		if slices.Contains(r.listed, v.Addr()) && v.State == Up && !v.Standby && v.Role != nodes.RoleStandby {
+		if slices.Contains(r.listed, v.Addr()) && r.takesConnections(v) {
 			upListed++
 		}
 		if v.State == Draining {
@@ -697,7 +734,7 @@ func warmupWithinBounds(r *modelRun) error {
 func countsAgree(r *modelRun) error {
 	ups, upNodes := 0, 0
 	for _, v := range r.views {
-		if takesConnections(v) {
+		if r.takesConnections(v) {
 			ups++
 		}
 		if v.State == Up {
@@ -776,7 +813,8 @@ func (r *modelRun) modelKey(seed maphash.Seed) uint64 {
 			int64(math.Float64bits(n.warmth)), age(n.warmFrom, cfg.Warmup), b2i(n.warmIdx >= 0),
 			b2i(n.panicBusy), age(n.panicAt, cfg.PanicSpacing),
 			b2i(n.suspect != ""), age(n.suspectAt, cfg.ProbeInterval), b2i(n.ejected), int64(n.ejections), held, upSince,
-			int64(n.weight), b2i(n.refusedRead), b2i(n.lagging), int64(len(n.fatalTimes)))
+			int64(n.weight), b2i(n.lagging), b2i(n.refusedRead), b2i(n.refusedRead)*age(n.refusedAt, cfg.ProbeInterval),
+			int64(len(n.fatalTimes)))
 		for i := range n.fatalTimes {
 			w(age(n.fatalTimes[(n.fatalNext+i)%len(n.fatalTimes)], cfg.FatalWindow))
 		}
@@ -787,7 +825,7 @@ func (r *modelRun) modelKey(seed maphash.Seed) uint64 {
 	// records the invariants read, each relative to its node.
 	w(int64(len(r.listed)))
 	for _, a := range r.listed {
-		w(int64(slices.Index(modelAddrs[:], a)))
+		w(int64(slices.Index(modelAddrs[:], a)), b2i(r.standby[a]))
 	}
 	// A connection's epoch matters only against the Seqs it will meet: those of the queued
 	// transitions and its node's latest markdown (every later transition's is above it).
@@ -950,17 +988,18 @@ func formatTrace(seq []event) string {
 	return b.String()
 }
 
-// modelDepth is how deep the search goes: 5 events under -short, 6 by default (about a minute
-// with -race on two cores), 7 with the long runs on (LBD_TEST_LONG=1, testkit.LongEnv, which
-// this package cannot import: testkit imports the root package).
-func modelDepth() int {
+// modelDepth is how deep the search goes over the core events and over all of them: 5 and 4
+// events under -short, 6 and 4 by default (about a minute with -race on two cores), 7 and 6
+// with the long runs on (LBD_TEST_LONG=1, testkit.LongEnv, which this package cannot import:
+// testkit imports the root package).
+func modelDepth() (core, all int) {
 	switch {
 	case testing.Short():
-		return 5
+		return 5, 4
 	case os.Getenv("LBD_TEST_LONG") == "1":
-		return 7
+		return 7, 6
 	}
-	return 6
+	return 6, 4
 }
 
 // modelFailure is the message of a search that found a violation: the invariant, what broke
@@ -973,17 +1012,31 @@ func modelFailure(res modelResult) string {
 // TestModelNodeTable explores every sequence of table events up to modelDepth from two
 // listed nodes and a third the source may add, and checks every invariant after every event.
 func TestModelNodeTable(t *testing.T) {
-	began := time.Now()
-	res := exploreModel(modelConfig(), modelConfig(), modelDepth(), modelEvents())
-	if res.violation != nil {
-		t.Fatal(modelFailure(res))
+	core, all := modelDepth()
+	for _, tc := range []struct {
+		name   string
+		events []event
+		depth  int
+	}{
+		{"core events", modelEvents(), core},
+		{"all events", modelEventsAll(), all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			began := time.Now()
+			res := exploreModel(modelConfig(), modelConfig(), tc.depth, tc.events)
+			if res.violation != nil {
+				t.Fatal(modelFailure(res))
+			}
+			t.Logf("%d events, depth %d: %d distinct states, %d event sequences explored in %v",
+				len(tc.events), res.depth, res.states, res.sequences, time.Since(began).Round(time.Millisecond))
+		})
 	}
-	t.Logf("depth %d: %d distinct states, %d event sequences explored in %v", res.depth, res.states, res.sequences, time.Since(began).Round(time.Millisecond))
 }
 
 // TestModelCatchesPastBugs brings back past bugs of lbd one at a time (bugs.go) and checks that
 // the model checker finds each: the invariant it names, and a shortest sequence that shows it.
 func TestModelCatchesPastBugs(t *testing.T) {
+	core, _ := modelDepth()
 	for _, tc := range []struct {
 		name      string
 		bug       *bool
@@ -1003,7 +1056,7 @@ func TestModelCatchesPastBugs(t *testing.T) {
 			*tc.bug = true
 			defer func() { *tc.bug = false }()
 			evs := slices.DeleteFunc(modelEvents(), func(e event) bool { return slices.Contains(tc.without, e.kind) })
-			res := exploreModel(modelConfig(), modelConfig(), modelDepth(), evs)
+			res := exploreModel(modelConfig(), modelConfig(), core, evs)
 			if res.violation == nil {
 				t.Fatalf("the checker found nothing in %d states and %d sequences", res.states, res.sequences)
 			}
@@ -1031,6 +1084,7 @@ func TestModelCatchesPastBugs(t *testing.T) {
 // invariants no past bug exercises, and checks that the checker reports that invariant: each
 // of them can fail.
 func TestModelInvariantsCatchAnotherRule(t *testing.T) {
+	core, _ := modelDepth()
 	for _, tc := range []struct {
 		name      string
 		rule      func(*Config[*payload])
@@ -1044,7 +1098,7 @@ func TestModelInvariantsCatchAnotherRule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rules := modelConfig()
 			tc.rule(&rules)
-			res := exploreModel(modelConfig(), rules, modelDepth(), modelEvents())
+			res := exploreModel(modelConfig(), rules, core, modelEvents())
 			if res.violation == nil {
 				t.Fatalf("the checker found nothing in %d states and %d sequences", res.states, res.sequences)
 			}
