@@ -22,4 +22,9 @@ var (
 	// standby role, a lagging replica) as a reason to let a removal through, as SetNodes did
 	// before it counted the pick indexes: the removal could leave no node to pick.
 	bugRemovalCountsUpNotActive bool
+	// bugSeqlessTransitions gives every state change a Seq above every epoch, so that its
+	// handler retires all of the node's connections, as lbd did before transitions carried a
+	// Seq: a down transition handled after its node came back up retired the connections
+	// opened since, and one checked out meanwhile failed with a bad connection.
+	bugSeqlessTransitions bool
 )

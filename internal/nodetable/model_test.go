@@ -29,10 +29,11 @@ import (
 // The events: a probe's answer, good or failed; a dial, good or failed; a fatal error; a
 // passive signal confirmed by a failed probe (an outlier); a role check answering the other
 // role; the source listing a node or no longer listing it (it then drains); the pool closing a
-// connection; the clock moving one step; the handler taking a transition. The invariants, each
-// with the source of its rule: lastUpNodeNeverRemoved, noConnectionOnADownNode,
-// recoveryNeedsConfirmations, ejectionWithinCap, panicOnlyWhenNoNodeIsUp, warmupWithinBounds,
-// countsAgree.
+// connection; the clock moving one step; the handler taking a transition; and in the second
+// set (modelEventsAll) the standby flag, lag, a refused read and a cleared signal. The
+// invariants, each with the source of its rule: lastUpNodeNeverRemoved,
+// noConnectionOnADownNode, retireExactlyTheOlder, recoveryNeedsConfirmations,
+// ejectionWithinCap, panicOnlyWhenNoNodeIsUp, warmupWithinBounds, countsAgree.
 //
 // The model stands in for lbd's caller where the table relies on it: it opens and closes
 // connections (stamped with their node's Epoch, as internal/physical stamps them), hands
@@ -181,9 +182,9 @@ type modelRun struct {
 	delivered  []Transition[*payload]
 	queue      []queued
 	deliveries int
-	before     modelBefore // the table as the current event found it
-	picked     []string    // violations seen by the event itself (a pick of a node not up)
-	drained    bool        // the event made a node draining
+	before     modelBefore       // the table as the current event found it
+	seen       []*modelViolation // violations the event itself saw (a pick, a retirement)
+	drained    bool              // the event made a node draining
 	// checking says the invariants are checked after each event: off while a run replays a
 	// sequence the search has checked already.
 	checking bool
@@ -274,7 +275,7 @@ func (r *modelRun) apply(e event) bool {
 	if r.checking {
 		r.before = r.observeBefore()
 	}
-	r.picked, r.drained = r.picked[:0], false
+	r.seen, r.drained = r.seen[:0], false
 	now := r.clk.Now()
 	var addr string
 	var n *Node[*payload]
@@ -393,11 +394,12 @@ func (r *modelRun) dial(n *Node[*payload], now time.Time, ok bool) bool {
 		active := r.tab.Ups()
 		got = r.tab.PanicPick(skip, now)
 		if got != nil && active > 0 {
-			r.picked = append(r.picked, fmt.Sprintf("PanicPick chose %s while %d nodes took connections", got.addr, active))
+			r.seen = append(r.seen, &modelViolation{"PanicOnlyWhenNoNodeIsUp",
+				fmt.Sprintf("PanicPick chose %s while %d nodes took connections", got.addr, active)})
 		}
 		panicDial = true
 	} else if st := r.tab.State(got); st != Up {
-		r.picked = append(r.picked, fmt.Sprintf("Pick chose %s, which is %v", got.addr, st))
+		r.seen = append(r.seen, &modelViolation{"NoConnectionOnADownNode", fmt.Sprintf("Pick chose %s, which is %v", got.addr, st)})
 	}
 	if got == nil {
 		return false
@@ -451,11 +453,34 @@ func (r *modelRun) handle() {
 		return
 	}
 	for _, c := range slices.Clone(r.conns) {
-		if c.node == x.Node && c.epoch < x.Seq {
+		if c.node != x.Node {
+			continue
+		}
+		older := c.epoch < x.Seq
+		if v := retireExactlyTheOlder(x, c, q.at, older); v != nil {
+			r.seen = append(r.seen, &modelViolation{"RetireExactlyTheOlderConnections", v.Error()})
+		}
+		if older {
 			c.retired = true
 			r.closeConn(c)
 		}
 	}
+}
+
+// retireExactlyTheOlder: a down or draining transition, handled however late, retires exactly
+// its node's connections opened before it: a connection opened before is retired (else it
+// outlives the markdown), and one opened after, once the node came back, is not (else a
+// connection checked out meanwhile fails with a bad connection). Source: Transition.Seq and
+// Node.Epoch in table.go, physical.Node.RetireBefore. The model knows which connections came
+// first by when they were opened and when the transition was delivered (at).
+func retireExactlyTheOlder(x Transition[*payload], c *mconn, at int, older bool) error {
+	switch before := c.born < at; {
+	case before && !older:
+		return fmt.Errorf("%s's %v transition (Seq %d) leaves a connection opened before it (epoch %d) open", x.Node.addr, x.To, x.Seq, c.epoch)
+	case !before && older:
+		return fmt.Errorf("%s's %v transition (Seq %d), handled late, retires a connection opened after it (epoch %d)", x.Node.addr, x.To, x.Seq, c.epoch)
+	}
+	return nil
 }
 
 // modelViolation is an invariant the table broke.
@@ -469,8 +494,8 @@ func (v *modelViolation) Error() string { return v.invariant + ": " + v.detail }
 // check takes the transitions the event delivered into the model's records and, when the run
 // is checking, checks every invariant.
 func (r *modelRun) check() *modelViolation {
-	if r.checking && len(r.picked) > 0 {
-		return &modelViolation{"NoConnectionOnADownNode", r.picked[0]}
+	if r.checking && len(r.seen) > 0 {
+		return r.seen[0]
 	}
 	now := r.clk.Now()
 	for _, x := range r.delivered {
@@ -1051,6 +1076,7 @@ func TestModelCatchesPastBugs(t *testing.T) {
 		{"checkout of a down node's idle connection before its transition is handled", &bugCheckoutIgnoresState, "NoConnectionOnADownNode", 2, nil},
 		{"checkout after recovery of a connection opened before the markdown", &bugCheckoutIgnoresEpoch, "NoConnectionOnADownNode", 4, nil},
 		{"removal of the last node taking connections", &bugRemovalCountsUpNotActive, "LastUpNodeNeverRemoved", 2, nil},
+		{"a late down transition retiring connections opened since", &bugSeqlessTransitions, "RetireExactlyTheOlderConnections", 4, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			*tc.bug = true

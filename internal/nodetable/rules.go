@@ -2,6 +2,7 @@ package nodetable
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -166,6 +167,9 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 		n.downSeq.Store(seq) // before the node can be up again: UpSince reads it after the state
 	}
 	n.transitionsBy[cause].Add(1)
+	if bugSeqlessTransitions {
+		seq = math.MaxUint64
+	}
 	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role, Seq: seq})
 }
 
