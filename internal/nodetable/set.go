@@ -187,7 +187,8 @@ func (t *Table[P]) applyRemovalsLocked() error {
 	for _, n := range t.order {
 		switch {
 		case want[n.addr]:
-			if n.byOpen.Indexed() || bugRemovalCountsUpNotActive && n.state == Up && !n.standby { // up and active: a pick may choose it
+			// Up and active: a pick may choose it.
+			if n.byOpen.Indexed() || bugRemovalCountsUpNotActive && n.state == Up && !n.standby {
 				upLeft++
 			}
 		case n.state != Draining:

@@ -192,7 +192,8 @@ type Node[P any] struct {
 	warmth       float64   // warm-up progress from 0 to 1 (1: warm), as of the latest Tick
 	warmIdx      int       // place in Table.warming, -1 when not warming
 
-	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow (written with it held).
+	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow and downSeq (written
+	// with it held).
 	stateNow  atomic.Int32  // state, for IsUp without the mutex
 	downSeq   atomic.Uint64 // Seq of the node's latest transition to down or draining, for UpSince; 0 before any
 	roleNow   atomic.Uint32 // role, for Role without the mutex (written with the mutex held)

@@ -179,7 +179,8 @@ func (c *Conn) IsValid() bool {
 
 // ResetSession implements driver.SessionResetter: database/sql calls it when it hands a pooled
 // connection out. A retired connection, or one whose node is not up or went down since it was
-// opened (see enter), answers driver.ErrBadConn before anything is sent, and database/sql moves on to another connection.
+// opened (see enter), answers driver.ErrBadConn before anything is sent, and database/sql moves
+// on to another connection.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err
