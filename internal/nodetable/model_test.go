@@ -1013,18 +1013,23 @@ func formatTrace(seq []event) string {
 	return b.String()
 }
 
-// modelDepth is how deep the search goes over the core events and over all of them: 5 and 4
-// events under -short, 6 and 4 by default (about a minute with -race on two cores), 7 and 6
-// with the long runs on (LBD_TEST_LONG=1, testkit.LongEnv, which this package cannot import:
-// testkit imports the root package).
+// modelDepth is how deep the search goes over the core events and over all of them:
+//
+//   - under -short, 5 and 4;
+//   - by default, 6 and 4 (about 20 s, a minute with -race, on two cores);
+//   - with the long runs on (LBD_TEST_LONG=1, testkit.LongEnv, which this package cannot import:
+//     testkit imports the root package), 7 and 6 (minutes), or 6 and 5 with -race, which would
+//     take half an hour at 7 and 6.
 func modelDepth() (core, all int) {
 	switch {
 	case testing.Short():
 		return 5, 4
-	case os.Getenv("LBD_TEST_LONG") == "1":
-		return 7, 6
+	case os.Getenv("LBD_TEST_LONG") != "1":
+		return 6, 4
+	case modelRace:
+		return 6, 5
 	}
-	return 6, 4
+	return 7, 6
 }
 
 // modelFailure is the message of a search that found a violation: the invariant, what broke
