@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -914,6 +915,9 @@ func replay(cfg, rules Config[*payload], seq []event) *modelRun {
 // so a violation found at one level has the fewest events there are, and among those the
 // first in the frontier's order is reported.
 func exploreModel(cfg, rules Config[*payload], depth int, evs []event) modelResult {
+	// The runs allocate much and keep little: fewer collections make the search markedly
+	// faster, most of all under the race detector, which pays for every freed range.
+	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	seed := maphash.MakeSeed()
 	res := modelResult{depth: depth}
 	r0 := replay(cfg, rules, nil)
@@ -1013,23 +1017,26 @@ func formatTrace(seq []event) string {
 	return b.String()
 }
 
-// modelDepth is how deep the search goes over the core events and over all of them:
+// modelDepth is how deep the search goes over the core events and over all of them. The race
+// detector slows the search about sixfold, so with it the search goes one event less deep:
 //
 //   - under -short, 5 and 4;
-//   - by default, 6 and 4 (about 20 s, a minute with -race, on two cores);
+//   - by default, 6 and 4 (about 20 s on two cores), or 5 and 4 with -race (about 20 s);
 //   - with the long runs on (LBD_TEST_LONG=1, testkit.LongEnv, which this package cannot import:
-//     testkit imports the root package), 7 and 6 (minutes), or 6 and 5 with -race, which would
-//     take half an hour at 7 and 6.
+//     testkit imports the root package), 7 and 6 (a few minutes), or 6 and 5 with -race.
 func modelDepth() (core, all int) {
+	long := os.Getenv("LBD_TEST_LONG") == "1"
 	switch {
 	case testing.Short():
 		return 5, 4
-	case os.Getenv("LBD_TEST_LONG") != "1":
-		return 6, 4
-	case modelRace:
+	case long && modelRace:
 		return 6, 5
+	case long:
+		return 7, 6
+	case modelRace:
+		return 5, 4
 	}
-	return 7, 6
+	return 6, 4
 }
 
 // modelFailure is the message of a search that found a violation: the invariant, what broke
