@@ -1127,16 +1127,23 @@ func TestModelInvariantsCatchAnotherRule(t *testing.T) {
 		name      string
 		rule      func(*Config[*payload])
 		invariant string
+		only      []eventKind // the kinds of events searched; nil: the core events
 	}{
-		{"three good probes to recover", func(c *Config[*payload]) { c.RecoverCount = 3 }, "RecoveryNeedsConfirmations"},
-		{"a longer ejection hold", func(c *Config[*payload]) { c.BaseEjectionTime = 4 * modelStep }, "RecoveryNeedsConfirmations"},
-		{"an ejection cap of one node in three", func(c *Config[*payload]) { c.MaxEjectionPercent = 34 }, "EjectionsWithinCap"},
-		{"a longer warm-up", func(c *Config[*payload]) { c.Warmup = 4 * modelStep }, "WarmupWithinBounds"},
+		{"three good probes to recover", func(c *Config[*payload]) { c.RecoverCount = 3 }, "RecoveryNeedsConfirmations", nil},
+		// Five events deep: the search keeps to the events the hold is about.
+		{"a longer ejection hold", func(c *Config[*payload]) { c.BaseEjectionTime = 4 * modelStep }, "RecoveryNeedsConfirmations",
+			[]eventKind{evOutlier, evProbeOK, evAdvance}},
+		{"an ejection cap of one node in three", func(c *Config[*payload]) { c.MaxEjectionPercent = 34 }, "EjectionsWithinCap", nil},
+		{"a longer warm-up", func(c *Config[*payload]) { c.Warmup = 4 * modelStep }, "WarmupWithinBounds", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rules := modelConfig()
 			tc.rule(&rules)
-			res := exploreModel(modelConfig(), rules, core, modelEvents())
+			evs := modelEvents()
+			if tc.only != nil {
+				evs = slices.DeleteFunc(evs, func(e event) bool { return !slices.Contains(tc.only, e.kind) })
+			}
+			res := exploreModel(modelConfig(), rules, core, evs)
 			if res.violation == nil {
 				t.Fatalf("the checker found nothing in %d states and %d sequences", res.states, res.sequences)
 			}
