@@ -146,7 +146,7 @@ func (c *Connector) logRebalance(retired []detect.Retired) {
 // logs them and retires connections (onTransition), in the order the table made them. The
 // goroutine of a statement that reported an error only queues; gRPC serialises balancer
 // updates on one goroutine the same way. What a checkout must not hand out is decided by the
-// table's state itself (nodetable's IsUp), not by this goroutine having caught up.
+// table's state itself (nodetable's UpSince), not by this goroutine having caught up.
 type transitionQueue struct {
 	mu   sync.Mutex
 	list []nodetable.Transition[*physical.Node] // queued, oldest first

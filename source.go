@@ -323,15 +323,17 @@ func (c *Connector) applySet(set nodes.Set) {
 }
 
 // ErrNoUpNodeLeft is returned (wrapped) by SetNodes when applying the new list would remove
-// every node that is up. The additions are applied; the removals wait until one of the
-// remaining nodes is up, so the application never loses its last working proxy to a bad list.
+// every node that is up and takes connections (one that is up but standby, by the list or its
+// role check, or a lagging replica does not count). The additions are applied; the removals
+// wait until one of the remaining nodes is up and takes connections, so the application never
+// loses its last working proxy to a bad list.
 var ErrNoUpNodeLeft = nodetable.ErrNoUpNodeLeft
 
 // SetNodes replaces the node list at run time. Nodes not known before are added in state down
 // and take connections after one good probe, warming up over Config.Warmup; nodes no longer listed start draining: they take
 // no new connection, their idle connections close at once and their in-use ones at return, and
 // they leave Stats when their last connection closes. A list whose removals would leave no up
-// node applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
+// node taking connections applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
 // happen once one of the listed nodes is up. An empty or malformed list is an error and
 // changes nothing. An entry may carry a weight and a role as in the DSN, "host:port*2",
 // "host:port#replica", "host:port*2#primary"; one without has the default weight and an unknown

@@ -8,8 +8,8 @@ import (
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// BenchmarkCheckoutState compares the check a checkout makes (IsUp, one atomic load) with
-// reading the state under the table's mutex, from every CPU at once.
+// BenchmarkCheckoutState compares the checks a checkout makes (IsUp, one atomic load; UpSince,
+// two) with reading the state under the table's mutex, from every CPU at once.
 func BenchmarkCheckoutState(b *testing.B) {
 	tab, err := New(Config[int]{RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Second, ProbeInterval: time.Second})
 	if err != nil {
@@ -23,6 +23,15 @@ func BenchmarkCheckoutState(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if !tab.IsUp(n) {
+					b.Fatal("down")
+				}
+			}
+		})
+	})
+	b.Run("UpSince", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if !tab.UpSince(n, 0) {
 					b.Fatal("down")
 				}
 			}

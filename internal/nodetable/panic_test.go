@@ -287,6 +287,42 @@ func TestIsUpFollowsTheState(t *testing.T) {
 	}
 }
 
+// TestUpSinceRefusesConnectionsOpenedBeforeAMarkdown: UpSince answers as IsUp for a connection
+// opened since the node's latest down or draining transition, and false for one opened before
+// it, also once the node is up again.
+func TestUpSinceRefusesConnectionsOpenedBeforeAMarkdown(t *testing.T) {
+	h := newHarness(t, 1, 1, time.Second)
+	if err := h.tab.Start(nodes.StaticAddrs("a:1", "b:1"), build); err != nil {
+		t.Fatal(err)
+	}
+	a := h.node("a:1")
+	old := a.Epoch()
+	if !h.tab.UpSince(a, old) {
+		t.Fatal("UpSince false for a node trusted at start")
+	}
+	h.tab.Probed(a, h.tick(), errRefused, 0)
+	if h.tab.UpSince(a, old) || h.tab.UpSince(a, a.Epoch()) {
+		t.Fatal("UpSince true for a down node")
+	}
+	h.tab.Probed(a, h.tick(), nil, 0)
+	if h.tab.UpSince(a, old) {
+		t.Fatal("UpSince true for a connection opened before the markdown")
+	}
+	if !h.tab.UpSince(a, a.Epoch()) {
+		t.Fatal("UpSince false for a connection opened after the recovery")
+	}
+	// A drain and a listing again are a markdown too; an open connection keeps a draining.
+	mid := a.Epoch()
+	h.tab.Charge(a)
+	h.tab.SetNodes(nodes.StaticAddrs("b:1"), build)
+	h.tab.SetNodes(nodes.StaticAddrs("a:1", "b:1"), build)
+	h.tab.Probed(a, h.tick(), nil, 0)
+	if !h.tab.IsUp(a) || h.tab.UpSince(a, mid) || !h.tab.UpSince(a, a.Epoch()) {
+		t.Fatalf("after a drain and a recovery: IsUp %v, UpSince(before) %v, UpSince(now) %v",
+			h.tab.IsUp(a), h.tab.UpSince(a, mid), h.tab.UpSince(a, a.Epoch()))
+	}
+}
+
 // TestTransitionsAreDeliveredInOrder: many goroutines flap one node; every transition reaches
 // OnTransition once, one call at a time, each starting where the one before it ended.
 func TestTransitionsAreDeliveredInOrder(t *testing.T) {

@@ -31,6 +31,7 @@ func (t *Table[P]) RoleChecked(n *Node[P], r nodes.Role, err error) {
 	t.mu.Lock()
 	if t.nodes[n.addr] == n {
 		t.claimLocked(n, r, "role check: "+r.String())
+		t.applyDesiredLocked() // a node that takes connections now lets a held removal through
 	}
 	t.mu.Unlock()
 	t.deliver()
@@ -73,6 +74,7 @@ func (t *Table[P]) readsAgainLocked(n *Node[P]) {
 	n.refusedRead = false
 	if n.state == Up && !n.standby {
 		t.indexLocked(n)
+		t.applyDesiredLocked() // a held removal may go through now
 	}
 }
 
@@ -167,8 +169,8 @@ func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) {
 // alone. It reports whether that changed.
 func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if n.lagging == lagging || t.nodes[n.addr] != n {
+		t.mu.Unlock()
 		return false
 	}
 	n.lagging = lagging
@@ -176,6 +178,9 @@ func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
 		t.unindexLocked(n)
 	} else if n.state == Up && !n.standby {
 		t.indexLocked(n)
+		t.applyDesiredLocked() // a held removal may go through now
 	}
+	t.mu.Unlock()
+	t.deliver()
 	return true
 }

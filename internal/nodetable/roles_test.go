@@ -1,6 +1,7 @@
 package nodetable
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -420,5 +421,47 @@ func TestSingleWriterFromTheNodeList(t *testing.T) {
 	}
 	if got := h.roleList("b:1", "c:1"); got != "b:1=primary c:1=replica" {
 		t.Fatalf("with b:1 usable again: %s", got)
+	}
+}
+
+// TestSetNodesUpButNotTakingConnectionsDoesNotCount: a listed node that is up but out of the
+// pick indexes (a standby role from its role check, a lagging replica) does not let a removal
+// of the last node that takes connections through; the removal goes through once it takes
+// connections again. Found by the model checker (TestModelNodeTable): a removal after a role
+// check demoted the other node to standby left no node to pick and none for panic mode.
+func TestSetNodesUpButNotTakingConnectionsDoesNotCount(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		out, back func(h *harness, a *Node[*payload])
+	}{
+		{"standby role",
+			func(h *harness, a *Node[*payload]) { h.tab.RoleChecked(a, nodes.RoleStandby, nil) },
+			func(h *harness, a *Node[*payload]) { h.tab.RoleChecked(a, nodes.RolePrimary, nil) }},
+		{"lagging",
+			func(h *harness, a *Node[*payload]) { h.tab.SetLagging(a, true) },
+			func(h *harness, a *Node[*payload]) { h.tab.SetLagging(a, false) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := withRoles(t, role.Any, true, node("a:1", nodes.RolePrimary), node("b:1", nodes.RolePrimary))
+			a := h.node("a:1")
+			tc.out(h, a)
+			h.took()
+			if _, err := h.tab.SetNodes([]nodes.Node{node("a:1", nodes.RolePrimary)}, build); !errors.Is(err, ErrNoUpNodeLeft) {
+				t.Fatalf("removing the only node taking connections: err = %v, want ErrNoUpNodeLeft", err)
+			}
+			if h.state("b:1") != Up || h.tab.Ups() != 1 {
+				t.Fatalf("b:1 %v, Ups %d: want b:1 still up and taking connections", h.state("b:1"), h.tab.Ups())
+			}
+			tc.back(h, a)
+			if got := strings.Join(h.took(), ", "); !strings.Contains(got, "b:1 up>draining, b:1 forgot") {
+				t.Fatalf("transitions %s, want b:1 drained", got)
+			}
+			if _, ok := h.view("b:1"); ok {
+				t.Fatal("b:1 still in the table once a:1 took connections again")
+			}
+			if got := strings.Join(h.picks(1), " "); got != "a:1" {
+				t.Fatalf("picks %s, want a:1", got)
+			}
+		})
 	}
 }

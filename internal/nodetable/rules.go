@@ -2,6 +2,7 @@ package nodetable
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lbd-go/lbd/nodes"
@@ -78,7 +79,7 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	} else if n.refusedRead && now.Sub(n.refusedAt) >= t.cfg.ProbeInterval {
 		t.readsAgainLocked(n)
 	}
-	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.recoverSpacing()) {
+	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.recoverSpacing() || bugUnspacedRecovery) {
 		n.goodProbes++
 		n.lastGood = now
 		need := t.cfg.RecoverCount
@@ -99,11 +100,13 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 }
 
 // recoverSpacing is Config.RecoverSpacing, ProbeInterval/2 when unset.
-func (t *Table[P]) recoverSpacing() time.Duration {
-	if t.cfg.RecoverSpacing > 0 {
-		return t.cfg.RecoverSpacing
+func (t *Table[P]) recoverSpacing() time.Duration { return t.cfg.recoverSpacing() }
+
+func (c *Config[P]) recoverSpacing() time.Duration {
+	if c.RecoverSpacing > 0 {
+		return c.RecoverSpacing
 	}
-	return t.cfg.ProbeInterval / 2
+	return c.ProbeInterval / 2
 }
 
 func countProbe[P any](n *Node[P], err error, took time.Duration) {
@@ -175,7 +178,13 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 		t.unindexLocked(n)
 	}
 	seq := n.transitions.Add(1)
+	if to != Up {
+		n.downSeq.Store(seq) // before the node can be up again: UpSince reads it after the state
+	}
 	n.transitionsBy[cause].Add(1)
+	if bugSeqlessTransitions {
+		seq = math.MaxUint64
+	}
 	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role, Seq: seq})
 	if n.claimed == nodes.RolePrimary {
 		t.electLocked(nil, "") // the writer may have changed

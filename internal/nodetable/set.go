@@ -103,9 +103,11 @@ func (t *Table[P]) indexTrustedLocked(batch []*Node[P]) {
 //     So does its role, unless roles come from role checks (Config.RoleCheck).
 //   - Nodes no longer listed start draining (no new connection; they leave the table when their
 //     last connection closes, at once when they have none), unless that would leave no listed
-//     node up and active. Then the removals wait: SetNodes returns an error wrapping
-//     ErrNoUpNodeLeft, and the removals are applied when a listed node comes up (by a probe),
-//     or by a later SetNodes.
+//     node up and active (in the pick indexes: not standby by its flag or its role, not
+//     lagging, not out for a refused read). Then the removals wait: SetNodes returns an error
+//     wrapping ErrNoUpNodeLeft, and the removals are applied when a listed node comes up (by a
+//     probe) or starts taking connections (a role check, a replica catching up, a good probe
+//     after a refused read), or by a later SetNodes.
 //
 // It returns the nodes added or listed again, which the caller must start probing. An error
 // of build stops the change there and is returned with the nodes added so far.
@@ -169,7 +171,8 @@ func (t *Table[P]) setStandbyLocked(n *Node[P], standby bool) {
 	}
 }
 
-// applyDesiredLocked retries a removal that was held back, once a node has come up.
+// applyDesiredLocked retries a removal that was held back, once a node has come up or started
+// taking connections; with nothing held back it does nothing.
 func (t *Table[P]) applyDesiredLocked() {
 	if t.desired != nil {
 		_ = t.applyRemovalsLocked() // still refused: kept for the next node that comes up
@@ -188,7 +191,8 @@ func (t *Table[P]) applyRemovalsLocked() error {
 	for _, n := range t.order {
 		switch {
 		case want[n.addr]:
-			if n.state == Up && !n.standby {
+			// Up and active: a pick may choose it.
+			if n.byOpen.Indexed() || bugRemovalCountsUpNotActive && n.state == Up && !n.standby {
 				upLeft++
 			}
 		case n.state != Draining:

@@ -212,8 +212,10 @@ type Node[P any] struct {
 	warmth       float64   // warm-up progress from 0 to 1 (1: warm), as of the latest Tick
 	warmIdx      int       // place in Table.warming, -1 when not warming
 
-	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow (written with it held).
+	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow and downSeq (written
+	// with it held).
 	stateNow  atomic.Int32  // state, for IsUp without the mutex
+	downSeq   atomic.Uint64 // Seq of the node's latest transition to down or draining, for UpSince; 0 before any
 	roleNow   atomic.Uint32 // role, for Role without the mutex (written with the mutex held)
 	downAt    int           // index in Table.downs while down
 	failSeq   uint64        // Table.failSeq of the latest failure held against the node; 0 before any
@@ -337,6 +339,19 @@ func (t *Table[P]) failedLocked(n *Node[P]) {
 // the check a checkout of a pooled connection makes. It reads the state a Snapshot taken
 // before it returned would show, or a later one.
 func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }
+
+// UpSince reports whether n is up and has not gone down or started draining since epoch, with
+// two atomic loads and no mutex: the check a checkout of a pooled connection makes, epoch being
+// the node's Epoch when the connection was opened. A connection opened before the node's
+// latest down or draining transition is refused even once the node is up again, whether or not
+// the caller has handled that transition yet (it retires such connections then: see
+// Transition.Seq), so a handler running late cannot let a stale connection be handed out.
+func (t *Table[P]) UpSince(n *Node[P], epoch uint64) bool {
+	if bugCheckoutIgnoresState {
+		return true
+	}
+	return State(n.stateNow.Load()) == Up && (n.downSeq.Load() <= epoch || bugCheckoutIgnoresEpoch)
+}
 
 // Serves reports whether n's current role is one Config.Target accepts, with one atomic load
 // and no mutex: a connection in use on a node that stopped serving the target (a demoted

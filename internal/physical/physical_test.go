@@ -197,6 +197,23 @@ func TestRetiredIdleConnectionSendsNothing(t *testing.T) {
 	}
 }
 
+// wantRefusedCheckout checks that a statement on idle c, the rig's only connection retired so
+// far, is refused at its checkout with driver.ErrBadConn, that nothing reaches the proxy, and
+// that c is retired as of a down node.
+func (r *rig) wantRefusedCheckout(t *testing.T, c *Conn, what string) {
+	t.Helper()
+	before := r.srv.Commands()
+	if _, err := c.ExecContext(context.Background(), "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
+		t.Fatalf("checkout %s = %v, want driver.ErrBadConn", what, err)
+	}
+	if r.srv.Commands() != before {
+		t.Fatalf("a command reached the proxy: checkout %s", what)
+	}
+	if got := r.node.RetiredBy(NodeDown); got != 1 {
+		t.Fatalf("RetiredBy(NodeDown) = %d, want 1", got)
+	}
+}
+
 // TestNodeDownRefusesCheckout: once the table shows the node down, an idle connection is not
 // handed out (nothing is sent) and is retired under the node's reason; RetireBefore closes the
 // idle ones and marks the rest.
@@ -214,16 +231,7 @@ func TestNodeDownRefusesCheckout(t *testing.T) {
 	if r.table.IsUp(r.node.TN()) {
 		t.Fatal("the node is still up")
 	}
-	before := r.srv.Commands()
-	if _, err := idle.ExecContext(ctx, "SELECT 1", nil); !errors.Is(err, driver.ErrBadConn) {
-		t.Fatalf("checkout on a down node = %v, want driver.ErrBadConn", err)
-	}
-	if r.srv.Commands() != before {
-		t.Fatal("a command reached a down node's proxy")
-	}
-	if got := r.node.RetiredBy(NodeDown); got != 1 {
-		t.Fatalf("RetiredBy(NodeDown) = %d, want 1", got)
-	}
+	r.wantRefusedCheckout(t, idle, "on a down node")
 	if _, err := busy.ExecContext(ctx, "SELECT 1", nil); err != nil {
 		t.Fatalf("a connection in use was cut: %v", err)
 	}
@@ -232,6 +240,35 @@ func TestNodeDownRefusesCheckout(t *testing.T) {
 	}
 	if busy.IsValid() {
 		t.Fatal("a down node's connection given back is valid")
+	}
+}
+
+// TestStaleConnRefusedAfterRecovery: a connection opened before its node went down is not
+// handed out once the node is up again, though the down transition was never handled (a late
+// handler), and nothing reaches the proxy; one opened after the recovery is. The node table's
+// model checker found the window: a connection of a node drained, listed again and probed good
+// before the handler ran was handed out.
+func TestStaleConnRefusedAfterRecovery(t *testing.T) {
+	r := newFakeRig(t)
+	ctx := context.Background()
+	stale := r.dial(t)
+	if !stale.Park() {
+		t.Fatal("park failed")
+	}
+	tn := r.node.TN()
+	now := time.Now()
+	r.table.Probed(tn, now, errors.New("test: probe failed"), 0)
+	r.table.Probed(tn, now.Add(time.Second), nil, 0) // RecoverCount 1: up again
+	if !r.table.IsUp(tn) {
+		t.Fatal("the node did not come back up")
+	}
+	r.wantRefusedCheckout(t, stale, "of a connection opened before the markdown")
+	fresh := r.dial(t)
+	if !fresh.Park() {
+		t.Fatal("park failed")
+	}
+	if _, err := fresh.ExecContext(ctx, "SELECT 1", nil); err != nil {
+		t.Fatalf("a connection opened after the recovery: %v", err)
 	}
 }
 

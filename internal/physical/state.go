@@ -24,9 +24,11 @@ const (
 // without it), so every operation claims the connection itself. It fails, with nothing sent and
 // driver.ErrBadConn telling database/sql to retry on another connection, when lbd already closed
 // the idle or fresh connection, or when this is a checkout (not an operation of a connection
-// already in use) and the node is not up: from the moment the node table shows the node down
-// or draining, none of its connections is handed out, whether or not the transition has been
-// handled yet. That check is one atomic load.
+// already in use) and the node is not up, or went down or started draining since the
+// connection was opened: from the moment the node table shows the node down or draining, none
+// of its connections is handed out, whether or not the transition has been handled yet, nor,
+// once it is up again, any connection opened before. That check is two atomic loads
+// (nodetable's UpSince).
 func (c *Conn) enter() error {
 	if c.broken.Load() != nil {
 		return driver.ErrBadConn
@@ -43,11 +45,12 @@ func (c *Conn) enter() error {
 	return driver.ErrBadConn
 }
 
-// nodeUp reports whether the connection's node is up; when it is not, the connection is marked
-// retired under the reason the node's state gives.
+// nodeUp reports whether the connection's node is up and has not gone down or started draining
+// since the connection was opened; when it is not, the connection is marked retired under the
+// reason the node's state gives (NodeDown for a node up again).
 func (c *Conn) nodeUp() bool {
 	n := c.node
-	if n.table.IsUp(n.tn) {
+	if n.table.UpSince(n.tn, c.epoch) {
 		return true
 	}
 	c.MarkRetired(ReasonFor(n.table.StateNow(n.tn)))
@@ -154,7 +157,8 @@ func (c *Conn) Close() error {
 
 // IsValid implements driver.Validator: database/sql calls it when the connection returns to the
 // pool (and statement mode when it gives a connection back). A retired connection, or one whose
-// node is not up, answers false, so database/sql closes it.
+// node is not up or went down since it was opened (see nodeUp), answers false, so database/sql
+// closes it.
 func (c *Conn) IsValid() bool {
 	if c.retired.Load() {
 		return false
@@ -174,8 +178,9 @@ func (c *Conn) IsValid() bool {
 }
 
 // ResetSession implements driver.SessionResetter: database/sql calls it when it hands a pooled
-// connection out. A retired connection, or one whose node is not up (see enter), answers
-// driver.ErrBadConn before anything is sent, and database/sql moves on to another connection.
+// connection out. A retired connection, or one whose node is not up or went down since it was
+// opened (see enter), answers driver.ErrBadConn before anything is sent, and database/sql moves
+// on to another connection.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if err := c.enter(); err != nil {
 		return err
@@ -191,9 +196,10 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 
 // Usable runs go-sql-driver's liveness check (the one database/sql runs at checkout in
 // connection mode) on a connection just claimed from idle, and reports whether it may be
-// handed out: not retired, its node up, and alive.
+// handed out: not retired, its node up and not down since the connection was opened (see
+// nodeUp), and alive.
 func (c *Conn) Usable(ctx context.Context) bool {
-	return !c.retired.Load() && c.node.table.IsUp(c.node.tn) && c.dc.ResetSession(ctx) == nil
+	return !c.retired.Load() && c.node.table.UpSince(c.node.tn, c.epoch) && c.dc.ResetSession(ctx) == nil
 }
 
 // stmtClaim claims an idle or fresh connection for a statement's Close (see stmt.Close); it
