@@ -27,11 +27,14 @@ import (
 // flight.land); no lock, no allocation, no clock read. One loop per Connector (watchStalls)
 // reads the counters every stallTick and does the rest.
 const (
-	// stallFloor is the shortest stall that counts, and the shortest deadline of a confirming
-	// probe: far beyond a healthy proxy's answer on a LAN, short enough to take a hung proxy
-	// out within a second (a stall is seen within stallFloor+stallTick, the probe fails
-	// stallFloor later).
-	stallFloor = 200 * time.Millisecond
+	// stallFloor is the shortest stall that counts: far beyond a healthy proxy's answer on a
+	// LAN (milliseconds), short enough to take a hung proxy out within 0.3 s: a stall is seen
+	// within stallFloor+stallTick, the confirming probe fails confirmFloor later.
+	stallFloor = 100 * time.Millisecond
+	// confirmFloor is the shortest deadline of a confirming probe (the stall threshold when
+	// that is longer): a little longer than the stall itself, because the probe of a healthy
+	// proxy under load waits behind its statements, and a probe that misses it ejects.
+	confirmFloor = 150 * time.Millisecond
 	// stallMultiple times the fleet's typical latency is a stall when that is above stallFloor:
 	// a fleet of slow statements (reports, batch jobs) is not taken for hung.
 	stallMultiple = 10
@@ -72,7 +75,7 @@ func (c *Connector) suspect(n *node, signal string) {
 	if t == nil || c.prober == nil || !n.mayProbeEarly() || !c.table.Suspect(n.tn, c.cfg.clock.Now(), signal) {
 		return
 	}
-	d := c.stallBase.Load()
+	d := max(c.stallBase.Load(), int64(confirmFloor))
 	if t.confirmRunning(time.Duration(d)) {
 		return // the probe in flight confirms, under the confirming deadline from its start
 	}

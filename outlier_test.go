@@ -78,7 +78,19 @@ func passiveCounts(c *Connector, addr string) (signals, probes, ejections uint64
 // the threshold: a statement cut by it on a silent proxy shows the proxy slow.
 func beyondStall(t *testing.T, c *Connector) time.Duration {
 	t.Helper()
-	waitFor(t, 5*time.Second, "the stall threshold to settle", func() bool { return time.Duration(c.stallBase.Load()) == stallFloor })
+	// At the floor for three ticks in a row: the stall loop has taken in every statement that
+	// landed before (one it samples with the next statement already stalled would count that
+	// statement's wait as the fleet's latency).
+	atFloor := 0
+	waitFor(t, 5*time.Second, "the stall threshold to settle", func() bool {
+		if time.Duration(c.stallBase.Load()) != stallFloor {
+			atFloor = 0
+			return false
+		}
+		atFloor++
+		time.Sleep(stallTick)
+		return atFloor >= 3
+	})
 	return 2*stallFloor + stallFloor
 }
 
@@ -238,7 +250,7 @@ func TestStallWatch(t *testing.T) {
 		want     string
 	}{
 		{"a hung node, its peers answering: at the floor, then backing off", []int64{2, 2, 3}, []uint64{10, 10, 0}, 40,
-			"n2@250 n2@450 n2@850 n2@1650"},
+			"n2@150 n2@250 n2@450 n2@850 n2@1650"},
 		{"nobody answers: no node is singled out", []int64{2, 2, 3}, []uint64{0, 0, 0}, 40, ""},
 		{"an idle node is not stalled", []int64{2, 2, 0}, []uint64{10, 10, 0}, 40, ""},
 		{"slow statements fleet-wide raise the threshold", []int64{10, 10, 3}, []uint64{1, 1, 0}, 40, ""},
@@ -276,7 +288,10 @@ func TestStallWatchThreshold(t *testing.T) {
 	for range 5 {
 		f.step([]int64{2, 2, 3}, []uint64{10, 10, 0})
 	}
-	if got := strings.Join(f.suspected, " "); got != "n2@750" {
-		t.Fatalf("after an answer: suspected %q, want again 200 ms after the answer at 550 ms (n2@750)", got)
+	// The fleet answers 20 statements per tick with 4 to 7 in flight: about 11 ms each, so the
+	// threshold is 10 × that, 108 ms, just above the floor: suspected again at the first tick
+	// past it (700 ms), then after the doubled threshold (800 ms).
+	if got := strings.Join(f.suspected, " "); got != "n2@700 n2@800" {
+		t.Fatalf("after an answer: suspected %q, want again a threshold after the answer at 550 ms (n2@700), then backing off (n2@800)", got)
 	}
 }
