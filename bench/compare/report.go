@@ -353,7 +353,7 @@ func renderReadme(r *results) string {
 	w("| backend | %s |\n", r.Backend.Desc)
 	w("| proxies | %d lbdtest relays on loopback, inside the measuring process |\n", cfg.proxies)
 	w("| HAProxy | %s |\n", ha)
-	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s, passive outlier detection with `maxEjectionPercent=10`) |\n")
+	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s, passive outlier detection with `maxEjectionPercent=10`); turns among equally loaded proxies start at the first, the one the direct setup uses |\n")
 	w("| pool | `SetMaxOpenConns(workers)`, `SetMaxIdleConns(workers)`, no lifetime or idle limit, a new pool per phase |\n")
 	w("| client | go-sql-driver with `%s`; every statement under a %s context deadline |\n", clientParams, cfg.stmtTimeout)
 	w("| workload | %d %% point selects by primary key (over %d rows), %d %% `SELECT 1`, %d %% single-row `INSERT … ON DUPLICATE KEY UPDATE` (over %d other keys, so the %d-row table never grows), on a table made for the run and dropped after |\n",
