@@ -54,6 +54,7 @@ type Connector struct {
 	stmt        *logical.Mode          // statement mode: logical connections, prepared statements, the router
 	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
 	stallBase   atomic.Int64           // the stall threshold now, in nanoseconds: a confirming probe's deadline
+	allStuck    atomic.Bool            // stallWatch.allStuck at the stall loop's last tick
 	waiting     atomic.Int64           // Connects waiting for a node their target accepts (startWaiting)
 	waitRefused atomic.Uint64          // Connects refused because MaxFailoverWaiters already waited
 

@@ -87,10 +87,12 @@ func (c *Connector) suspect(n *node, signal string) {
 // is a passive signal only when n has been silent, with statements in flight, for the stall
 // threshold: then n's own counters show it slow, whatever the caller's budget was. A statement
 // cut by a short deadline, or by a cancellation, on a proxy that answers its statements is the
-// caller's affair.
+// caller's affair; and when no node answers while several have statements in flight (every
+// statement slower than its callers' deadlines, or the database itself slow), no single proxy
+// is at fault.
 func (c *Connector) callerDeadline(n *node) {
 	progress := n.phys.Flight.Progress.Load()
-	if progress == 0 {
+	if progress == 0 || c.allStuck.Load() {
 		return
 	}
 	silent := c.cfg.clock.Now().Sub(time.Unix(0, progress))
@@ -129,6 +131,7 @@ func (c *Connector) watchStalls() {
 		}
 		now := c.cfg.clock.Now()
 		c.stallBase.Store(int64(w.tick(now, ns, c.suspect)))
+		c.allStuck.Store(w.allStuck)
 		errs.tick(now, ns, c.ejectForErrors)
 		if c.cfg.Balance == BalanceStatement {
 			c.stmt.TrimIdle(now)
@@ -143,6 +146,9 @@ func (c *Connector) watchStalls() {
 type stallWatch struct {
 	latency time.Duration // moving average of the fleet's statement latency
 	last    time.Time     // the previous tick
+	// allStuck: at the last tick no node answered a statement and more than one had some in
+	// flight: the database itself is slow, or every statement outlasts its caller's deadline.
+	allStuck bool
 }
 
 // tick reads the flight counters of nodes at now, updates the fleet's latency by Little's law
@@ -154,10 +160,13 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 	elapsed := now.Sub(w.last)
 	w.last = now
 	var inFlight, answered int64
-	progressing := 0
+	progressing, busy := 0, 0
 	for _, n := range nodes {
 		f := &n.phys.Flight
 		k, l := f.InFlight.Load(), f.Landed.Load()
+		if k > 0 {
+			busy++
+		}
 		if l != f.StallLanded {
 			progressing++
 			inFlight += max(k, 0)
@@ -177,6 +186,7 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 		}
 	}
 	base := stallThreshold(w.latency)
+	w.allStuck = progressing == 0 && busy > 1
 	if progressing == 0 {
 		return base // nobody answers: the database itself, or no load; not one proxy's fault
 	}
