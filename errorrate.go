@@ -42,8 +42,12 @@ func (n *node) noteStatementError(err error) {
 // errorWatch is the error-rate detector's state. It belongs to the stall loop's goroutine, as
 // do the errWatch fields of each node.
 type errorWatch struct {
-	start time.Time // the current window's start
+	start    time.Time    // the current window's start
+	readings []errReading // scratch: each node's counts over the window that just closed
 }
+
+// errReading is what one node's statements did over one window.
+type errReading struct{ landed, failed uint64 }
 
 // nodeErrWatch is one node's readings at the start of the current window, and its strikes.
 type nodeErrWatch struct {
@@ -65,13 +69,13 @@ func (w *errorWatch) tick(now time.Time, nodes []*node, eject func(*node, string
 	if now.Sub(w.start) < errorWindow {
 		return
 	}
-	type reading struct{ landed, failed uint64 }
-	var total reading
-	readings := make([]reading, len(nodes))
-	for i, n := range nodes {
+	var total errReading
+	readings := w.readings[:0]
+	for _, n := range nodes {
 		l, f := n.phys.Flight.Landed.Load(), n.answeredErrors.Load()
 		// A node added during the window starts from zero; counters only grow.
-		readings[i] = reading{landed: l - min(l, n.errWatch.landed), failed: f - min(f, n.errWatch.failed)}
+		readings = append(readings, errReading{landed: l - min(l, n.errWatch.landed), failed: f - min(f, n.errWatch.failed)})
+		i := len(readings) - 1
 		n.errWatch.landed, n.errWatch.failed = l, f
 		total.landed += readings[i].landed
 		total.failed += readings[i].failed
@@ -93,7 +97,7 @@ func (w *errorWatch) tick(now time.Time, nodes []*node, eject func(*node, string
 				r.failed, r.landed, now.Sub(w.start).Round(time.Millisecond), othersFailed, othersLanded))
 		}
 	}
-	w.start = now
+	w.start, w.readings = now, readings
 }
 
 // ejectForErrors ejects n for its error rate (nodetable's Eject: capped, held, backed off).

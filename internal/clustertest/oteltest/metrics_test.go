@@ -2,7 +2,6 @@ package oteltest
 
 import (
 	"database/sql"
-	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -218,9 +217,9 @@ func TestRoleGauge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	waitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
+	clusterkit.WaitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
 	cl.Proxy(1).SetRole(lbdtest.Replica)
-	waitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
+	clusterkit.WaitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
 
 	got, _ := points(t, reader)
 	db := c.Config().MySQL.DBName
@@ -240,23 +239,6 @@ func TestRoleGauge(t *testing.T) {
 	if n := len(got["lbd.node.role"]); n != 2*nodes.NumRoles {
 		t.Errorf("%d lbd.node.role points, want %d", n, 2*nodes.NumRoles)
 	}
-}
-
-// waitRoles waits until the role check has found the nodes' roles to be want, in order.
-func waitRoles(t *testing.T, c *lbd.Connector, want ...nodes.Role) {
-	t.Helper()
-	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the roles %v", want), func() bool {
-		st := c.Stats()
-		if len(st.Nodes) != len(want) {
-			return false
-		}
-		for i, n := range st.Nodes {
-			if n.Role != want[i] {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 func portOf(t *testing.T, addr string) int {

@@ -3,7 +3,6 @@ package promtest
 import (
 	"bytes"
 	"database/sql"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -65,9 +64,9 @@ func TestCollectorShowsRoles(t *testing.T) {
 	defer col.Close()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(col)
-	waitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
+	clusterkit.WaitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary)
 	cl.Proxy(1).SetRole(lbdtest.Replica)
-	waitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
+	clusterkit.WaitRoles(t, c, nodes.RolePrimary, nodes.RoleReplica)
 
 	got := series(t, reg)
 	first, second := "node="+cl.Proxy(0).Addr(), "node="+cl.Proxy(1).Addr()
@@ -77,23 +76,6 @@ func TestCollectorShowsRoles(t *testing.T) {
 	if v := got["lbd_node_transitions_total"]["cause=role,"+second]; v != 2 {
 		t.Errorf("%s: %v role transitions, want 2 (unknown to primary, primary to replica)", second, v)
 	}
-}
-
-// waitRoles waits until the role check has found the nodes' roles to be want, in order.
-func waitRoles(t *testing.T, c *lbd.Connector, want ...nodes.Role) {
-	t.Helper()
-	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the roles %v", want), func() bool {
-		st := c.Stats()
-		if len(st.Nodes) != len(want) {
-			return false
-		}
-		for i, n := range st.Nodes {
-			if n.Role != want[i] {
-				return false
-			}
-		}
-		return true
-	})
 }
 
 // series gathers reg into name → labels ("k=v,k=v" sorted by name, db_name left out) → value; a

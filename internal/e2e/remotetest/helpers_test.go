@@ -1,9 +1,11 @@
 package remotetest
 
 import (
+	"context"
 	"io"
 	"log"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes"
 	"github.com/lbd-go/lbd/nodes/remote"
 )
 
@@ -45,3 +48,21 @@ func (l *logRecorder) dump(t testing.TB) {
 }
 
 var waitFor = testkit.WaitFor
+
+// startFromCache closes every config-server (hs) and starts a new source of cfg, which must
+// start from its cache; it returns the set it started with and closes the source when the test
+// ends.
+func startFromCache(t *testing.T, cfg remote.Config, hs *httptest.Server) nodes.Set {
+	t.Helper()
+	hs.Close()
+	src, err := remote.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	set, err := src.Start(context.Background(), func(nodes.Set) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}

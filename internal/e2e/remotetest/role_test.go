@@ -60,16 +60,7 @@ func TestRolesFromTheConfigServer(t *testing.T) {
 	src.Close()
 
 	// Every config-server gone: a new source starts from the cache, roles included.
-	hs.Close()
-	src2, err := remote.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src2.Close()
-	set, err = src2.Start(context.Background(), func(nodes.Set) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set = startFromCache(t, cfg, hs)
 	if got := rolesOf(set); got != swapped {
 		t.Fatalf("started from the cache with %s, want %s", got, swapped)
 	}

@@ -59,16 +59,7 @@ func TestWeightsFromTheConfigServer(t *testing.T) {
 	src.Close()
 
 	// Every config-server gone: a new source starts from the cache, weights included.
-	hs.Close()
-	src2, err := remote.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src2.Close()
-	set, err = src2.Start(context.Background(), func(nodes.Set) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set = startFromCache(t, cfg, hs)
 	if weightOf(set, "10.0.0.2:2883") != 5 {
 		t.Fatalf("started from the cache with %+v, want weight 5 kept", set.Nodes)
 	}

@@ -1,0 +1,29 @@
+package clusterkit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// WaitRoles waits, up to 10 s, until c's role checks have found its nodes' roles to be want, in
+// the order Stats lists the nodes.
+func WaitRoles(t testing.TB, c *lbd.Connector, want ...nodes.Role) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("the roles %v", want), func() bool {
+		st := c.Stats()
+		if len(st.Nodes) != len(want) {
+			return false
+		}
+		for i, n := range st.Nodes {
+			if n.Role != want[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
