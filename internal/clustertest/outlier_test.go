@@ -73,9 +73,10 @@ func TestShortHangIsEjectedPassively(t *testing.T) {
 }
 
 // TestServerErrorsAreNoSignal: errors the server answers with say nothing about the proxy.
+// Probes wait an hour: a probe would take one of the injected errors and fail.
 func TestServerErrorsAreNoSignal(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "")
+	db, c := openDB(t, cl, "checkHealthIntervalSeconds=3600")
 	db.SetMaxOpenConns(3)
 	for _, p := range cl.Proxies() {
 		p.FailNext(20, &mysql.MySQLError{Number: 1062, Message: "Duplicate entry '1' for key 'PRIMARY'"})
