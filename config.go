@@ -151,6 +151,19 @@ type Config struct {
 	// default DefaultMaxFailoverWaiters; option WithMaxFailoverWaiters): one more fails at once
 	// with ErrFailoverWaitersFull. 0 lets none wait.
 	MaxFailoverWaiters int
+	// RetryReads runs a read once more on another node when its node failed it before any
+	// row reached the caller (retryReads, default false; option WithRetryReads); see
+	// WithRetryReads for which reads and failures. Each such run is taken from the retry
+	// budget.
+	RetryReads bool
+	// RetryBudgetPercent and RetryBudgetPerSecond bound what lbd runs again on its own (read
+	// retries, dials to nodes marked down, waits for a switchover, statements a demoted
+	// primary refused): over any 10 s, at most RetryBudgetPercent retries per 100 statements
+	// answered plus RetryBudgetPerSecond per second (retryBudgetPercent, default
+	// DefaultRetryBudgetPercent; retryBudgetPerSecond, default DefaultRetryBudgetPerSecond;
+	// option WithRetryBudget). See ErrRetryBudget.
+	RetryBudgetPercent   int
+	RetryBudgetPerSecond int
 	// ReadWriteSplit sends, in statement mode, the reads a replica may run to replicas and the
 	// primary alike and everything else to the primary (readWriteSplit, default false; option
 	// WithReadWriteSplit). It needs balance=statement and roles (roleCheck, or roles from the
@@ -283,6 +296,12 @@ func (c *Config) settle() error {
 	}
 	if c.MaxFailoverWaiters < 0 || c.MaxFailoverWaiters > maxFailoverWaiters {
 		return fmt.Errorf("lbd: maxFailoverWaiters is %d; it must be from 0 to %d (DSN parameter maxFailoverWaiters, option WithMaxFailoverWaiters)", c.MaxFailoverWaiters, maxFailoverWaiters)
+	}
+	if c.RetryBudgetPercent < 0 || c.RetryBudgetPercent > maxRetryBudgetPercent {
+		return fmt.Errorf("lbd: retryBudgetPercent is %d; it must be from 0 to %d (DSN parameter retryBudgetPercent, option WithRetryBudget)", c.RetryBudgetPercent, maxRetryBudgetPercent)
+	}
+	if c.RetryBudgetPerSecond < 0 || c.RetryBudgetPerSecond > maxRetryBudgetPerSecond {
+		return fmt.Errorf("lbd: retryBudgetPerSecond is %d; it must be from 0 to %d (DSN parameter retryBudgetPerSecond, option WithRetryBudget)", c.RetryBudgetPerSecond, maxRetryBudgetPerSecond)
 	}
 	rs, err := c.parseRoleSettings()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/budget"
 	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
@@ -57,6 +58,8 @@ type Connector struct {
 	allStuck    atomic.Bool            // stallWatch.allStuck at the stall loop's last tick
 	waiting     atomic.Int64           // Connects waiting for a node their target accepts (startWaiting)
 	waitRefused atomic.Uint64          // Connects refused because MaxFailoverWaiters already waited
+	retryBudget *budget.Budget         // bounds what lbd runs again on its own (retry.go)
+	retried     retryCounts
 
 	trq transitionQueue // state changes on their way to transitionLoop
 
@@ -121,6 +124,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		topo:        newTopologySignal(),
 		trq:         transitionQueue{wake: make(chan struct{}, 1)},
 		transitions: ring.New[Transition](recentTransitions),
+		retryBudget: budget.New(run.RetryBudgetPercent, run.RetryBudgetPerSecond),
 	}
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,
@@ -159,6 +163,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Causal:            run.ReadConsistency == "gtid",
 		CausalGalera:      roles.check == role.Galera,
 		Refused:           isRefusal,
+		RetryRead:         c.retryRead,
 		InterpolateParams: run.MySQL.InterpolateParams,
 	})
 	c.stallBase.Store(int64(stallFloor))
@@ -259,6 +264,34 @@ func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error)
 	})
 }
 
+// connectAvoiding is connectPhysical on any up node but avoid, with no panic-mode dial and no
+// wait for a switchover: a read that avoid failed runs again elsewhere or not at all. It
+// fails with errNoOtherNode when no other node is up.
+func (c *Connector) connectAvoiding(ctx context.Context, avoid *tableNode) (*physical.Conn, error) {
+	first := c.table.Pick([]*tableNode{avoid})
+	if first == nil {
+		return nil, errNoOtherNode
+	}
+	next := func(tried []*tableNode) *tableNode {
+		if n := first; n != nil { // picked, and counted, above
+			first = nil
+			return n
+		}
+		return c.table.Pick(append(tried[:len(tried):len(tried)], avoid))
+	}
+	noPanic := func([]*tableNode, time.Time) *tableNode { return nil }
+	p, err := c.tryNodes(ctx, c.roles.target, next, noPanic, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+		return c.connectNode(ctx, n, panicDial)
+	})
+	if first != nil { // tryNodes gave up before dialing it (Close)
+		c.table.Release(first)
+	}
+	return p, err
+}
+
+// errNoOtherNode: a read to run again found no node up but the one that failed it.
+var errNoOtherNode = errors.New("lbd: no other node is up to run the read again")
+
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.
 // When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
@@ -278,8 +311,17 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 		changed := c.topo.wait() // before the pick: a change after it must still wake the wait
 		tn, panicDial := next(tried), false
 		if tn == nil && panics < panicDialsPerConnect {
+			// A dial to a node marked down is a retry: the budget is asked first, since
+			// panicNext claims the node it picks, and its retry is given back when no node is
+			// due for one.
+			if !c.allowRetry(retryPanicDial) {
+				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", ErrRetryBudget, c.connectError(failures, upTried == 0, target))
+			}
 			tn, panicDial = panicNext(tried, c.cfg.clock.Now()), true
 			panics++
+			if tn == nil {
+				c.refundRetry(retryPanicDial)
+			}
 		}
 		if tn == nil {
 			// Nodes are up but none is of a role the target accepts (a switchover, or role
@@ -291,6 +333,10 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 				if !c.startWaiting() {
 					return nil, fmt.Errorf("%w: %d already wait for one that serves target=%s (maxFailoverWaiters); this Connect fails at once rather than queue",
 						ErrFailoverWaitersFull, c.cfg.MaxFailoverWaiters, target)
+				}
+				if !c.allowRetry(retryWait) {
+					c.waiting.Add(-1)
+					return nil, fmt.Errorf("%w: no node up serves target=%s, and waiting for one would exceed it (retryBudgetPercent, retryBudgetPerSecond)", ErrRetryBudget, target)
 				}
 				ok := c.awaitTarget(ctx, failover, changed)
 				c.waiting.Add(-1)
@@ -372,6 +418,9 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
+	if panicDial {
+		timeout = min(timeout, panicDialTimeout)
+	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(c.stopCtx, cancel)()
@@ -415,6 +464,11 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 	}
 	return nil, err
 }
+
+// panicDialTimeout bounds a panic-mode dial (no node up): a Connect while everything is down
+// fails within about a second rather than the whole dial timeout per node it tries, and a node
+// that needs longer to greet comes back through its probes instead.
+const panicDialTimeout = time.Second
 
 // DefaultDialTimeout bounds one node's dial and handshake when the DSN sets no timeout, so a
 // proxy that accepts TCP but never greets cannot hold a Connect forever.

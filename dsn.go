@@ -97,6 +97,8 @@ func ParseDSN(dsn string) (*Config, error) {
 		ExceptionSorter:      DefaultExceptionSorter,
 		FailoverTimeout:      DefaultFailoverTimeout,
 		MaxFailoverWaiters:   DefaultMaxFailoverWaiters,
+		RetryBudgetPercent:   DefaultRetryBudgetPercent,
+		RetryBudgetPerSecond: DefaultRetryBudgetPerSecond,
 		ReadAfterWrite:       DefaultReadAfterWrite,
 		Warmup:               DefaultWarmup,
 	}

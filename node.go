@@ -29,6 +29,9 @@ type node struct {
 
 	// probe is the node's current prober target; nil while the node is not probed (draining).
 	probe atomic.Pointer[nodeProbe]
+	// probeConns counts the probe connections open to the node (one, or briefly two while an
+	// old probe target finishes): connections the proxy sees that Open does not count.
+	probeConns atomic.Int32
 	// earlyProbe is when the traffic last brought the probe forward, Unix nanoseconds
 	// (mayProbeEarly); downAt is when the node last went down (queueTransition), for
 	// nodeProbe.NextProbeIn.

@@ -194,6 +194,44 @@ func WithMaxFailoverWaiters(n int) Option {
 	}
 }
 
+// WithRetryReads turns read retries on or off (retryReads, default off). With it on, a read
+// whose node failed it before any row reached the caller runs once more on another node: the
+// text must be one statement that sqlclass proves both replica-safe and free of session
+// effects (lbd.RetryableRead, and only functions known to read nothing the session holds, so
+// no stored function that might write); the failure must be the node's (a lost connection, a
+// protocol violation, a timeout of the DSN's own, or a server error the exception sorter
+// judges fatal), not the caller's context and not an error every node would give; and the
+// server's own status flags before the statement must show autocommit on and no transaction
+// open, with no transaction begun through database/sql and, in statement mode, no session
+// state pinning the logical connection. A write, a statement whose outcome is unknown, a
+// statement inside a transaction, or a read that already returned rows never runs again.
+//
+// The read runs again once, on another node (never the one that failed it; with no other up
+// the caller gets the failure): in statement mode on a physical connection borrowed there as
+// for any statement, in connection mode on a connection made for it alone and closed with its
+// rows, while the caller's pooled connection is retired. Each run again is taken from the retry
+// budget (WithRetryBudget); with the budget spent the caller gets the failure.
+//
+// MaxScale retries such reads by default (retry_failed_reads); TiDB's retries of statements
+// whose outcome was unknown lost updates (Jepsen, TiDB 2.1.7), which is why only proven reads
+// qualify here.
+func WithRetryReads(on bool) Option {
+	return func(c *Config) error { c.RetryReads = on; return nil }
+}
+
+// WithRetryBudget sets the retry budget (retryBudgetPercent, retryBudgetPerSecond): over any
+// 10 s, lbd runs at most percent retries per 100 statements answered plus perSecond retries
+// per second. Negative values, or values above 1000 and 1 000 000, are errors.
+func WithRetryBudget(percent, perSecond int) Option {
+	return func(c *Config) error {
+		if percent < 0 || percent > maxRetryBudgetPercent || perSecond < 0 || perSecond > maxRetryBudgetPerSecond {
+			return fmt.Errorf("lbd: WithRetryBudget(%d, %d): percent must be from 0 to %d and perSecond from 0 to %d", percent, perSecond, maxRetryBudgetPercent, maxRetryBudgetPerSecond)
+		}
+		c.RetryBudgetPercent, c.RetryBudgetPerSecond = percent, perSecond
+		return nil
+	}
+}
+
 // WithFailoverTimeout sets how long a Connect waits for a node its target accepts
 // (failoverTimeoutMillis); 0 fails at once, a negative d is an error.
 func WithFailoverTimeout(d time.Duration) Option {

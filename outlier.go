@@ -132,6 +132,7 @@ func (c *Connector) watchStalls() {
 		now := c.cfg.clock.Now()
 		c.stallBase.Store(int64(w.tick(now, ns, c.suspect)))
 		c.allStuck.Store(w.allStuck)
+		c.retryBudget.Deposit(now, w.answered)
 		errs.tick(now, ns, c.ejectForErrors)
 		if c.cfg.Balance == BalanceStatement {
 			c.stmt.TrimIdle(now)
@@ -149,6 +150,9 @@ type stallWatch struct {
 	// allStuck: at the last tick no node answered a statement and more than one had some in
 	// flight: the database itself is slow, or every statement outlasts its caller's deadline.
 	allStuck bool
+	// answered is how many statements the nodes answered since the tick before: the retry
+	// budget's deposit.
+	answered int64
 }
 
 // tick reads the flight counters of nodes at now, updates the fleet's latency by Little's law
@@ -185,6 +189,7 @@ func (w *stallWatch) tick(now time.Time, nodes []*node, suspect func(*node, stri
 			w.latency += (sample - w.latency) / 8
 		}
 	}
+	w.answered = answered
 	base := stallThreshold(w.latency)
 	w.allStuck = progressing == 0 && busy > 1
 	if progressing == 0 {

@@ -153,17 +153,29 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatMillis(c.FailoverTimeout, DefaultFailoverTimeout) },
 	},
 	{
-		name: "maxFailoverWaiters",
-		parse: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > maxFailoverWaiters {
-				return fmt.Errorf("must be a whole number from 0 to %d", maxFailoverWaiters)
-			}
-			c.MaxFailoverWaiters = n
-			return nil
-		},
+		name:  "maxFailoverWaiters",
+		parse: func(c *Config, v string) error { return parseBounded(v, maxFailoverWaiters, &c.MaxFailoverWaiters) },
 		format: func(c *Config) (string, bool) {
 			return strconv.Itoa(c.MaxFailoverWaiters), c.MaxFailoverWaiters != DefaultMaxFailoverWaiters
+		},
+	},
+	{
+		name:   "retryReads",
+		parse:  func(c *Config, v string) error { return parseBool(v, &c.RetryReads) },
+		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.RetryReads), c.RetryReads },
+	},
+	{
+		name:  "retryBudgetPercent",
+		parse: func(c *Config, v string) error { return parseBounded(v, maxRetryBudgetPercent, &c.RetryBudgetPercent) },
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.RetryBudgetPercent), c.RetryBudgetPercent != DefaultRetryBudgetPercent
+		},
+	},
+	{
+		name:  "retryBudgetPerSecond",
+		parse: func(c *Config, v string) error { return parseBounded(v, maxRetryBudgetPerSecond, &c.RetryBudgetPerSecond) },
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.RetryBudgetPerSecond), c.RetryBudgetPerSecond != DefaultRetryBudgetPerSecond
 		},
 	},
 	{
@@ -343,7 +355,22 @@ const (
 	// maxFailoverWaiters bounds maxFailoverWaiters: far above any pool, below anything that
 	// could overflow.
 	maxFailoverWaiters = 1_000_000
+	// maxRetryBudgetPercent lets retries be up to ten times the statements; beyond that a
+	// budget bounds nothing.
+	maxRetryBudgetPercent = 1000
+	// maxRetryBudgetPerSecond bounds retryBudgetPerSecond as maxFailoverWaiters bounds its own.
+	maxRetryBudgetPerSecond = 1_000_000
 )
+
+// parseBounded reads a whole number from 0 to limit into n.
+func parseBounded(v string, limit int, n *int) error {
+	x, err := strconv.Atoi(v)
+	if err != nil || x < 0 || x > limit {
+		return fmt.Errorf("must be a whole number from 0 to %d", limit)
+	}
+	*n = x
+	return nil
+}
 
 func parseSeconds(v string, d *time.Duration) error {
 	n, err := strconv.Atoi(v)

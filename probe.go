@@ -175,6 +175,7 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 			return false, err
 		}
 		p.conn, p.sock = pc, sock
+		p.n.probeConns.Add(1)
 	}
 	bound := p.sock.LimitTo(ctx)
 	err = p.query(ctx)
@@ -240,6 +241,7 @@ func (p *nodeProbe) Close() error {
 	physical.CloseQuietly(p.conn)
 	p.sock.Close()
 	p.conn, p.sock = nil, nil
+	p.n.probeConns.Add(-1)
 	return nil
 }
 

@@ -36,6 +36,10 @@ type Stats struct {
 	// ErrFailoverWaitersFull because maxFailoverWaiters already waited.
 	FailoverWaiting int
 	FailoverRefused uint64
+
+	// Retries counts what lbd ran again on its own and what the retry budget refused
+	// (retryBudgetPercent, retryBudgetPerSecond).
+	Retries RetryStats
 }
 
 // Open returns the open physical connections over all nodes.
@@ -76,6 +80,11 @@ type NodeStats struct {
 	Reads, Writes uint64
 
 	Open int // open physical connections, including dials in progress (probe connection excluded)
+	// ProbeConns counts the probe's own connections open to the node: 1 while the probe holds
+	// one (0 between a failed probe and the next dial; briefly 2 while the probe of a node
+	// listed again replaces the old one). The proxy sees Open + ProbeConns connections from
+	// this Connector, once it has noticed the ones lbd closed.
+	ProbeConns int
 	// Idle counts, of Open, the connections not in use: idle in database/sql's pool (connection
 	// mode), or not claimed by a checked-out logical connection (statement mode: parked on the
 	// node, or kept for a pinned logical connection that sits in database/sql's pool).
@@ -125,7 +134,7 @@ func (c *Connector) Stats() Stats {
 		*s = NodeStats{
 			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, ReplicationLag: time.Duration(n.lag.Load()),
 			Reads: n.splitReads.Load(), Writes: n.splitWrites.Load(), Open: v.Open, InUse: v.InUse,
-			Dials: v.Dials, DialFailures: v.DialFailures,
+			ProbeConns: int(n.probeConns.Load()), Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, PassiveSignals: v.Signals, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
 			Weight: v.Weight, Warmup: v.Warmth, EffectiveWeight: v.Effective,
@@ -147,7 +156,7 @@ func (c *Connector) Stats() Stats {
 	}
 	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
 		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats()),
-		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load()}
+		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load(), Retries: c.retryStats()}
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

@@ -258,6 +258,8 @@ func (c *Connector) onNotPrimary(p *physical.Conn, err error, nothingRan bool) e
 		return fmt.Errorf("%w (%s refused a statement: %w)", ErrPrimaryChanged, p.Node().Addr(), err)
 	case !nothingRan:
 		return fmt.Errorf("%w: %s refused a later statement of the text as not the primary: %w", ErrPartialRun, p.Node().Addr(), err)
+	case !c.allowRetry(retryRefusal):
+		return fmt.Errorf("lbd: %s refused the statement as not the primary; none of it ran, and running it again would exceed the retry budget (%w): %w", p.Node().Addr(), ErrRetryBudget, err)
 	}
 	return &RefusedError{Addr: p.Node().Addr(), Err: err}
 }

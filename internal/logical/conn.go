@@ -43,6 +43,8 @@ type logicalConn struct {
 	// replica from the start; otherwise it was bound on the primary (see strandedErr).
 	boundForRead bool
 	stmts        []*logicalStmt // open prepared statements, their references dropped at Close
+	// avoid is the node a read failed on while it runs again (see retryRead); nil otherwise.
+	avoid *physical.TableNode
 }
 
 var _ physical.FullConn = (*logicalConn)(nil)
@@ -113,7 +115,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 			l.m.parkFree(p)
 		}
 	}
-	p, err := l.m.Borrow(ctx, l.want)
+	p, err := l.m.borrow(ctx, l.want, l.avoid)
 	if err != nil {
 		return nil, err
 	}
@@ -313,9 +315,36 @@ func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect
 			return err
 		}
 		err = do(p)
+	} else if l.mayRetryRead(ctx, p, query, err) {
+		p, err = l.retryRead(ctx, rt, query, eff, p, err, do)
 	}
 	l.ran(ctx, p, rt, eff, err)
 	return err
+}
+
+// mayRetryRead reports whether a statement that failed with err on p is a read to run once
+// more on another node: no transaction or session state holds the logical connection, the
+// server's flags show none open on p and the caller's context has not ended
+// (physical.Conn.MayRetryRead), and Config.RetryRead accepts the text and the failure (and
+// takes the retry from the budget).
+func (l *logicalConn) mayRetryRead(ctx context.Context, p *physical.Conn, query string, err error) bool {
+	return err != nil && l.m.cfg.RetryRead != nil && !l.pinned() && p.MayRetryRead(ctx) && l.m.cfg.RetryRead(query, err)
+}
+
+// retryRead runs, by do, a read that failed with err on p once more, on a physical connection
+// of another node; p is retired. It returns the connection the read ran on last and its error:
+// p and err when no other node could take it.
+func (l *logicalConn) retryRead(ctx context.Context, rt routing, query string, eff sqlclass.Effect, p *physical.Conn, err error, do func(*physical.Conn) error) (*physical.Conn, error) {
+	p.MarkRetired(physical.Fatal)
+	l.phys, l.claimed, l.produced = nil, false, false
+	l.m.GiveBack(p) // retired: closed
+	l.avoid = p.Node().TN()
+	q, berr := l.bindFor(ctx, rt, query, eff)
+	l.avoid = nil
+	if berr != nil {
+		return p, err
+	}
+	return q, do(q)
 }
 
 // replicaRefused reports a read routed to a replica that its node refused as not the primary

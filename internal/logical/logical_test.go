@@ -74,6 +74,9 @@ type noHooks struct{}
 func (noHooks) StatementError(_ *physical.Conn, err error, _ bool) error { return err }
 func (noHooks) Broken(*physical.Conn, error)                             {}
 func (noHooks) CallerEnded(*physical.Conn, error)                        {}
+func (noHooks) RetryRead(context.Context, *physical.Conn, string, []driver.NamedValue, error) (driver.Rows, bool, error) {
+	return nil, false, nil
+}
 
 // rig is statement mode over a table of nodes whose dials make fake connections.
 type rig struct {

@@ -34,6 +34,10 @@ type Config struct {
 	// Refused reports an error that says a node refused the statement as not the primary
 	// before running any of it (the root's RefusedError).
 	Refused func(error) bool
+	// RetryRead reports whether the read with text query, which failed with err before any row
+	// reached the caller, outside any transaction or session state, runs once more on another
+	// node (retryReads, and a retry from the budget); nil retries none.
+	RetryRead func(query string, err error) bool
 	// Closed reports whether the Connector is closed; ErrClosed is then the error.
 	Closed    func() bool
 	ErrClosed error
@@ -109,31 +113,55 @@ func (m *Mode) Connect(ctx context.Context) (driver.Conn, error) {
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; GiveBack or park returns it.
 func (m *Mode) Borrow(ctx context.Context, target role.Target) (*physical.Conn, error) {
+	return m.borrow(ctx, target, nil)
+}
+
+// borrow is Borrow on a node other than avoid (nil: any). With avoid set and no other node
+// up, it fails as Connect fails when none is up: a statement run again because avoid failed it
+// must not land there again.
+func (m *Mode) borrow(ctx context.Context, target role.Target, avoid *physical.TableNode) (*physical.Conn, error) {
 	if m.cfg.Closed() {
 		return nil, m.cfg.ErrClosed
 	}
-	first := m.table.PickInUseFor(target, nil)
+	var skip []*physical.TableNode
+	if avoid != nil {
+		skip = []*physical.TableNode{avoid}
+	}
+	first := m.table.PickInUseFor(target, skip)
 	if first != nil {
 		if p := m.takeFree(ctx, first.Payload()); p != nil {
 			return p, nil
 		}
 	}
-	return m.dialFor(ctx, target, first)
+	if avoid != nil && first == nil {
+		return nil, errNoOtherNode
+	}
+	return m.dialFor(ctx, target, first, avoid)
 }
+
+// errNoOtherNode: a read to run again found no node up but the one that failed it.
+var errNoOtherNode = errors.New("lbd: no other node is up to run the read again")
 
 // dialFor is Borrow when no idle physical connection was found on first (the node Borrow
 // picked and claimed, nil when none): a new one is dialed there, then on the next least busy
 // nodes. It is a function of its own so that first, which the closures below share and
 // Config.TryNodes sees, is moved to the heap only when a dial is needed.
-func (m *Mode) dialFor(ctx context.Context, target role.Target, first *physical.TableNode) (*physical.Conn, error) {
+func (m *Mode) dialFor(ctx context.Context, target role.Target, first, avoid *physical.TableNode) (*physical.Conn, error) {
 	next := func(tried []*physical.TableNode) *physical.TableNode {
 		if n := first; n != nil { // already claimed: dial there before trying any other node
 			first = nil
 			return n
 		}
+		if avoid != nil {
+			tried = append(tried[:len(tried):len(tried)], avoid) // a copy: tried is TryNodes'
+		}
 		return m.table.PickInUseFor(target, tried)
 	}
-	p, err := m.cfg.TryNodes(ctx, target, next, m.table.PanicPickInUse, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+	panicNext := m.table.PanicPickInUse
+	if avoid != nil {
+		panicNext = func([]*physical.TableNode, time.Time) *physical.TableNode { return nil }
+	}
+	p, err := m.cfg.TryNodes(ctx, target, next, panicNext, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		if p := m.takeFree(ctx, n); p != nil {
 			return p, nil
 		}

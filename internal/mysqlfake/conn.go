@@ -36,6 +36,7 @@ type conn struct {
 	caps     uint32
 	stmts    map[uint32]*stmt
 	nextStmt uint32
+	inTx     bool // a transaction begun by BEGIN or START TRANSACTION is open (trackTx)
 }
 
 // segment is one phase's share of an answer.
@@ -273,7 +274,9 @@ func (c *conn) answer(p []byte) (Command, []segment) {
 		return cmd, ok()
 	case ComQuery:
 		cmd.Text = string(p[1:])
-		return cmd, c.results(c.srv.cfg.Answer(cmd.Text), false)
+		res := c.srv.cfg.Answer(cmd.Text)
+		c.trackTx(cmd.Text, res)
+		return cmd, c.results(res, false)
 	case ComStmtPrepare:
 		cmd.Text = string(p[1:])
 		return cmd, c.prepare(cmd.Text)
@@ -304,6 +307,9 @@ func (c *conn) results(res *Result, binaryRows bool) []segment {
 	for ; ; res = res.Next {
 		more := res != nil && res.Next != nil && res.Err == nil
 		status := uint16(statusAutocommit)
+		if c.inTx {
+			status |= statusInTrans
+		}
 		if more {
 			status |= statusMoreResults
 		}
@@ -325,8 +331,26 @@ func (c *conn) results(res *Result, binaryRows bool) []segment {
 	}
 }
 
-// Server status flags (MySQL's SERVER_STATUS_AUTOCOMMIT and SERVER_MORE_RESULTS_EXISTS).
+// trackTx follows the transaction a text opens or ends, as a server's status flags do: BEGIN
+// and START TRANSACTION open one, COMMIT and ROLLBACK end it, when the answer is no error. Only
+// a text that starts with the keyword counts; the fake runs no SQL.
+func (c *conn) trackTx(text string, res *Result) {
+	if res != nil && res.Err != nil {
+		return
+	}
+	word := strings.ToUpper(strings.TrimSpace(text))
+	switch {
+	case strings.HasPrefix(word, "BEGIN"), strings.HasPrefix(word, "START TRANSACTION"):
+		c.inTx = true
+	case strings.HasPrefix(word, "COMMIT"), strings.HasPrefix(word, "ROLLBACK"):
+		c.inTx = false
+	}
+}
+
+// Server status flags (MySQL's SERVER_STATUS_IN_TRANS, SERVER_STATUS_AUTOCOMMIT and
+// SERVER_MORE_RESULTS_EXISTS).
 const (
+	statusInTrans     = 0x0001
 	statusAutocommit  = 0x0002
 	statusMoreResults = 0x0008
 )

@@ -43,6 +43,7 @@ type Conn struct {
 	epoch   uint64                // the node's Epoch when the connection was adopted (see RetireBefore)
 	broken  atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 	cut     atomic.Bool           // set once a caller's context ended during a command: its errors are the caller's (observeRun)
+	rerun   bool                  // made by QueryOnce to run a read again: its own failure is not run again
 
 	// Prepared and Swept belong to whoever claimed the connection (statement mode's logical
 	// connection): the statements prepared on it, by the claimer's key, and the claimer's
@@ -296,9 +297,71 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
-		return nil, c.observeText(ctx, err, query)
+		return c.readFailed(ctx, query, args, c.observeText(ctx, err, query))
 	}
 	return wrapRows(ctx, c, rows), nil
+}
+
+// OutsideTx reports whether the connection's latest command began outside any transaction:
+// none begun with BeginTx, and the server's own status flags before the command said
+// autocommit on and no transaction open (Socket.Autocommitted). False when the guard cannot
+// see the packets (TLS, compression): nothing then proves it.
+func (c *Conn) OutsideTx() bool { return !c.inTx.Load() && c.sock.Autocommitted() }
+
+// MayRetryRead reports whether a read that just failed on the connection may run again
+// elsewhere as far as the connection can tell: outside any transaction (OutsideTx), not cut
+// by the caller's own context (the caller has given up on it), and not itself a read run
+// again (QueryOnce): a read runs again once at most.
+func (c *Conn) MayRetryRead(ctx context.Context) bool {
+	return !c.rerun && !c.cut.Load() && ctx.Err() == nil && c.OutsideTx()
+}
+
+// readFailed is what a query whose command failed answers, given err as StatementError
+// returned it: err, or, when the node's hooks run the read again elsewhere (RetryRead), what
+// that run gave. Only a read that failed before any row reached the caller gets here (rows
+// failing later are the caller's already), and only when MayRetryRead. A read run again
+// leaves its connection retired: it is not used again.
+func (c *Conn) readFailed(ctx context.Context, query string, args []driver.NamedValue, err error) (driver.Rows, error) {
+	if err == nil || err == driver.ErrSkip || !c.MayRetryRead(ctx) {
+		return nil, err
+	}
+	rows, ran, rerr := c.node.hooks.RetryRead(ctx, c, query, args, err)
+	if !ran {
+		return nil, err
+	}
+	c.MarkRetired(Fatal)
+	return rows, rerr
+}
+
+// QueryOnce runs one query on c, a connection made for it alone, and returns its rows; closing
+// them closes c. When the query fails, c is closed at once. A statement go-sql-driver will not
+// interpolate (args without interpolateParams) is prepared, run and closed with the rows.
+func (c *Conn) QueryOnce(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.rerun = true
+	r, err := c.QueryContext(ctx, query, args)
+	if err == driver.ErrSkip {
+		var st driver.Stmt
+		if st, err = c.PrepareContext(ctx, query); err == nil {
+			if r, err = st.(driver.StmtQueryContext).QueryContext(ctx, args); err != nil {
+				st.Close()
+			} else if w, ok := r.(*rows); ok {
+				w.after = func() { st.Close(); c.Close() }
+				return w, nil
+			} else {
+				st.Close()
+				r.Close()
+				err = fmt.Errorf("lbd: go-sql-driver returned unexpected rows %T", r)
+			}
+		}
+	} else if w, ok := r.(*rows); ok && err == nil {
+		w.after = func() { c.Close() }
+		return w, nil
+	} else if err == nil {
+		r.Close()
+		err = fmt.Errorf("lbd: go-sql-driver returned unexpected rows %T", r)
+	}
+	c.Close()
+	return nil, err
 }
 
 // Ping implements driver.Pinger.

@@ -1,6 +1,7 @@
 package physical
 
 import (
+	"context"
 	"database/sql/driver"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,11 @@ type Hooks interface {
 	// the command ran (cause: context.Canceled or context.DeadlineExceeded): go-sql-driver cut
 	// the connection. No error of c reaches StatementError from then on.
 	CallerEnded(c *Conn, cause error)
+	// RetryRead is told a read (the text query with args) that failed with err on c before
+	// any row reached the caller, outside any transaction (Conn.MayRetryRead); err is what
+	// StatementError returned. When it runs the read again elsewhere (ran), rows and rerr are
+	// that run's answer for the caller; otherwise the caller gets err.
+	RetryRead(ctx context.Context, c *Conn, query string, args []driver.NamedValue, err error) (rows driver.Rows, ran bool, rerr error)
 }
 
 // Node is what this package hangs off one proxy: its go-sql-driver connector, its live

@@ -33,6 +33,11 @@ type hooks struct {
 	ended  []error // CallerEnded's causes
 }
 
+// RetryRead retries no read: the Connector's rules for it are tested in the root package.
+func (h *hooks) RetryRead(context.Context, *Conn, string, []driver.NamedValue, error) (driver.Rows, bool, error) {
+	return nil, false, nil
+}
+
 func (h *hooks) CallerEnded(_ *Conn, cause error) {
 	h.mu.Lock()
 	h.ended = append(h.ended, cause)

@@ -79,6 +79,13 @@ func (s *Socket) Answered() (answered, known bool) {
 	return s.guard.Answered(), true
 }
 
+// Autocommitted reports whether the server's status flags said, before the latest command,
+// that autocommit was on and no transaction open (wire.Guard.Autocommitted); false when the
+// guard cannot see the packets (TLS, compression) or there is no socket.
+func (s *Socket) Autocommitted() bool {
+	return s != nil && !s.guard.Opaque() && s.guard.Autocommitted()
+}
+
 // AnswerRead reports whether the whole answer to the latest command has been read from the
 // socket, so that go-sql-driver finishes it from its buffer without reading again; false when
 // the guard cannot see the packets (TLS, compression) or there is no socket.

@@ -89,7 +89,7 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
-		return nil, s.c.observeText(context.Background(), err, s.query)
+		return s.c.readFailed(context.Background(), s.query, namedValues(args), s.c.observeText(context.Background(), err, s.query))
 	}
 	return wrapRows(context.Background(), s.c, r), nil
 }
@@ -114,7 +114,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ dr
 	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
-		return nil, s.c.observeText(ctx, err, s.query)
+		return s.c.readFailed(ctx, s.query, args, s.c.observeText(ctx, err, s.query))
 	}
 	return wrapRows(ctx, s.c, r), nil
 }
@@ -169,7 +169,8 @@ type rows struct {
 	r      driverRows
 	ctx    context.Context // the query's
 	closed bool
-	ended  bool // the last result set was read to its end: Close has nothing left to read
+	ended  bool   // the last result set was read to its end: Close has nothing left to read
+	after  func() // run once the rows closed (QueryOnce: closes a connection made for them)
 }
 
 func wrapRows(ctx context.Context, c *Conn, r driver.Rows) driver.Rows {
@@ -187,6 +188,9 @@ func (r *rows) Close() (err error) {
 	if !r.closed {
 		r.closed = true
 		r.c.openRows.Add(-1)
+		if r.after != nil {
+			defer r.after()
+		}
 	}
 	if err := r.c.brokenErr(); err != nil {
 		return err
@@ -243,3 +247,12 @@ func (r *rows) ColumnTypeScanType(i int) reflect.Type { return r.r.ColumnTypeSca
 
 // isEndOfRows reports the driver's normal end-of-data signal, which is not an error.
 func isEndOfRows(err error) bool { return err == io.EOF }
+
+// namedValues turns the deprecated Stmt.Query's arguments into QueryContext's, by position.
+func namedValues(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}

@@ -61,6 +61,8 @@ const (
 	// "metadata follows" byte and binary results may omit their column definitions.
 	clientCacheMetadata = 1 << 4
 
+	statusInTrans     = 0x0001 // SERVER_STATUS_IN_TRANS
+	statusAutocommit  = 0x0002 // SERVER_STATUS_AUTOCOMMIT
 	statusMoreResults = 0x0008 // SERVER_MORE_RESULTS_EXISTS
 )
 
@@ -145,6 +147,11 @@ type Guard struct {
 	// packet (an OK, a result, a LOCAL INFILE request), so an error that follows in the same
 	// answer came after some of the command's work.
 	answered bool
+
+	// status is the server's status flags from the latest OK or EOF packet (statusKnown once
+	// one passed); cmdStatus is status as the latest command began, before its answer.
+	status, cmdStatus           uint16
+	statusKnown, cmdStatusKnown bool
 
 	walk   walker
 	auth   []byte // the greeting or auth packet being collected
@@ -235,9 +242,20 @@ func (g *Guard) Answered() bool { return g.answered }
 // passed (and no command is being sent).
 func (g *Guard) Idle() bool { return g.phase == phaseIdle }
 
+// Autocommitted reports whether the server's own status flags, in the last OK or EOF packet
+// before the latest command, said autocommit was on and no transaction was open: the command
+// ran, if it ran, as a transaction of its own. It is false when no such packet passed, and
+// meaningful only while the connection is not Opaque. An ERR packet carries no flags; a
+// failed statement leaves the flags of the one before it, which is right: a statement that
+// failed did not open a transaction.
+func (g *Guard) Autocommitted() bool {
+	return g.cmdStatusKnown && g.cmdStatus&statusAutocommit != 0 && g.cmdStatus&statusInTrans == 0
+}
+
 // command sets up for the answer to the command byte c.
 func (g *Guard) command(c byte) {
 	g.binary, g.answered = false, false
+	g.cmdStatus, g.cmdStatusKnown = g.status, g.statusKnown
 	switch c {
 	case comQuit, comStmtClose, comStmtLong:
 		g.phase = phaseIdle
@@ -400,9 +418,11 @@ func (g *Guard) authPacket() error {
 	a := g.auth
 	switch a[0] {
 	case 0x00: // OK: authenticated
-		if _, ok := okStatus(a, len(a)); !ok {
+		status, ok := okStatus(a, len(a))
+		if !ok {
 			return g.fail("truncated OK packet (%d bytes) ending the auth exchange", len(a))
 		}
+		g.status, g.statusKnown = status, true
 		g.phase = phaseIdle
 		if g.compressAfterAuth {
 			g.phase = phaseOpaque
@@ -616,6 +636,7 @@ func (g *Guard) afterDefsPhase() phase {
 // endResult moves on after a result ended with status: to the next result's header when the
 // server says more follow.
 func (g *Guard) endResult(status uint16) {
+	g.status, g.statusKnown = status, true
 	if status&statusMoreResults != 0 {
 		g.phase = phaseHeader
 		return

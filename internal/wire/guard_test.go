@@ -314,3 +314,38 @@ func TestGuardAnswered(t *testing.T) {
 		t.Fatal("a result set did not count as an answer")
 	}
 }
+
+// TestAutocommitted: the guard reports whether the latest command began outside a
+// transaction in autocommit mode from the status flags the server sent before it, never from
+// the text, and says no when it has not seen them.
+func TestAutocommitted(t *testing.T) {
+	const auto, inTx = statusAutocommit, statusAutocommit | statusInTrans
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  bool
+	}{
+		{"no flags seen yet", []step{srv(0, []byte("\x0a8.0.0\x00"), make([]byte, 40))}, false},
+		{"autocommit after the login", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("SELECT 1")}), true},
+		{"autocommit off", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(0)), query("SELECT 1")}), false},
+		{"after BEGIN", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("BEGIN"), srv(1, okPacket(inTx)), query("SELECT 1")}), false},
+		{"after COMMIT", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("BEGIN"), srv(1, okPacket(inTx)), query("COMMIT"), srv(1, okPacket(auto)), query("SELECT 1")}), true},
+		{"a result's end inside a transaction", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("SELECT 1")}, textResult(modern, "1", inTx), []step{query("SELECT 2")}), false},
+		{"an ERR keeps the flags before it", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("x"), srv(1, b(0xff, 0x28, 0x04, 'x')), query("SELECT 1")}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g Guard
+			g.Init(Limits{})
+			for _, s := range tc.steps {
+				if s.client {
+					g.Client(s.b)
+				} else if err := g.Server(s.b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := g.Autocommitted(); got != tc.want {
+				t.Fatalf("Autocommitted() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
