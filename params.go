@@ -172,8 +172,10 @@ var params = []param{
 		},
 	},
 	{
-		name:  "retryBudgetPerSecond",
-		parse: func(c *Config, v string) error { return parseBounded(v, maxRetryBudgetPerSecond, &c.RetryBudgetPerSecond) },
+		name: "retryBudgetPerSecond",
+		parse: func(c *Config, v string) error {
+			return parseBounded(v, maxRetryBudgetPerSecond, &c.RetryBudgetPerSecond)
+		},
 		format: func(c *Config) (string, bool) {
 			return strconv.Itoa(c.RetryBudgetPerSecond), c.RetryBudgetPerSecond != DefaultRetryBudgetPerSecond
 		},
