@@ -164,9 +164,13 @@ func (p *nodeProbe) Probe(ctx context.Context) error {
 // not have.
 func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 	if p.conn == nil {
+		p.n.probeConns.Add(1) // from the dial on, as Open counts the application's dials
 		pc, sock, err := physical.Connect(ctx, p.n.phys, false) // uncounted: probes are not application load
-		if err != nil && sock != nil {
-			sock.Close()
+		if err != nil {
+			p.n.probeConns.Add(-1)
+			if sock != nil {
+				sock.Close()
+			}
 		}
 		if exception.SameOnEveryNode(err) {
 			return false, nil // the proxy is alive and answering; Connect reports the error to the caller
@@ -175,7 +179,6 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 			return false, err
 		}
 		p.conn, p.sock = pc, sock
-		p.n.probeConns.Add(1)
 	}
 	bound := p.sock.LimitTo(ctx)
 	err = p.query(ctx)
