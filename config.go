@@ -252,6 +252,11 @@ func (c *Config) settle() error {
 	if c.Warmup < 0 || c.Warmup > maxSeconds*time.Second {
 		return fmt.Errorf("lbd: warmup is %v; it must be from 0 (off) to %d s (DSN parameter warmupSeconds, option WithWarmup)", c.Warmup, maxSeconds)
 	}
+	for i, addr := range c.Nodes {
+		if err := nodes.CheckAddr(addr); err != nil {
+			return fmt.Errorf("lbd: Nodes[%d]: %w (ParseDSN reads them from user:pass@lb(host1:port1,host2:port2)/db)", i, err)
+		}
+	}
 	for addr, w := range c.Weights {
 		if !slices.Contains(c.Nodes, addr) {
 			return fmt.Errorf("lbd: Weights names %q, which is not in Nodes; weigh only listed proxies", addr)

@@ -78,6 +78,7 @@ func Connect(ctx context.Context, n *Node, counted bool) (conn driver.Conn, sock
 		sock = t.sock
 	}()
 	conn, err = n.connector.Connect(context.WithValue(ctx, ticketKey{}, t))
+	err = BoundErr(err)
 	if err != nil && t.sock != nil {
 		if perr := t.sock.ProtocolErr(); perr != nil {
 			err = perr
