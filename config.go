@@ -194,6 +194,9 @@ type Config struct {
 	// not a setting a Config could hand to a second Connector: the Connector takes it out of
 	// its own configuration and owns it (Close closes it).
 	source nodes.Source
+	// credentials gives the user and password of each new physical connection and probe
+	// connection (WithCredentials); nil means MySQL.User and MySQL.Passwd.
+	credentials CredentialsFunc
 }
 
 // DefaultStatsInterval is how often logStats=true logs (lb-driver logs every minute).

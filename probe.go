@@ -126,6 +126,9 @@ func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 // mid-result cannot hold the prober (or Close) beyond the probe timeout.
 //
 // A confirming probe (see suspect) runs under the shorter deadline the signal set.
+//
+// A dial that never reached the node because its credentials failed (ErrNoCredentials) fails
+// the probe with that error, which Report takes for no verdict on the node.
 func (p *nodeProbe) Probe(ctx context.Context) error {
 	p.confirming = false
 	if d := time.Duration(p.confirm.Swap(0)); d > 0 {
