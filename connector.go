@@ -155,6 +155,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Logger:            run.Logger,
 		Target:            roles.target,
 		Split:             run.ReadWriteSplit,
+		RoutingHints:      run.RoutingHints,
 		ReadAfterWrite:    run.ReadAfterWrite,
 		Causal:            run.ReadConsistency == "gtid",
 		CausalGalera:      roles.check == role.Galera,
