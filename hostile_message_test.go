@@ -34,14 +34,19 @@ func checkBounded(t *testing.T, what, text string, limit int) {
 }
 
 // TestHostileLongErrorMessage has a proxy answer with an 8 MiB ERR message, first to the
-// probe, then to a statement. What lbd keeps and prints about it stays bounded: the error the
-// application gets, NodeStats.LastError, Stats.Recent and the log line of the transition.
+// probe, then to a statement (in both balance modes). What lbd keeps and prints about it stays
+// bounded: the error the application gets, NodeStats.LastError, Stats.Recent and the log line
+// of the transition. (The status page's JSON is status' TestJSONBoundedWithHugeErrorMessage.)
 func TestHostileLongErrorMessage(t *testing.T) {
-	for _, path := range []string{"probe", "statement"} {
+	for _, path := range []string{"probe", "statement", "statement/balance=statement"} {
 		t.Run(path, func(t *testing.T) {
+			params := ""
+			if path == "statement/balance=statement" {
+				params = "balance=statement"
+			}
 			match := probeQuery
 			number := uint16(1105) // ER_UNKNOWN_ERROR: the probe fails on any error
-			if path == "statement" {
+			if path != "probe" {
 				match = "/* hostile */"
 				number = 8001 // OceanBase 8000-8999: fatal to the connection, so it is held against the node
 			}
@@ -58,12 +63,16 @@ func TestHostileLongErrorMessage(t *testing.T) {
 				interval = 2 * time.Second // and so the probe's timeout: 8 MiB take time under -race
 			}
 			opts := append(fast(interval, interval, time.Hour, logs), WithFatalErrorThreshold(1))
-			db, c := openFakeDB(t, []*mysqlfake.Server{hostile, healthy}, "", opts...)
+			db, c := openFakeDB(t, []*mysqlfake.Server{hostile, healthy}, params, opts...)
 
-			if path == "statement" {
-				// The first connection goes to the first listed node, the hostile one.
-				var v string
-				err := db.QueryRowContext(context.Background(), "/* hostile */ SELECT 1").Scan(&v)
+			if path != "probe" {
+				// The first connection goes to the first listed node, the hostile one; in
+				// statement mode the healthy node may serve the first statements.
+				var err error
+				for i := 0; i < 10 && err == nil; i++ {
+					var v string
+					err = db.QueryRowContext(context.Background(), "/* hostile */ SELECT 1").Scan(&v)
+				}
 				var me *mysql.MySQLError
 				if !errors.As(err, &me) || me.Number != number {
 					t.Fatalf("the statement: %v; want the proxy's error %d", err, number)
