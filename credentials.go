@@ -38,8 +38,8 @@ type CredentialsFunc func(ctx context.Context, node string) (user, password stri
 // An error from f or from BeforeConnect fails the dial without reaching the node, with an
 // error that wraps ErrNoCredentials and f's error, and names the node: Connect returns it at
 // once (as it does access denied: another node would fare no better), nothing is held against
-// the node, and a probe that fails so gives no verdict on it. An empty user name is an error
-// too. A nil f is an error.
+// the node, and a probe that fails so gives no verdict on it. An empty user name, and a panic in
+// f, fail the dial the same way. A nil f is an error.
 func WithCredentials(f CredentialsFunc) Option {
 	return func(c *Config) error {
 		if f == nil {
@@ -66,7 +66,7 @@ type credentialsConnector struct {
 }
 
 func (cc *credentialsConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	user, password, err := cc.creds(ctx, cc.node)
+	user, password, err := cc.call(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("WithCredentials: %w", err)
 	}
@@ -80,6 +80,17 @@ func (cc *credentialsConnector) Connect(ctx context.Context) (driver.Conn, error
 		return nil, err
 	}
 	return conn.Connect(ctx)
+}
+
+// call runs the function, turning a panic into an error: it would otherwise pass for a proxy
+// that broke the handshake (physical.Connect recovers go-sql-driver's panics as such).
+func (cc *credentialsConnector) call(ctx context.Context) (user, password string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			user, password, err = "", "", fmt.Errorf("the function panicked: %v", r)
+		}
+	}()
+	return cc.creds(ctx, cc.node)
 }
 
 func (cc *credentialsConnector) Driver() driver.Driver { return mysql.MySQLDriver{} }

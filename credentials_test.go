@@ -142,6 +142,18 @@ func TestCredentialsError(t *testing.T) {
 		}
 	}
 
+	// A function that panics fails its dial the same way, not as a proxy breaking the handshake.
+	_, pc := openFakeDB(t, srvs, "", append(quiet(), WithCredentials(func(context.Context, string) (string, string, error) {
+		panic("bug in the function")
+	}))...)
+	_, err := pc.Connect(context.Background())
+	if !errors.Is(err, ErrNoCredentials) || errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "panicked: bug in the function") {
+		t.Errorf("a function that panics: %v; want ErrNoCredentials saying it panicked", err)
+	}
+	if ns, _ := pc.Stats().Node(srvs[0].Addr()); ns.State != StateUp || ns.FatalErrors != 0 {
+		t.Errorf("after the function panicked the node is %s with %d fatal errors; want up, none", ns.State, ns.FatalErrors)
+	}
+
 	cc.set("app", secret, nil)
 	if err := db.PingContext(context.Background()); err != nil {
 		t.Fatalf("credentials back: %v", err)
