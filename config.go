@@ -187,6 +187,17 @@ type Config struct {
 	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down). See
 	// ReadYourWrites for scopes.
 	ReadConsistency string
+	// RoutingHints lets a statement's text choose its side of ReadWriteSplit (routingHints,
+	// default false; option WithRoutingHints): a text that begins, after nothing but white space,
+	// with /* lbd:primary */ goes to the primary, as under OnPrimary; one that begins with
+	// /* lbd:replica */ goes to a replica (the primary when none is up) if the split would let it
+	// run on one at all (a read proven replica-safe, outside a transaction, past its scope's
+	// read-your-writes window), and to the primary otherwise: a hint never sends a write to a
+	// replica. Nothing else is a hint (a hint after the first token, in a string, misspelt, in an
+	// executable comment /*! */ or an optimizer hint /*+ */). It needs ReadWriteSplit. An
+	// application that builds SQL text from user input lets that user write a hint: see the
+	// reference's routingHints entry.
+	RoutingHints bool
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
 	UnsupportedMethodBehavior string
@@ -207,6 +218,9 @@ type Config struct {
 	// not a setting a Config could hand to a second Connector: the Connector takes it out of
 	// its own configuration and owns it (Close closes it).
 	source nodes.Source
+	// credentials gives the user and password of each new physical connection and probe
+	// connection (WithCredentials); nil means MySQL.User and MySQL.Passwd.
+	credentials CredentialsFunc
 }
 
 // DefaultStatsInterval is how often logStats=true logs (lb-driver logs every minute).
@@ -265,6 +279,11 @@ func (c *Config) settle() error {
 	if c.Warmup < 0 || c.Warmup > maxSeconds*time.Second {
 		return fmt.Errorf("lbd: warmup is %v; it must be from 0 (off) to %d s (DSN parameter warmupSeconds, option WithWarmup)", c.Warmup, maxSeconds)
 	}
+	for i, addr := range c.Nodes {
+		if err := nodes.CheckAddr(addr); err != nil {
+			return fmt.Errorf("lbd: Nodes[%d]: %w (ParseDSN reads them from user:pass@lb(host1:port1,host2:port2)/db)", i, err)
+		}
+	}
 	for addr, w := range c.Weights {
 		if !slices.Contains(c.Nodes, addr) {
 			return fmt.Errorf("lbd: Weights names %q, which is not in Nodes; weigh only listed proxies", addr)
@@ -315,6 +334,9 @@ func (c *Config) settle() error {
 	}
 	if c.ReadWriteSplit && sqlclass.ServerSchema(c.MySQL.DBName) {
 		return fmt.Errorf("lbd: readWriteSplit=true with the default database %s, whose tables differ from server to server: an unqualified table there cannot be told from one of another database, so a read of it could run on a replica; name an application database in the DSN and qualify %s's tables", c.MySQL.DBName, c.MySQL.DBName)
+	}
+	if c.RoutingHints && !c.ReadWriteSplit {
+		return errors.New("lbd: routingHints=true needs readWriteSplit=true (and balance=statement): a hint chooses between the split's primary and replicas")
 	}
 	switch c.ReadConsistency {
 	case "", "time":

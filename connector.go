@@ -159,6 +159,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Logger:            run.Logger,
 		Target:            roles.target,
 		Split:             run.ReadWriteSplit,
+		RoutingHints:      run.RoutingHints,
 		ReadAfterWrite:    run.ReadAfterWrite,
 		Causal:            run.ReadConsistency == "gtid",
 		CausalGalera:      roles.check == role.Galera,
@@ -207,7 +208,7 @@ func fixedTLSName(cfg *Config) string {
 // the table's Build: it runs under the table's mutex and does no I/O.
 func (c *Connector) newNode(tn *tableNode) (*physical.Node, error) {
 	my := c.nodeConfig(tn.Addr())
-	connector, err := mysql.NewConnector(my)
+	connector, err := c.nodeConnector(tn.Addr(), my)
 	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
 	}
@@ -359,7 +360,7 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 		if err == nil {
 			return p, nil
 		}
-		if exception.SameOnEveryNode(err) {
+		if exception.SameOnEveryNode(err) || errors.Is(err, ErrNoCredentials) {
 			return nil, err
 		}
 		failures = append(failures, &NodeError{Addr: n.Addr(), State: state, Err: err})
@@ -456,7 +457,7 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 		if ctx.Err() != context.Canceled {
 			n.probeForTraffic()
 		}
-	case exception.SameOnEveryNode(err):
+	case exception.SameOnEveryNode(err), errors.Is(err, ErrNoCredentials):
 		c.table.DialRefused(n.tn)
 	default:
 		c.table.Dialed(n.tn, err)

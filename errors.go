@@ -9,6 +9,14 @@ import (
 	"github.com/lbd-go/lbd/nodes"
 )
 
+// MaxErrorMessage is the most bytes of a proxy's error message (the text of a MySQL ERR
+// packet) that lbd keeps: 512, MySQL's own limit (MYSQL_ERRMSG_SIZE in include/mysql_com.h; no
+// MySQL server sends a longer one). A longer message is cut at a UTF-8 boundary and ends in
+// "...", where lbd takes it in, so the *mysql.MySQLError the application gets, NodeStats'
+// LastError and RoleError, Stats.Recent, lbd's log lines and the status page all carry the cut
+// text.
+const MaxErrorMessage = physical.MaxErrorMessage
+
 // ErrClosed is returned by Connect after Close.
 var ErrClosed = errors.New("lbd: connector is closed")
 

@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -27,6 +28,11 @@ func (c *Connector) startLoops() error {
 		Report: func(t detect.Target, err error, took time.Duration) {
 			pt := t.(*nodeProbe)
 			pt.good = err == nil
+			if errors.Is(err, ErrNoCredentials) {
+				// The probe never reached the node: no verdict on it.
+				c.cfg.Logger.Warn("lbd: probe not run: no credentials for its dial", "node", pt.n.addr, "error", err.Error())
+				return
+			}
 			if pt.confirming {
 				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
 			} else {

@@ -267,3 +267,9 @@ func WithReadAfterWrite(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithRoutingHints lets a leading /* lbd:primary */ or /* lbd:replica */ comment choose where
+// one statement goes under the read/write split (routingHints); see Config.RoutingHints.
+func WithRoutingHints(on bool) Option {
+	return func(c *Config) error { c.RoutingHints = on; return nil }
+}

@@ -238,6 +238,11 @@ var params = []param{
 			return c.UnsupportedMethodBehavior, c.UnsupportedMethodBehavior != ""
 		},
 	},
+	{
+		name:   "routingHints",
+		parse:  func(c *Config, v string) error { return parseBool(v, &c.RoutingHints) },
+		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.RoutingHints), c.RoutingHints },
+	},
 }
 
 // lookupParam finds a parameter by exact name.

@@ -126,6 +126,9 @@ func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 // mid-result cannot hold the prober (or Close) beyond the probe timeout.
 //
 // A confirming probe (see suspect) runs under the shorter deadline the signal set.
+//
+// A dial that never reached the node because its credentials failed (ErrNoCredentials) fails
+// the probe with that error, which Report takes for no verdict on the node.
 func (p *nodeProbe) Probe(ctx context.Context) error {
 	p.confirming = false
 	if d := time.Duration(p.confirm.Swap(0)); d > 0 {
@@ -178,7 +181,7 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		p.conn, p.sock = pc, sock
+		p.conn, p.sock = physical.BoundConn(pc), sock // its errors bounded, as a Conn's are
 	}
 	bound := p.sock.LimitTo(ctx)
 	err = p.query(ctx)
@@ -323,7 +326,7 @@ func checkProbeRows(rows driver.Rows) error {
 		return fmt.Errorf("lbd: probe answered no row: %w", err)
 	}
 	if !isOne(dest[0]) {
-		return fmt.Errorf("lbd: probe answered %v, want 1", dest[0])
+		return fmt.Errorf("lbd: probe answered %s, want 1", probeValue(dest[0]))
 	}
 	switch err := rows.Next(dest); err {
 	case io.EOF:
@@ -333,6 +336,22 @@ func checkProbeRows(rows driver.Rows) error {
 	default:
 		return fmt.Errorf("lbd: probe answer did not end: %w", err)
 	}
+}
+
+// probeValue is a wrong answer to the probe as its error shows it: text quoted and clipped
+// (the value is the proxy's), anything else by its type.
+func probeValue(v driver.Value) string {
+	switch x := v.(type) {
+	case []byte:
+		return strconv.Quote(clipValue(string(x[:min(len(x), 64)])))
+	case string:
+		return strconv.Quote(clipValue(x))
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case nil:
+		return "NULL"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // isOne accepts 1 in the shapes a text or binary result can carry.
@@ -410,12 +429,9 @@ func replicaLag(ctx context.Context, pc driver.Conn) (lag time.Duration, known b
 	return time.Duration(secs) * time.Second, true, nil
 }
 
-func clipValue(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "..."
-	}
-	return s
-}
+// clipValue is a value a proxy answered, as an error quotes it: at most 35 bytes, a fresh copy
+// that keeps nothing longer alive.
+func clipValue(s string) string { return physical.ClipText(s, 35) }
 
 // checkLag runs on the probe connection after the role check: a replica's lag decides whether
 // it takes reads. A failed lag check does not fail the probe.

@@ -51,7 +51,7 @@ func canonical(addr string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("nodes: %s is not host:port (IPv6 needs [addr]:port): %v", quote(addr), err)
+		return "", fmt.Errorf("nodes: %s is not host:port (IPv6 needs [addr]:port): %s", quote(addr), splitReason(err))
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
@@ -120,6 +120,16 @@ func checkZone(z string) error {
 
 func isLetterDigit(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// splitReason is why net.SplitHostPort refused an address, without the address itself, which
+// its error carries unquoted (a terminal escape in it would reach whoever prints the error).
+func splitReason(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return "not host:port"
 }
 
 // quote quotes text from a peer for an error message, cut to a readable length.

@@ -104,6 +104,8 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
 func TestCheckAddrRefuses(t *testing.T) {
 	long := strings.Repeat("a", 63)
 	for name, addr := range map[string]string{
@@ -136,11 +138,20 @@ func TestCheckAddrRefuses(t *testing.T) {
 		"bracketed name":      "[a.example]:1",
 		"bad zone":            "[fe80::1%e th0]:1",
 		"zone of garbage":     "[fe80::1%\x01]:1",
+		// Terminal escapes, in each part net.SplitHostPort, the port rule and the host rule
+		// refuse: none may reach the error's text unquoted.
+		"escape, bracket":    "h\x1b[31mx:1",
+		"escape, no port":    "h\x1b]0;title\x07",
+		"escape, two colons": "a:1,h\x1b[2J:1",
+		"escape in the port": "a:1\x1b[2J",
+		"escape in the host": "a\x1bb:1",
 	} {
 		if err := CheckAddr(addr); err == nil {
 			t.Errorf("%s: CheckAddr(%q) accepted it", name, addr)
 		} else if !strings.HasPrefix(err.Error(), "nodes: ") {
 			t.Errorf("%s: error %q lacks the package prefix", name, err)
+		} else if i := strings.IndexFunc(err.Error(), isControl); i >= 0 {
+			t.Errorf("%s: error %q carries a raw control character at byte %d; the address must be quoted", name, err, i)
 		}
 	}
 	if err := CheckAddr(strings.Repeat(long+".", 3) + strings.Repeat("a", 61) + ":1"); err != nil {

@@ -235,3 +235,49 @@ func TestReportCarriesRolesAndWeights(t *testing.T) {
 		t.Errorf("recent[0] = %v, want cause role, primary to replica", r)
 	}
 }
+
+// TestJSONBoundedWithHugeErrorMessage has a proxy answer the probe with an 8 MiB ERR message:
+// a poll of the JSON report stays small, and carries the message cut to lbd.MaxErrorMessage.
+func TestJSONBoundedWithHugeErrorMessage(t *testing.T) {
+	huge := "hostile " + strings.Repeat("x", 8<<20)
+	hostile := mysqlfake.Start(t, mysqlfake.Config{Answer: func(q string) *mysqlfake.Result {
+		if strings.Contains(q, "ping") {
+			return &mysqlfake.Result{Err: &mysqlfake.Error{Number: 1105, State: "HY000", Message: huge}}
+		}
+		return mysqlfake.DefaultAnswer(q)
+	}})
+	healthy := mysqlfake.Start(t, mysqlfake.Config{})
+	c, err := lbd.NewConnector("app:"+password+"@lb("+hostile.Addr()+","+healthy.Addr()+")/db?timeout=2s",
+		lbd.WithCheckHealthInterval(2*time.Second), lbd.WithCheckHealthTimeout(2*time.Second), lbd.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	h, err := New(c, Options{SampleInterval: 100 * time.Millisecond, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	testkit.WaitFor(t, 10*time.Second, "the hostile node down in the report", func() bool {
+		r := h.Report()
+		return r.Nodes[0].State == "down" && len(r.Recent) > 0
+	})
+	_, js := get(t, srv.URL+"/?format=json")
+	if len(js) > 16<<10 {
+		t.Fatalf("the JSON report is %d bytes; want it bounded (a proxy's message is kept to %d bytes)", len(js), lbd.MaxErrorMessage)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if n := r.Nodes[0]; !strings.Contains(n.LastError, "hostile xxx") || len(n.LastError) > 2*lbd.MaxErrorMessage {
+		t.Errorf("last_error is %d bytes: %.80q; want the probe's error, cut", len(n.LastError), n.LastError)
+	}
+	if tr := r.Recent[0]; !strings.Contains(tr.Reason, "hostile xxx") || len(tr.Reason) > 2*lbd.MaxErrorMessage {
+		t.Errorf("recent[0].reason is %d bytes: %.80q; want the probe's error, cut", len(tr.Reason), tr.Reason)
+	}
+}

@@ -104,7 +104,7 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebind func() (*physical.Conn, error)) (*physical.Conn, error) {
 	m := l.m
 	cs := &m.split.causal
-	if !cs.on || l.want != readTarget {
+	if !cs.on || !readRouted(l.want) {
 		return p, nil
 	}
 	pos := m.positionOf(ctx).Load()

@@ -351,7 +351,7 @@ func (l *logicalConn) retryRead(ctx context.Context, rt routing, query string, e
 // before running any of it, outside a pin (a transaction or session state cannot move), and
 // takes that node out of the read picks.
 func (l *logicalConn) replicaRefused(rt routing, p *physical.Conn, err error) bool {
-	if err == nil || !l.m.split.on || rt.target != readTarget || l.pinned() || !l.m.cfg.Refused(err) {
+	if err == nil || !l.m.split.on || !readRouted(rt.target) || l.pinned() || !l.m.cfg.Refused(err) {
 		return false
 	}
 	l.m.table.RefusedRead(p.Node().TN(), l.m.cfg.Now())

@@ -48,6 +48,7 @@ type Config struct {
 	Split          bool          // readWriteSplit
 	ReadAfterWrite time.Duration // read-your-writes window; 0: none
 	Causal         bool          // readConsistency=gtid (with Split)
+	RoutingHints   bool          // routingHints: a leading /* lbd:primary */ or /* lbd:replica */ routes one statement (with Split)
 	// CausalGalera says the nodes are Galera's (roleCheck=galera): positions are captured and
 	// waited for with Galera's functions (causal.Galera) rather than told MariaDB from MySQL
 	// by the first capture.

@@ -93,8 +93,21 @@ type routing struct {
 	ryw    bool // a read sent to the primary by read-your-writes
 }
 
+// replicaHintTarget is where a replica-safe read hinted /* lbd:replica */ goes: the replicas,
+// and the primary when none is up.
+const replicaHintTarget = role.PreferReplica
+
+// readRouted reports whether t is a target route gives replica-safe reads only.
+func readRouted(t role.Target) bool { return t == readTarget || t == replicaHintTarget }
+
 // route returns where a statement with text query goes. Without the split every statement has
 // the Connector's target and counts as nothing.
+//
+// With routingHints, a leading hint comment (sqlclass.RoutingHint) acts after the replica-safety
+// proof, never before it: /* lbd:primary */ sends a replica-safe read to the primary, as
+// OnPrimary does; /* lbd:replica */ narrows where a replica-safe read goes, from any node to the
+// replicas first, and changes nothing else: OnPrimary, read-your-writes and the causal wait
+// still apply, and a text that is not proven replica-safe goes to the primary, hint or not.
 func (m *Mode) route(ctx context.Context, query string) routing {
 	if !m.split.on {
 		return routing{target: m.cfg.Target}
@@ -102,16 +115,24 @@ func (m *Mode) route(ctx context.Context, query string) routing {
 	if !sqlclass.ReplicaRead(query) {
 		return routing{target: writeTarget, write: true}
 	}
-	if ctx.Value(primaryKey{}) != nil {
+	hint := sqlclass.NoHint
+	if m.cfg.RoutingHints {
+		hint = sqlclass.RoutingHint(query)
+	}
+	if ctx.Value(primaryKey{}) != nil || hint == sqlclass.HintPrimary {
 		return routing{target: writeTarget}
 	}
+	read := readTarget
+	if hint == sqlclass.HintReplica {
+		read = replicaHintTarget
+	}
 	if m.split.causal.on {
-		return routing{target: readTarget} // a read of a scope with a position waits on the replica (awaitPosition)
+		return routing{target: read} // a read of a scope with a position waits on the replica (awaitPosition)
 	}
 	if w := m.split.window; w > 0 && m.cfg.Now().UnixNano()-m.lastWriteOf(ctx).Load() < w {
 		return routing{target: writeTarget, ryw: true}
 	}
-	return routing{target: readTarget}
+	return routing{target: read}
 }
 
 // noteWrite starts the read-your-writes window of ctx's scope.

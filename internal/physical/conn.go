@@ -143,6 +143,7 @@ func (c *Conn) observeRun(ctx context.Context, err error, text string, afterResu
 	if err == nil || err == driver.ErrSkip {
 		return err
 	}
+	err = BoundErr(err)
 	if perr := c.sock.ProtocolErr(); perr != nil {
 		return c.fail(perr)
 	}

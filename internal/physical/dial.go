@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 
 	"github.com/lbd-go/lbd/internal/wire"
 )
@@ -17,6 +18,7 @@ import (
 type ticket struct {
 	node    *Node
 	counted bool    // false for a probe connection, which is not application load
+	dialed  bool    // go-sql-driver called Dial: whatever failed before (BeforeConnect, credentials) did not reach the node
 	sock    *Socket // set when the dial succeeded; a counted one owns the node's count from then on
 }
 
@@ -31,8 +33,13 @@ var ErrNoTicket = errors.New(`lbd: the "lb" network can only be dialed through a
 // the ticket Connect put there.
 func Dial(ctx context.Context, addr string) (net.Conn, error) {
 	t, ok := ctx.Value(ticketKey{}).(*ticket)
-	if !ok || t.node.addr != addr {
+	if !ok {
 		return nil, ErrNoTicket
+	}
+	t.dialed = true
+	if t.node.addr != addr {
+		return nil, fmt.Errorf("lbd: go-sql-driver was asked to dial %s for node %s: a BeforeConnect must not change the config's Addr or Net",
+			strconv.Quote(addr), strconv.Quote(t.node.addr))
 	}
 	var d net.Dialer // TCP keepalive on, at the net package's default period
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -78,13 +85,27 @@ func Connect(ctx context.Context, n *Node, counted bool) (conn driver.Conn, sock
 		sock = t.sock
 	}()
 	conn, err = n.connector.Connect(context.WithValue(ctx, ticketKey{}, t))
-	if err != nil && t.sock != nil {
+	err = BoundErr(err)
+	switch {
+	case err != nil && !t.dialed:
+		err = fmt.Errorf("%w for node %s: %w", ErrNoCredentials, strconv.Quote(n.addr), err)
+	case err != nil && t.sock != nil:
 		if perr := t.sock.ProtocolErr(); perr != nil {
 			err = perr
 		}
+	case err == nil && t.sock == nil: // go-sql-driver dialed on its own: a BeforeConnect changed Net
+		CloseQuietly(conn)
+		conn, err = nil, fmt.Errorf("lbd: the connection to node %s did not go through lbd's dial: a BeforeConnect must not change the config's Addr or Net",
+			strconv.Quote(n.addr))
 	}
 	return conn, t.sock, err
 }
+
+// ErrNoCredentials is wrapped by the error of a dial that never reached its node because what
+// runs before it failed: the credentials function (the root's WithCredentials) or
+// go-sql-driver's Config.BeforeConnect. The root re-exports it as lbd.ErrNoCredentials, which
+// documents it.
+var ErrNoCredentials = errors.New("lbd: no credentials")
 
 // ErrProtocol is wrapped by every error lbd returns when a proxy broke the MySQL protocol; the
 // root re-exports it as lbd.ErrProtocol, which documents it.
