@@ -152,7 +152,7 @@ type Config struct {
 	// with ErrFailoverWaitersFull. 0 lets none wait.
 	MaxFailoverWaiters int
 	// RetryReads runs a read once more on another node when its node failed it before any
-	// row reached the caller (retryReads, default false; option WithRetryReads); see
+	// row reached the caller (retryReads, default DefaultRetryReads: on; option WithRetryReads); see
 	// WithRetryReads for which reads and failures. Each such run is taken from the retry
 	// budget.
 	RetryReads bool

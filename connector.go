@@ -265,11 +265,14 @@ func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error)
 	})
 }
 
-// connectAvoiding is connectPhysical on any up node but avoid, with no panic-mode dial and no
-// wait for a switchover: a read that avoid failed runs again elsewhere or not at all. It
-// fails with errNoOtherNode when no other node is up.
+// connectAvoiding is connectPhysical on any up node but avoid, or on avoid itself when no
+// other is up (a new connection: never the one that failed), with no panic-mode dial and no
+// wait for a switchover. It fails with errNoOtherNode when no node is up.
 func (c *Connector) connectAvoiding(ctx context.Context, avoid *tableNode) (*physical.Conn, error) {
 	first := c.table.Pick([]*tableNode{avoid})
+	if first == nil {
+		first = c.table.Pick(nil)
+	}
 	if first == nil {
 		return nil, errNoOtherNode
 	}
@@ -290,8 +293,8 @@ func (c *Connector) connectAvoiding(ctx context.Context, avoid *tableNode) (*phy
 	return p, err
 }
 
-// errNoOtherNode: a read to run again found no node up but the one that failed it.
-var errNoOtherNode = errors.New("lbd: no other node is up to run the read again")
+// errNoOtherNode: a read to run again found no node up.
+var errNoOtherNode = errors.New("lbd: no node is up to run the read again")
 
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.

@@ -97,6 +97,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		ExceptionSorter:      DefaultExceptionSorter,
 		FailoverTimeout:      DefaultFailoverTimeout,
 		MaxFailoverWaiters:   DefaultMaxFailoverWaiters,
+		RetryReads:           DefaultRetryReads,
 		RetryBudgetPercent:   DefaultRetryBudgetPercent,
 		RetryBudgetPerSecond: DefaultRetryBudgetPerSecond,
 		ReadAfterWrite:       DefaultReadAfterWrite,

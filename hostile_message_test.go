@@ -62,7 +62,9 @@ func TestHostileLongErrorMessage(t *testing.T) {
 			if path == "probe" {
 				interval = 2 * time.Second // and so the probe's timeout: 8 MiB take time under -race
 			}
-			opts := append(fast(interval, interval, time.Hour, logs), WithFatalErrorThreshold(1))
+			// retryReads off: the application must see the proxy's error, not a read run again
+			// on the healthy node.
+			opts := append(fast(interval, interval, time.Hour, logs), WithFatalErrorThreshold(1), WithRetryReads(false))
 			db, c := openFakeDB(t, []*mysqlfake.Server{hostile, healthy}, params, opts...)
 
 			if path != "probe" {

@@ -194,7 +194,8 @@ func WithMaxFailoverWaiters(n int) Option {
 	}
 }
 
-// WithRetryReads turns read retries on or off (retryReads, default off). With it on, a read
+// WithRetryReads turns read retries on or off (retryReads, default on: DefaultRetryReads). With
+// it on, a read
 // whose node failed it before any row reached the caller runs once more on another node: the
 // text must be one statement that sqlclass proves both replica-safe and free of session
 // effects (lbd.RetryableRead, and only functions known to read nothing the session holds, so
@@ -206,11 +207,12 @@ func WithMaxFailoverWaiters(n int) Option {
 // state pinning the logical connection. A write, a statement whose outcome is unknown, a
 // statement inside a transaction, or a read that already returned rows never runs again.
 //
-// The read runs again once, on another node (never the one that failed it; with no other up
-// the caller gets the failure): in statement mode on a physical connection borrowed there as
-// for any statement, in connection mode on a connection made for it alone and closed with its
-// rows, while the caller's pooled connection is retired. Each run again is taken from the retry
-// budget (WithRetryBudget); with the budget spent the caller gets the failure.
+// The read runs again once, on another node when one is up (else on a new connection to the
+// same node; never on the connection that failed): in statement mode on a physical connection
+// borrowed there as for any statement, in connection mode on a connection made for it alone and
+// closed with its rows, while the caller's pooled connection is retired. Each run again is
+// taken from the retry budget (WithRetryBudget); with the budget spent the caller gets the
+// failure.
 //
 // MaxScale retries such reads by default (retry_failed_reads); TiDB's retries of statements
 // whose outcome was unknown lost updates (Jepsen, TiDB 2.1.7), which is why only proven reads

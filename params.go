@@ -160,9 +160,11 @@ var params = []param{
 		},
 	},
 	{
-		name:   "retryReads",
-		parse:  func(c *Config, v string) error { return parseBool(v, &c.RetryReads) },
-		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.RetryReads), c.RetryReads },
+		name:  "retryReads",
+		parse: func(c *Config, v string) error { return parseBool(v, &c.RetryReads) },
+		format: func(c *Config) (string, bool) {
+			return strconv.FormatBool(c.RetryReads), c.RetryReads != DefaultRetryReads
+		},
 	},
 	{
 		name:  "retryBudgetPercent",

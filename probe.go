@@ -167,7 +167,7 @@ func (p *nodeProbe) Probe(ctx context.Context) error {
 // not have.
 func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 	if p.conn == nil {
-		p.n.probeConns.Add(1) // from the dial on, as Open counts the application's dials
+		p.n.probeConns.Add(1)                                   // from the dial on, as Open counts the application's dials
 		pc, sock, err := physical.Connect(ctx, p.n.phys, false) // uncounted: probes are not application load
 		if err != nil {
 			p.n.probeConns.Add(-1)

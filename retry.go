@@ -21,6 +21,12 @@ const (
 	DefaultRetryBudgetPerSecond = 10
 )
 
+// DefaultRetryReads is retryReads' default: on. Measured under 16 workers reading through three
+// proxies, one of them killed: 2-6 reads failed without it (those in flight), none with it, at
+// the same detection and return times; it costs nothing until a statement fails. What it runs
+// again is proven a read and outside any transaction, so running it twice changes nothing.
+const DefaultRetryReads = true
+
 // ErrRetryBudget is wrapped by the error a Connect returns when it would have dialed a node
 // marked down (panic mode), or waited for a node its target accepts (a switchover), and the
 // retry budget (retryBudgetPercent, retryBudgetPerSecond) was spent: lbd already runs as many
@@ -36,6 +42,7 @@ type RetryStats struct {
 	PanicDials uint64 // dials to a node marked down because none was up (panic mode)
 	Waits      uint64 // Connects that waited for a node their target accepts (a switchover)
 	Refusals   uint64 // statements a demoted primary refused, handed back to run again
+	Prepares   uint64 // prepares a node failed, handed back to database/sql to prepare again (retryReads)
 	Refused    uint64 // retries the budget refused: each failed at once instead
 }
 
@@ -47,6 +54,7 @@ const (
 	retryPanicDial
 	retryWait
 	retryRefusal
+	retryPrepare
 	numRetryKinds
 )
 
@@ -76,7 +84,7 @@ func (c *Connector) refundRetry(k retryKind) {
 func (c *Connector) retryStats() RetryStats {
 	a := &c.retried.allowed
 	return RetryStats{Reads: a[retryRead].Load(), PanicDials: a[retryPanicDial].Load(), Waits: a[retryWait].Load(),
-		Refusals: a[retryRefusal].Load(), Refused: c.retried.refused.Load()}
+		Refusals: a[retryRefusal].Load(), Prepares: a[retryPrepare].Load(), Refused: c.retried.refused.Load()}
 }
 
 // retryRead reports whether a read with text query that failed with err, before any row
@@ -98,6 +106,16 @@ func (c *Connector) nodeFailedRead(err error) bool {
 		return false
 	}
 	return !physical.IsServerAnswer(err) || c.cfg.Sorter.IsFatal(err)
+}
+
+// RetryPrepare implements physical.Hooks: with retryReads on, a prepare that p's node failed
+// (the node's failure, as for a read) is handed back to database/sql, which prepares it again
+// on another connection (its own retry of driver.ErrBadConn, in both balance modes; never
+// inside a *sql.Tx or through a *sql.Conn, where it does not retry). A prepare runs nothing,
+// whatever its text. Each is taken from the retry budget.
+func (n *node) RetryPrepare(_ *physical.Conn, err error) bool {
+	c := n.c
+	return c.cfg.RetryReads && c.nodeFailedRead(err) && c.allowRetry(retryPrepare)
 }
 
 // RetryRead implements physical.Hooks: in connection mode a read that p's node failed runs

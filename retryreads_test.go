@@ -147,8 +147,8 @@ func TestReadRetries(t *testing.T) {
 					t.Fatalf("the prepared read ran %d times, want 2", n)
 				}
 			})
-			t.Run("off by default", func(t *testing.T) {
-				f := newRetryFleet(t, mode)
+			t.Run("off with retryReads=false", func(t *testing.T) {
+				f := newRetryFleet(t, mode, WithRetryReads(false))
 				var v string
 				f.mustFailAlone(t, pointRead, f.db.QueryRow(pointRead).Scan(&v))
 			})

@@ -14,7 +14,7 @@
 //
 //	c, err := lbd.NewConnector(dsn)
 //	db, err := gorm.Open(gormplugin.Dialector(c), &gorm.Config{})
-//	err = db.Use(&gormplugin.Plugin{Connector: c, RetryReads: true})
+//	err = db.Use(&gormplugin.Plugin{Connector: c})
 //
 // # What the connector does and what the plugin adds
 //
@@ -31,8 +31,8 @@
 //     naming the reason (the exception sorter's classification) and, when it can be told, the
 //     proxy;
 //   - with RetryReads, one transparent retry of a read that failed with a fatal error outside a
-//     transaction. The failed connection was retired, so database/sql runs the retry on another
-//     connection, normally to another proxy.
+//     transaction, where the Connector does not retry reads itself (its retryReads, on by
+//     default, runs such reads once more on another proxy for every user, GORM included).
 //
 // The plugin only logs: it never counts errors, retires connections or marks proxies down, so
 // nothing is counted twice.

@@ -16,11 +16,11 @@ import (
 // as with gorm.Open, the returned DB keeps using cfg, so give each Open its own.
 //
 // A *Plugin already listed in cfg.Plugins under Name is used instead of a new one, with its
-// Connector set to the new Connector when it is nil; that is how Open gets RetryReads or a
-// Sorter:
+// Connector set to the new Connector when it is nil; that is how Open gets a Sorter, or a
+// Plugin whose Connector the caller reads later:
 //
 //	cfg := &gorm.Config{Plugins: map[string]gorm.Plugin{
-//		gormplugin.Name: &gormplugin.Plugin{RetryReads: true},
+//		gormplugin.Name: &gormplugin.Plugin{Sorter: mySorter},
 //	}}
 //
 // Like gorm.Open, Open connects once (GORM asks for the server version and pings). Close the

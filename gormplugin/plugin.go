@@ -39,7 +39,13 @@ type Plugin struct {
 	// sorter named in its DSN (see Sorter). It may be nil.
 	Connector *lbd.Connector
 
-	// RetryReads retries a read once when it fails with a fatal error. A read is an operation
+	// RetryReads retries a read once when it fails with a fatal error. The Connector's own
+	// retryReads (lbd.WithRetryReads, on by default) does this for every user of the Connector,
+	// GORM included, and more safely (it proves the statement ran outside any transaction by
+	// the server's status flags); while it is on (Connector set and retryReads true), this
+	// field does nothing. It matters only with retryReads=false or without a Connector.
+	//
+	// A read is an operation
 	// of GORM's query processor (First, Find, Take, Count, Pluck, ...) or row processor (Row,
 	// Rows, Scan) whose SQL is a single SELECT, SHOW, DESC or DESCRIBE that leaves nothing in
 	// the session and reads nothing the session holds: no user variables, locks, INTO,
@@ -76,7 +82,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	h := &hooks{
 		sorter:     p.sorter(),
 		nodes:      p.locator(),
-		retryReads: p.RetryReads,
+		retryReads: p.RetryReads && !p.connectorRetries(),
 		cfg:        db.Config,
 	}
 	h.classifier, _ = h.sorter.(exception.Classifier)
@@ -91,6 +97,13 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		register(cb.Raw(), "raw", h.afterStatement),
 	}
 	return errors.Join(errs...)
+}
+
+// connectorRetries reports whether the Connector runs failed reads again itself (its
+// retryReads, on by default): the plugin then leaves them to it rather than run them a third
+// time.
+func (p *Plugin) connectorRetries() bool {
+	return p.Connector != nil && p.Connector.Config().RetryReads
 }
 
 // sorter resolves the Sorter field.

@@ -86,7 +86,33 @@ func (h *memHandler) newContext(ctx context.Context, c *vmysql.Conn, query strin
 	)
 }
 
-func (h *memHandler) NewConnection(*vmysql.Conn) {}
+// NewConnection starts c in autocommit mode with no transaction open, as a MySQL session
+// starts, so that its OK and EOF packets carry those status flags from the first command on.
+func (h *memHandler) NewConnection(c *vmysql.Conn) {
+	c.StatusFlags |= uint16(vmysql.ServerStatusAutocommit)
+}
+
+// setStatusFlags sets the status flags the answer to a statement carries from the session
+// after it, as MySQL does (and as go-mysql-server's own handler does): autocommit, and
+// whether a transaction is open. Clients read them; lbd's read retries rely on them.
+func setStatusFlags(sctx *gms.Context, c *vmysql.Conn) {
+	auto := true
+	if v, err := sctx.GetSessionVariable(sctx, gms.AutoCommitSessionVar); err == nil {
+		if b, err := gms.ConvertToBool(sctx, v); err == nil {
+			auto = b
+		}
+	}
+	if auto {
+		c.StatusFlags |= uint16(vmysql.ServerStatusAutocommit)
+	} else {
+		c.StatusFlags &^= uint16(vmysql.ServerStatusAutocommit)
+	}
+	if sctx.GetTransaction() != nil {
+		c.StatusFlags |= uint16(vmysql.ServerInTransaction)
+	} else {
+		c.StatusFlags &^= uint16(vmysql.ServerInTransaction)
+	}
+}
 
 func (h *memHandler) ConnectionClosed(c *vmysql.Conn) {
 	h.exec.Lock()
@@ -251,6 +277,7 @@ func (h *memHandler) execute(ctx context.Context, c *vmysql.Conn, query string, 
 		return nil, sqlError(err)
 	}
 	res, err := collectResult(sctx, schema, iter)
+	setStatusFlags(sctx, c)
 	if err != nil {
 		return nil, sqlError(err)
 	}

@@ -74,6 +74,7 @@ type noHooks struct{}
 func (noHooks) StatementError(_ *physical.Conn, err error, _ bool) error { return err }
 func (noHooks) Broken(*physical.Conn, error)                             {}
 func (noHooks) CallerEnded(*physical.Conn, error)                        {}
+func (noHooks) RetryPrepare(*physical.Conn, error) bool                  { return false }
 func (noHooks) RetryRead(context.Context, *physical.Conn, string, []driver.NamedValue, error) (driver.Rows, bool, error) {
 	return nil, false, nil
 }

@@ -117,9 +117,9 @@ func (m *Mode) Borrow(ctx context.Context, target role.Target) (*physical.Conn, 
 	return m.borrow(ctx, target, nil)
 }
 
-// borrow is Borrow on a node other than avoid (nil: any). With avoid set and no other node
-// up, it fails as Connect fails when none is up: a statement run again because avoid failed it
-// must not land there again.
+// borrow is Borrow on a node other than avoid (nil: any), or on avoid when no other is up: a
+// read run again because avoid failed it goes elsewhere when it can, and never on the
+// connection that failed (the caller retired that one).
 func (m *Mode) borrow(ctx context.Context, target role.Target, avoid *physical.TableNode) (*physical.Conn, error) {
 	if m.cfg.Closed() {
 		return nil, m.cfg.ErrClosed
@@ -129,19 +129,22 @@ func (m *Mode) borrow(ctx context.Context, target role.Target, avoid *physical.T
 		skip = []*physical.TableNode{avoid}
 	}
 	first := m.table.PickInUseFor(target, skip)
+	if first == nil && avoid != nil {
+		first, avoid = m.table.PickInUseFor(target, nil), nil // none other: avoid itself, on another connection
+		if first == nil {
+			return nil, errNoOtherNode
+		}
+	}
 	if first != nil {
 		if p := m.takeFree(ctx, first.Payload()); p != nil {
 			return p, nil
 		}
 	}
-	if avoid != nil && first == nil {
-		return nil, errNoOtherNode
-	}
 	return m.dialFor(ctx, target, first, avoid)
 }
 
-// errNoOtherNode: a read to run again found no node up but the one that failed it.
-var errNoOtherNode = errors.New("lbd: no other node is up to run the read again")
+// errNoOtherNode: a read to run again found no node up.
+var errNoOtherNode = errors.New("lbd: no node is up to run the read again")
 
 // dialFor is Borrow when no idle physical connection was found on first (the node Borrow
 // picked and claimed, nil when none): a new one is dialed there, then on the next least busy

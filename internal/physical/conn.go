@@ -246,10 +246,35 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, c.observe(ctx, err)
+		return nil, c.prepareFailed(ctx, c.observe(ctx, err))
 	}
 	return newStmt(c, st, query), nil
 }
+
+// prepareFailed is what a prepare that failed with err (as StatementError returned it)
+// answers: err, or, when the node's hooks say so (RetryPrepare), a RetriedPrepare telling
+// database/sql to prepare again on another connection. A prepare runs nothing, so preparing
+// again is safe for any text; it is offered only outside a transaction and while the caller
+// still waits (MayRetryRead). The connection is retired.
+func (c *Conn) prepareFailed(ctx context.Context, err error) error {
+	if err == nil || !c.MayRetryRead(ctx) || !c.node.hooks.RetryPrepare(c, err) {
+		return err
+	}
+	c.MarkRetired(Fatal)
+	return &RetriedPrepare{Err: err}
+}
+
+// RetriedPrepare is a prepare that failed on its node and that database/sql is told to run
+// again on another connection: it wraps the failure and driver.ErrBadConn. When database/sql's
+// own retries end, the caller gets the last failure, still readable with errors.Is and
+// errors.As.
+type RetriedPrepare struct{ Err error }
+
+// Error returns the failure's text.
+func (e *RetriedPrepare) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failure and driver.ErrBadConn.
+func (e *RetriedPrepare) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
 
 // Begin implements driver.Conn.
 //

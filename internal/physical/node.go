@@ -35,6 +35,10 @@ type Hooks interface {
 	// StatementError returned. When it runs the read again elsewhere (ran), rows and rerr are
 	// that run's answer for the caller; otherwise the caller gets err.
 	RetryRead(ctx context.Context, c *Conn, query string, args []driver.NamedValue, err error) (rows driver.Rows, ran bool, rerr error)
+	// RetryPrepare is told a prepare that failed with err on c, outside any transaction
+	// (Conn.MayRetryRead), and reports whether database/sql should prepare again on another
+	// connection (Conn.prepareFailed).
+	RetryPrepare(c *Conn, err error) bool
 }
 
 // Node is what this package hangs off one proxy: its go-sql-driver connector, its live

@@ -34,6 +34,8 @@ type hooks struct {
 }
 
 // RetryRead retries no read: the Connector's rules for it are tested in the root package.
+func (h *hooks) RetryPrepare(*Conn, error) bool { return false }
+
 func (h *hooks) RetryRead(context.Context, *Conn, string, []driver.NamedValue, error) (driver.Rows, bool, error) {
 	return nil, false, nil
 }

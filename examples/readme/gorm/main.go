@@ -16,9 +16,10 @@ type Order struct {
 }
 
 func main() {
-	// Open builds the Connector, opens GORM on it and adds the plugin. RetryReads runs a read
-	// that failed on a broken connection once more on another (never inside a transaction).
-	plugin := &gormplugin.Plugin{RetryReads: true}
+	// Open builds the Connector, opens GORM on it and completes the plugin with it (the plugin
+	// names the proxy in GORM's logs). A read a broken proxy failed runs once more on another
+	// (the Connector's retryReads, on by default; never a write, never inside a transaction).
+	plugin := &gormplugin.Plugin{}
 	db, err := gormplugin.Open("app:secret@lb(10.0.0.1:2883,10.0.0.2:2883)/orders?parseTime=true",
 		&gorm.Config{Plugins: map[string]gorm.Plugin{gormplugin.Name: plugin}})
 	if err != nil {

@@ -220,9 +220,10 @@ func nonFatalErrorKeepsConnection(t *testing.T, a Adapter, balance string) {
 }
 
 // A fatal error (8001) once: one error for the application, the connection is retired and
-// closed, the next statement succeeds.
+// closed, the next statement succeeds. The Connector's read retries are off, so that the
+// application sees the error.
 func fatalErrorOnceRetiresConnection(t *testing.T, a Adapter, balance string) {
-	e, lib := a.Open(t, balance, Config{Options: Quiet()})
+	e, lib := a.Open(t, balance, Config{Options: append(Quiet(), lbd.WithRetryReads(false))})
 	at := onlyConn(t, e, lib)
 	p := e.Cluster.Proxy(at)
 	before, closed := Node(t, e.Connector, e.Cluster, at), clusterkit.ClosedConns(e.Connector, p)

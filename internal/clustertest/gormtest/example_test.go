@@ -66,8 +66,9 @@ func Example() {
 	// Solaris 1972
 }
 
-// With an existing Connector: GORM over Dialector, and the Plugin added by hand, here with
-// RetryReads.
+// With an existing Connector: GORM over Dialector, and the Plugin added by hand. A read that
+// fails with an error fatal to its connection runs once more on a new connection (the
+// Connector's retryReads, on by default), so GORM never sees it.
 func ExampleDialector() {
 	cluster, err := lbdtest.Start(1)
 	if err != nil {
@@ -85,7 +86,7 @@ func ExampleDialector() {
 	}
 	sqlDB, _ := db.DB()
 	defer sqlDB.Close()
-	if err := db.Use(&gormplugin.Plugin{Connector: c, RetryReads: true}); err != nil {
+	if err := db.Use(&gormplugin.Plugin{Connector: c}); err != nil {
 		log.Fatal(err)
 	}
 

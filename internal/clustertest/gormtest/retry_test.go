@@ -8,8 +8,13 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/gormplugin"
 )
+
+// pluginRetries is quiet() with the Connector's own read retries off (retryReads=false), so
+// that what these tests see is the plugin's RetryReads, which acts only then.
+func pluginRetries() []lbd.Option { return append(quiet(), lbd.WithRetryReads(false)) }
 
 // hooked counts AfterFind calls, to check that a retried query still runs GORM's after-query
 // hooks, once.
@@ -58,7 +63,7 @@ func TestRetryReadsHidesOneFatalError(t *testing.T) {
 }
 
 func retryReadsHidesOneFatalError(t *testing.T, balance string) {
-	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, pluginRetries()...)
 	if err := e.tbl().Create([]item{{Name: "a", Qty: 1}, {Name: "b", Qty: 2}}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func TestRetryReadsWithPreparedStatements(t *testing.T) {
 }
 
 func retryReadsWithPreparedStatements(t *testing.T, balance string) {
-	e := setupWith(t, balance, &gorm.Config{PrepareStmt: true}, gormplugin.Plugin{RetryReads: true}, quiet()...)
+	e := setupWith(t, balance, &gorm.Config{PrepareStmt: true}, gormplugin.Plugin{RetryReads: true}, pluginRetries()...)
 	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +169,7 @@ func TestNoRetryWithoutRetryReads(t *testing.T) {
 }
 
 func noRetryWithoutRetryReads(t *testing.T, balance string) {
-	e := setup(t, balance, gormplugin.Plugin{}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{}, pluginRetries()...)
 	check := e.failOnce(t)
 	var got item
 	if err := e.tbl().First(&got).Error; mysqlNumber(err) != 8001 {
@@ -183,7 +188,7 @@ func TestRetryReadsLeavesWritesAndTransactionsAlone(t *testing.T) {
 }
 
 func retryReadsLeavesWritesAndTransactionsAlone(t *testing.T, balance string) {
-	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, pluginRetries()...)
 	check := e.failOnce(t)
 	if err := e.tbl().Create(&item{Name: "a", Qty: 1}).Error; mysqlNumber(err) != 8001 {
 		t.Fatalf("create returned %v, want error 8001", err)
@@ -230,7 +235,7 @@ func TestFatalCommitIsLogged(t *testing.T) {
 }
 
 func fatalCommitIsLogged(t *testing.T, balance string) {
-	e := setup(t, balance, gormplugin.Plugin{}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{}, pluginRetries()...)
 	at := e.onlyConn(t)
 	err := e.db.Callback().Create().Before("gorm:commit_or_rollback_transaction").Register("test:fail_commit", func(db *gorm.DB) {
 		if db.Error == nil {
@@ -258,7 +263,7 @@ func TestEarlierErrorIsLeftAlone(t *testing.T) {
 }
 
 func earlierErrorIsLeftAlone(t *testing.T, balance string) {
-	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, quiet()...)
+	e := setup(t, balance, gormplugin.Plugin{RetryReads: true}, pluginRetries()...)
 	p := e.cl.Proxy(e.onlyConn(t))
 	statements := p.Statements()
 	failed := e.db.Session(&gorm.Session{}).Table(e.table).Where("qty > ?", 0)
