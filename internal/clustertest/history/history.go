@@ -205,6 +205,7 @@ type Report struct {
 	Writes    int       // of which writes
 	Reads     int       // of which reads that returned a value
 	Unknown   int       // writes whose outcome was unknown
+	Failed    int       // writes that surely failed
 	Origin    time.Time // the first operation's start; times in String count from it
 	Anomalies []Anomaly // in the order of the checks, then of the operations
 }
@@ -234,8 +235,8 @@ func (r Report) Counts() map[AnomalyKind]int {
 func (r Report) String() string {
 	const perKind = 3
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d operations (%d writes, %d of them with an unknown outcome; %d reads): %d anomalies",
-		r.Ops, r.Writes, r.Unknown, r.Reads, len(r.Anomalies))
+	fmt.Fprintf(&sb, "%d operations (%d writes: %d failed, %d with an unknown outcome; %d reads answered): %d anomalies",
+		r.Ops, r.Writes, r.Failed, r.Unknown, r.Reads, len(r.Anomalies))
 	shown := map[AnomalyKind]int{}
 	for _, a := range r.Anomalies {
 		if shown[a.Kind]++; shown[a.Kind] > perKind {
@@ -299,6 +300,7 @@ func checkWrites(r *Report, ops []Op, final Final) []Anomaly {
 				out = append(out, Anomaly{Rerun, fmt.Sprintf("outcome unknown to the client, in the final state %d times", applied), one})
 			}
 		case Failed:
+			r.Failed++
 			if applied > 0 {
 				out = append(out, Anomaly{FailedApplied, fmt.Sprintf("reported as failed, in the final state %d times", applied), one})
 			}

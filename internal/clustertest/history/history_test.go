@@ -66,8 +66,8 @@ func TestCorrectHistoryPasses(t *testing.T) {
 	if len(r.Anomalies) != 0 {
 		t.Fatalf("a correct history: %s", r)
 	}
-	if r.Ops != 10 || r.Writes != 5 || r.Unknown != 1 || r.Reads != 5 {
-		t.Errorf("counted %d ops, %d writes, %d unknown, %d reads; want 10, 5, 1, 5", r.Ops, r.Writes, r.Unknown, r.Reads)
+	if r.Ops != 10 || r.Writes != 5 || r.Failed != 1 || r.Unknown != 1 || r.Reads != 5 {
+		t.Errorf("counted %d ops, %d writes (%d failed, %d unknown), %d reads; want 10, 5 (1, 1), 5", r.Ops, r.Writes, r.Failed, r.Unknown, r.Reads)
 	}
 	// The unknown write absent is as good as present.
 	delete(final.Applied, 4)
