@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/history"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -344,4 +345,60 @@ func TestGaleraIsolatedNodeOnMariaDB(t *testing.T) {
 	if got := g.spread(t, 12); got[node] == 0 {
 		t.Fatalf("new connections per node %v once node %d rejoined; want some on it", got, node)
 	}
+}
+
+// The history checker on a real Galera cluster under the read/write split over one writer
+// (singleWriter=true) with Galera's causal reads (readConsistency=gtid), 16 workers each in a
+// read-your-writes scope of its own: the writer is desynced (the writes move to the second
+// node) and synced again (they move back), then a reader is killed (SIGKILL). No acknowledged
+// write is lost or applied twice, no write of unknown outcome is applied twice, and every read
+// sees its scope's writes and never goes back. The final state is read from a node with
+// wsrep_sync_wait, after the killed node has rejoined.
+func TestGaleraHistoryAcrossADesyncAndAKillOnMariaDB(t *testing.T) {
+	ctl := galeraCtlPath(t)
+	start := time.Now()
+	P, R := nodes.RolePrimary, nodes.RoleReplica
+	g := openGalera(t, "&singleWriter=true&balance=statement&readWriteSplit=true&interpolateParams=true&readConsistency=gtid&readAfterWriteMillis=1000", P, R, R)
+	g.db.SetMaxIdleConns(historyWorkers)
+	const killedNode = 2
+	killed := false
+	t.Cleanup(func() {
+		g.admin[0].Exec("SET GLOBAL wsrep_desync = OFF")
+		if killed {
+			galeraCtl(t, ctl, "start", fmt.Sprint(killedNode+1))
+		}
+	})
+	table := historyTable(t, "galera", g.admin[0], g.admin[0])
+
+	l := startHistory(g.db, table)
+	defer l.stop()
+	l.waitOps(t, 1000)
+	if _, err := g.admin[0].Exec("SET GLOBAL wsrep_desync = ON"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the writer to move to the second node", func() bool { return g.is(1, P) && !g.is(0, P) })
+	l.waitOps(t, 1000)
+	if _, err := g.admin[0].Exec("SET GLOBAL wsrep_desync = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the first node to write again", func() bool { return g.is(0, P) })
+	l.waitOps(t, 1000)
+	galeraCtl(t, ctl, "kill", fmt.Sprint(killedNode+1))
+	killed = true
+	waitFor(t, 10*time.Second, "the killed node down", func() bool {
+		s, _ := nodeState(g.c, g.addrs[killedNode])
+		return s == lbd.StateDown
+	})
+	l.waitOps(t, 1000)
+	l.stop()
+	workload := time.Since(start)
+
+	restart := time.Now()
+	galeraCtl(t, ctl, "start", fmt.Sprint(killedNode+1)) // returns once the node is Synced
+	killed = false
+	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, g.admin[0], table, "SET SESSION wsrep_sync_wait = 1")})
+	cs := g.c.Stats().Causal
+	t.Logf("Galera, writer desynced and a reader killed: %s; causal waits %d, fallbacks %d; workload %v, the killed node's restart %v",
+		r, cs.Waits, cs.Fallbacks, workload.Round(time.Millisecond), time.Since(restart).Round(time.Millisecond))
+	wantClean(t, r)
 }
