@@ -105,8 +105,10 @@ func (l *historyLoad) run(scope context.Context, w int, name string, kind histor
 	if kind == history.Write {
 		_, err = l.db.ExecContext(ctx, "INSERT INTO "+l.table+" (op, k, v) VALUES (?, ?, ?)", op.ID, key, v)
 	} else {
+		// The always-true "id >= 0" makes the text of every read unique, so that a proxy's
+		// record of it says where it ran.
 		var got sql.NullInt64
-		err = l.db.QueryRowContext(ctx, "SELECT MAX(v) FROM "+l.table+" WHERE k = ?", key).Scan(&got)
+		err = l.db.QueryRowContext(ctx, "SELECT MAX(v) FROM "+l.table+" WHERE k = ? AND ? >= 0", key, op.ID).Scan(&got)
 		op.Value = got.Int64
 	}
 	op.End = time.Now()
@@ -167,13 +169,22 @@ func appliedOps(t *testing.T, db *sql.DB, table string, setup ...string) map[int
 
 // checkHistory checks the history of l, stopped, against final (read after the stop) and
 // returns the report, failing t when the workload did too little to judge: fewer than 200
-// acknowledged writes or reads.
-func checkHistory(t *testing.T, l *historyLoad, final history.Final) history.Report {
+// acknowledged writes or reads. A proxy's record, when given, names the node of each operation
+// it saw.
+func checkHistory(t *testing.T, l *historyLoad, final history.Final, record ...proxyRecord) history.Report {
 	t.Helper()
 	if !l.stopping.Load() {
 		t.Fatal("checkHistory before the workload stopped: its final state may miss writes still running")
 	}
-	r, err := history.Check(l.rec.Ops(), final)
+	ops := l.rec.Ops()
+	for _, rec := range record {
+		for i := range ops {
+			if rec.ops[ops[i].ID] > 0 {
+				ops[i].Node = strings.TrimPrefix(ops[i].Node+","+rec.addr, ",")
+			}
+		}
+	}
+	r, err := history.Check(ops, final)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +213,7 @@ func TestHistoryAcrossASwitchoverOnMariaDB(t *testing.T) {
 	for _, mode := range []string{"gtid", "time"} {
 		t.Run(mode, func(t *testing.T) {
 			start := time.Now()
-			ps := openPairSwitch(t, "balance=statement&readWriteSplit=true&interpolateParams=true&readAfterWriteMillis=300&readConsistency="+mode)
+			ps := openPairSwitch(t, "balance=statement&readWriteSplit=true&interpolateParams=true&readAfterWriteMillis=1000&readConsistency="+mode)
 			table := historyTable(t, "switch_"+mode, ps.primary, ps.pAdmin, ps.rAdmin)
 			waitFor(t, 10*time.Second, "the table on the replica", func() bool {
 				_, err := ps.replica.Exec("SELECT 1 FROM " + table)
@@ -307,27 +318,59 @@ func TestHistoryAcrossAKilledProxyOnMariaDB(t *testing.T) {
 	l.waitOps(t, 2000)
 	l.stop()
 
+	// Every write reached the primary through its relays; the replica's refuses writes.
 	sends := map[int64]int{}
-	prefix := "INSERT INTO " + table + " (op, k, v) VALUES ("
-	for _, p := range toPrimary.Proxies() {
-		if n := p.Statements(); n > lbdtest.MaxQueries {
-			t.Fatalf("relay %s received %d statements, more than the %d it records: shorten the run", p.Addr(), n, lbdtest.MaxQueries)
-		}
-		for _, q := range p.Queries() {
-			if rest, ok := strings.CutPrefix(q, prefix); ok {
-				var id int64
-				if _, err := fmt.Sscanf(rest, "%d", &id); err != nil {
-					t.Fatalf("a recorded write %q: %v", q, err)
-				}
-				sends[id]++
+	var records []proxyRecord
+	for _, p := range append(toPrimary.Proxies(), toReplica.Proxies()...) {
+		rec := recordOf(t, p, table)
+		records = append(records, rec)
+		if p.Role() == lbdtest.Primary {
+			for id, n := range rec.writes {
+				sends[id] += n
 			}
 		}
 	}
-	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, primary, table), Sends: sends})
+	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, primary, table), Sends: sends}, records...)
 	if len(sends) < r.Writes-r.Unknown {
 		t.Fatalf("the relays recorded %d writes; %d were acknowledged", len(sends), r.Writes-r.Unknown)
 	}
-	t.Logf("relay killed in front of the primary: %s; the relays received %v statements; %v in all",
-		r, clusterkit.StatementCounts(toPrimary), time.Since(start).Round(time.Millisecond))
+	t.Logf("relay killed in front of the primary: %s; the relays received %v and %v statements; %v in all",
+		r, clusterkit.StatementCounts(toPrimary), clusterkit.StatementCounts(toReplica), time.Since(start).Round(time.Millisecond))
 	wantClean(t, r)
+}
+
+// proxyRecord is what one proxy received of the history workload: how many times each
+// operation's statement, and each write's, by operation id.
+type proxyRecord struct {
+	addr   string
+	ops    map[int64]int
+	writes map[int64]int
+}
+
+// recordOf reads p's record of the workload's statements on table; it fails t when p received
+// more statements than it keeps.
+func recordOf(t *testing.T, p *lbdtest.Proxy, table string) proxyRecord {
+	t.Helper()
+	if n := p.Statements(); n > lbdtest.MaxQueries {
+		t.Fatalf("relay %s received %d statements, more than the %d it records: shorten the run", p.Addr(), n, lbdtest.MaxQueries)
+	}
+	rec := proxyRecord{addr: p.Addr(), ops: map[int64]int{}, writes: map[int64]int{}}
+	write, read := "INSERT INTO "+table+" (op, k, v) VALUES (", "SELECT MAX(v) FROM "+table+" WHERE k = "
+	for _, q := range p.Queries() {
+		var id, key int64
+		if rest, ok := strings.CutPrefix(q, write); ok {
+			if _, err := fmt.Sscanf(rest, "%d", &id); err != nil {
+				t.Fatalf("a recorded write %q: %v", q, err)
+			}
+			rec.writes[id]++
+		} else if rest, ok := strings.CutPrefix(q, read); ok {
+			if _, err := fmt.Sscanf(rest, "%d AND %d", &key, &id); err != nil {
+				t.Fatalf("a recorded read %q: %v", q, err)
+			}
+		} else {
+			continue
+		}
+		rec.ops[id]++
+	}
+	return rec
 }
