@@ -237,8 +237,9 @@ func TestHistoryAcrossASwitchoverOnMariaDB(t *testing.T) {
 
 // The history checker can fail: on the real pair with the replica 1 s behind and the split's
 // read-your-writes off (readAfterWriteMillis=0), reads that land on the replica miss their
-// scope's last write, and the checker reports them as stale reads with the write they missed.
-// No write is lost or applied twice all the same.
+// scope's last write, and the checker reports them as stale reads, each with the write it
+// missed and the relay in front of the replica as the read's node. No write is lost or applied
+// twice all the same.
 func TestHistoryFindsStaleReadsWithoutReadYourWritesOnMariaDB(t *testing.T) {
 	start := time.Now()
 	primary, replica := mariaDBPair(t)
@@ -249,79 +250,114 @@ func TestHistoryFindsStaleReadsWithoutReadYourWritesOnMariaDB(t *testing.T) {
 		return err == nil
 	})
 	delayReplica(t, rAdmin, time.Second)
-	db := splitOverPair(t, "readAfterWriteMillis=0")
-	l := startHistory(db, table)
+	pr := openPairRelays(t, 1, "readAfterWriteMillis=0")
+	l := startHistory(pr.db, table)
 	defer l.stop()
 	l.waitOps(t, 1500)
 	l.stop()
-	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, primary, table)})
-	t.Logf("read-your-writes off, replica 1 s behind: %v; %v in all", r.Counts(), time.Since(start).Round(time.Millisecond))
+	records, sends := pr.records(t, table)
+	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, primary, table), Sends: sends}, records...)
+	t.Logf("read-your-writes off, replica 1 s behind: %s; %v in all", r, time.Since(start).Round(time.Millisecond))
 	if r.Count(history.StaleRead) == 0 {
 		t.Errorf("no stale read found with read-your-writes off and the replica 1 s behind: the checker cannot fail: %s", r)
 	}
+	onReplica := pr.toReplica.Proxy(0).Addr()
 	for _, a := range r.Anomalies {
-		if a.Kind != history.StaleRead && a.Kind != history.NonMonotonicRead {
+		switch {
+		case a.Kind != history.StaleRead && a.Kind != history.NonMonotonicRead:
 			t.Errorf("with read-your-writes off only reads may go wrong; found %s", a.Format(r.Origin))
-		}
-	}
-	for _, a := range r.Anomalies {
-		if a.Kind == history.StaleRead {
-			t.Logf("the first stale read, as the checker prints it:\n%s", a.Format(r.Origin))
-			break
+		case a.Ops[len(a.Ops)-1].Node != onReplica:
+			t.Errorf("a read that went wrong ran on %q, not on the replica %s: %s", a.Ops[len(a.Ops)-1].Node, onReplica, a.Format(r.Origin))
 		}
 	}
 }
 
 // The history checker over a proxy killed in front of the real pair: two lbdtest relays in
-// front of the primary and one in front of the replica (acting read-only, as the server
-// behind it is), the read/write split with readConsistency=gtid and 16 workers; midway one of
-// the primary's relays is stopped, cutting its connections. The relays record every statement
-// they receive, so the checker also sees whether any write was sent twice: none was, none is
-// lost or applied twice, and every read sees its scope's writes.
+// front of the primary and one in front of the replica, the read/write split with
+// readConsistency=gtid and 16 workers; midway one of the primary's relays is stopped, cutting
+// its connections. The relays record every statement they receive, so the checker also sees
+// whether any write was sent twice: none was, none is lost or applied twice, and every read
+// sees its scope's writes.
 func TestHistoryAcrossAKilledProxyOnMariaDB(t *testing.T) {
 	start := time.Now()
 	primary, _ := mariaDBPair(t)
-	pDSN, rDSN := os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"), os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN")
-	t.Setenv(lbdtest.EnvBackendDSN, pDSN)
-	toPrimary := lbdtest.NewCluster(t, 2)
-	t.Setenv(lbdtest.EnvBackendDSN, rDSN)
-	toReplica := lbdtest.NewCluster(t, 1)
-	toReplica.Proxy(0).SetRole(lbdtest.Replica)
 	table := historyTable(t, "proxy", primary, primary)
-
-	cfg, err := mysql.ParseDSN(pDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs := append(toPrimary.Addrs(), toReplica.Addrs()...)
-	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&readConsistency=gtid&readAfterWriteMillis=300",
-		cfg.User, cfg.Passwd, strings.Join(addrs, ","), cfg.DBName)
-	c, err := lbd.NewConnector(dsn, fast(100*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	defer db.Close()
-	clusterkit.WaitRoles(t, c, nodes.RolePrimary, nodes.RolePrimary, nodes.RoleReplica)
-
-	l := startHistory(db, table)
+	pr := openPairRelays(t, 2, "readConsistency=gtid&readAfterWriteMillis=300")
+	l := startHistory(pr.db, table)
 	defer l.stop()
 	l.waitOps(t, 2000)
-	killed := toPrimary.Proxy(0)
+	killed := pr.toPrimary.Proxy(0)
 	if err := killed.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the stopped relay down", func() bool {
-		s, _ := nodeState(c, killed.Addr())
+		s, _ := nodeState(pr.c, killed.Addr())
 		return s == lbd.StateDown
 	})
 	l.waitOps(t, 2000)
 	l.stop()
 
-	// Every write reached the primary through its relays; the replica's refuses writes.
+	records, sends := pr.records(t, table)
+	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, primary, table), Sends: sends}, records...)
+	if len(sends) < r.Writes-r.Unknown {
+		t.Fatalf("the relays recorded %d writes; %d were acknowledged", len(sends), r.Writes-r.Unknown)
+	}
+	t.Logf("relay killed in front of the primary: %s; the relays received %v and %v statements; %v in all",
+		r, clusterkit.StatementCounts(pr.toPrimary), clusterkit.StatementCounts(pr.toReplica), time.Since(start).Round(time.Millisecond))
+	wantClean(t, r)
+}
+
+// pairRelays is the read/write split over lbdtest relays in front of the real pair: some in
+// front of the primary, one in front of the replica acting read-only as the server behind it
+// is (a relay answers the role check for itself). The relays cannot follow a switchover; the
+// runs over them have none.
+type pairRelays struct {
+	toPrimary, toReplica *lbdtest.Cluster
+	c                    *lbd.Connector
+	db                   *sql.DB
+}
+
+// openPairRelays starts primaries relays in front of the pair's primary and one in front of
+// its replica, opens the split over them with params, and waits for the role checks. It skips
+// the test when the pair's environment is not set.
+func openPairRelays(t *testing.T, primaries int, params string) *pairRelays {
+	t.Helper()
+	mariaDBPair(t)
+	pDSN, rDSN := os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"), os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN")
+	pr := &pairRelays{}
+	t.Setenv(lbdtest.EnvBackendDSN, pDSN)
+	pr.toPrimary = lbdtest.NewCluster(t, primaries)
+	t.Setenv(lbdtest.EnvBackendDSN, rDSN)
+	pr.toReplica = lbdtest.NewCluster(t, 1)
+	pr.toReplica.Proxy(0).SetRole(lbdtest.Replica)
+	cfg, err := mysql.ParseDSN(pDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := append(pr.toPrimary.Addrs(), pr.toReplica.Addrs()...)
+	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&%s",
+		cfg.User, cfg.Passwd, strings.Join(addrs, ","), cfg.DBName, params)
+	pr.c, err = lbd.NewConnector(dsn, fast(100*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.db = sql.OpenDB(pr.c)
+	t.Cleanup(func() { pr.db.Close() })
+	want := make([]nodes.Role, 0, len(addrs))
+	for range primaries {
+		want = append(want, nodes.RolePrimary)
+	}
+	clusterkit.WaitRoles(t, pr.c, append(want, nodes.RoleReplica)...)
+	return pr
+}
+
+// records returns every relay's record of the history workload on table, and how many times
+// the primary's relays received each write (the replica's refuses writes).
+func (pr *pairRelays) records(t *testing.T, table string) ([]proxyRecord, map[int64]int) {
+	t.Helper()
 	sends := map[int64]int{}
 	var records []proxyRecord
-	for _, p := range append(toPrimary.Proxies(), toReplica.Proxies()...) {
+	for _, p := range append(pr.toPrimary.Proxies(), pr.toReplica.Proxies()...) {
 		rec := recordOf(t, p, table)
 		records = append(records, rec)
 		if p.Role() == lbdtest.Primary {
@@ -330,13 +366,7 @@ func TestHistoryAcrossAKilledProxyOnMariaDB(t *testing.T) {
 			}
 		}
 	}
-	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, primary, table), Sends: sends}, records...)
-	if len(sends) < r.Writes-r.Unknown {
-		t.Fatalf("the relays recorded %d writes; %d were acknowledged", len(sends), r.Writes-r.Unknown)
-	}
-	t.Logf("relay killed in front of the primary: %s; the relays received %v and %v statements; %v in all",
-		r, clusterkit.StatementCounts(toPrimary), clusterkit.StatementCounts(toReplica), time.Since(start).Round(time.Millisecond))
-	wantClean(t, r)
+	return records, sends
 }
 
 // proxyRecord is what one proxy received of the history workload: how many times each

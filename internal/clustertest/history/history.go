@@ -245,8 +245,8 @@ func (r Report) String() string {
 		sb.WriteString("\n  ")
 		sb.WriteString(a.Format(r.Origin))
 	}
-	for k, n := range shown {
-		if n > perKind {
+	for k := Lost; k <= PhantomRead; k++ {
+		if n := shown[k]; n > perKind {
 			fmt.Fprintf(&sb, "\n  (%d more of kind %s)", n-perKind, k)
 		}
 	}
