@@ -20,8 +20,8 @@ import (
 // position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one
 // more round trip per such read. When the wait times out or fails, the read runs on the primary
 // instead. As MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to
-// one proxy's session, so it holds across every proxy. Reads bound to the primary, and reads of a
-// scope that has written nothing, wait for nothing.
+// one proxy's session, so it holds across every proxy. Reads of a scope that has written nothing
+// wait for nothing, nor do reads bound to the primary, but on Galera (see awaitPosition).
 
 // causalState is the split's GTID bookkeeping.
 type causalState struct {
@@ -51,12 +51,14 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	if cs.flavor.Load() < 0 {
 		f = causal.MariaDB
 	}
-	value, err := physical.OneValue(ctx, p, f.CaptureQuery())
+	// The capture runs on the write's own session even if the node lost its role since the
+	// write (SessionValue): without it the scope's reads would not wait for this write.
+	value, err := p.SessionValue(ctx, f.CaptureQuery())
 	var me *mysql.MySQLError
 	if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
 		// No @@last_gtid: a MySQL server.
 		f = causal.MySQL
-		value, err = physical.OneValue(ctx, p, f.CaptureQuery())
+		value, err = p.SessionValue(ctx, f.CaptureQuery())
 	}
 	if err != nil {
 		m.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.Node().Addr(), "err", err)
@@ -95,7 +97,9 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 
 // awaitPosition makes the read about to run on p, bound for a replica read, wait there for its
 // scope's position; when the replica does not reach it within ReadAfterWrite, the read is bound
-// on the primary instead. It returns the connection to run the read on.
+// on the primary instead. It returns the connection to run the read on. A read bound to the
+// primary waits only on Galera, where the writer can be another node than the one that took
+// the scope's last write.
 //
 // The wait asks the server to give up after ReadAfterWrite, and lbd stops waiting for its answer
 // causalWaitSlack later: a replica that never answers costs at most that, not the caller's
@@ -108,7 +112,13 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 		return p, nil
 	}
 	pos := m.positionOf(ctx).Load()
-	if pos == nil || pos.IsZero() || m.table.Role(p.Node().TN()) == nodes.RolePrimary {
+	if pos == nil || pos.IsZero() {
+		return p, nil
+	}
+	// A primary has applied every write it acknowledged, unless it is a Galera node: there the
+	// writer moves (singleWriter) to a node that may not have applied the last writes of the
+	// one before it yet, most of all one that was desynced, so a read waits there too.
+	if m.table.Role(p.Node().TN()) == nodes.RolePrimary && pos.Flavor() != causal.Galera {
 		return p, nil
 	}
 	if !pos.Overflowed() {
