@@ -418,6 +418,7 @@ func TestGaleraHistoryAcrossADesyncAndAKillOnMariaDB(t *testing.T) {
 		r, cs.Captures, cs.Waits, cs.Fallbacks, workload.Round(time.Millisecond), r.Origin.Format("15:04:05.000000"), strings.Join(events, ", "), time.Since(restart).Round(time.Millisecond))
 	wantClean(t, r)
 	if acked := r.Writes - r.Failed - r.Unknown; cs.Captures < uint64(acked) {
-		t.Errorf("%d positions captured for %d acknowledged writes: the reads after the others did not wait for them", cs.Captures, acked)
+		t.Errorf("%d positions captured for %d acknowledged writes: the reads after the others did not wait for them; lbd logged:\n%s",
+			cs.Captures, acked, strings.Join(g.logs.Containing("GTID capture"), "\n"))
 	}
 }
