@@ -32,6 +32,18 @@ type causalState struct {
 	waitTime atomic.Int64 // nanoseconds over all waits
 	fallback atomic.Uint64
 	captures atomic.Uint64
+	// uncaptured is the Connector-wide scope's latest write whose position could not be read,
+	// unix nanoseconds (see route).
+	uncaptured atomic.Int64
+}
+
+// uncapturedOf returns where the scope of ctx keeps the time of its latest write whose position
+// could not be read.
+func (m *Mode) uncapturedOf(ctx context.Context) *atomic.Int64 {
+	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
+		return &s.uncaptured
+	}
+	return &m.split.causal.uncaptured
 }
 
 // positionOf returns where the scope of ctx keeps its position.
@@ -43,8 +55,9 @@ func (m *Mode) positionOf(ctx context.Context) *atomic.Pointer[causal.Position] 
 }
 
 // capture reads the position the write just made reached, on its own physical connection p,
-// and merges it into ctx's scope. A failure leaves the scope as it was: its next reads may miss
-// this write on a replica, as without readConsistency=gtid, and the error is not the caller's.
+// and merges it into ctx's scope. A failure leaves the position as it was and sends the scope's
+// reads to the primary for ReadAfterWrite (see route): a wait for the old position would not
+// cover this write. The error is not the caller's: the write ran.
 func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	cs := &m.split.causal
 	f := causal.Flavor(cs.flavor.Load())
@@ -61,7 +74,8 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 		value, err = p.SessionValue(ctx, f.CaptureQuery())
 	}
 	if err != nil {
-		m.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.Node().Addr(), "err", err)
+		m.uncapturedOf(ctx).Store(m.cfg.Now().UnixNano())
+		m.cfg.Logger.Debug("lbd: GTID capture failed; the scope's reads go to the primary for readAfterWriteMillis", "node", p.Node().Addr(), "err", err)
 		return
 	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
@@ -73,6 +87,7 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	}
 	if err != nil {
 		if !errors.Is(err, causal.ErrNoPosition) {
+			m.uncapturedOf(ctx).Store(m.cfg.Now().UnixNano())
 			m.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.Node().Addr(), "err", err)
 		}
 		return
