@@ -220,3 +220,22 @@ func TestRecorder(t *testing.T) {
 		t.Fatalf("recorded %d (%d), want 400", r.Len(), len(r.Ops()))
 	}
 }
+
+// The report prints the operations of the first three anomalies of each kind and counts the
+// rest.
+func TestReportCutsEachKindShort(t *testing.T) {
+	b, final := correct()
+	for v := int64(4); v < 9; v++ {
+		w := b.op(1, "w1", Write, 1, v, OK)
+		final.Applied[w.ID] = 1
+		b.op(1, "w1", Read, 1, 3, OK) // misses every write after 3
+	}
+	r := check(t, b.ops, final)
+	if n := r.Count(StaleRead); n != 5 {
+		t.Fatalf("%d stale reads, want 5: %s", n, r)
+	}
+	s := r.String()
+	if got := strings.Count(s, "\n  stale read: "); got != 3 || !strings.Contains(s, "(2 more of kind stale read)") {
+		t.Fatalf("the report shows %d stale reads in full, want 3 and the other 2 counted:\n%s", got, s)
+	}
+}
