@@ -667,3 +667,39 @@ func TestCausalPositionTooLongToWaitForReadsOnThePrimary(t *testing.T) {
 		t.Fatalf("the read after the write ran on the replica without a wait (replica %q)", replica.all())
 	}
 }
+
+// A write whose position cannot be read (the primary answers no GTID it can parse) leaves no
+// wait that would cover it: the read right after it runs on the primary, as readConsistency=time
+// would send it; before it, with a position captured, the read ran on the replica.
+func TestCausalReadAfterAFailedCaptureRunsOnThePrimary(t *testing.T) {
+	var broken atomic.Bool
+	primary, replica, db, c := causalPair(t, func() string {
+		if broken.Load() {
+			return "not a position"
+		}
+		return "0-1-5"
+	})
+	ctx := ctx5s(t)
+	writeRead := func() {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeRead()
+	if replica.count("SELECT 1") != 1 || primary.count("SELECT 1") != 0 {
+		t.Fatalf("the read after a captured write did not run on the replica (replica %q)", replica.all())
+	}
+	broken.Store(true)
+	writeRead()
+	if replica.count("SELECT 1") != 1 || primary.count("SELECT 1") != 1 {
+		t.Fatalf("the read after a write whose position was lost did not run on the primary (replica %q, primary %q)", replica.all(), primary.all())
+	}
+	if cs := c.Stats().Causal; cs.Captures != 1 {
+		t.Fatalf("causal stats %+v; want the one capture of the first write", cs)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/history"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -30,6 +31,7 @@ type galeraCluster struct {
 	admin []*sql.DB // lbdadmin on each node, for fault injection
 	db    *sql.DB   // through lbd with roleCheck=galera
 	c     *lbd.Connector
+	logs  *logRecorder // the Connector's log
 }
 
 // openGalera opens the cluster .ci/galera printed (LBD_TEST_GALERA_DSNS and
@@ -66,7 +68,8 @@ func openGalera(t *testing.T, params string, want ...nodes.Role) *galeraCluster 
 		t.Fatalf("want three nodes, got %d DSNs and %d admin DSNs", len(g.addrs), len(g.admin))
 	}
 	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?roleCheck=galera%s", first.User, first.Passwd, strings.Join(g.addrs, ","), first.DBName, params)
-	c, err := lbd.NewConnector(dsn, fast(galeraProbe, galeraProbeTimeout, time.Hour, &logRecorder{})...)
+	g.logs = &logRecorder{}
+	c, err := lbd.NewConnector(dsn, fast(galeraProbe, galeraProbeTimeout, time.Hour, g.logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,5 +346,79 @@ func TestGaleraIsolatedNodeOnMariaDB(t *testing.T) {
 	t.Logf("node serving again %v after the isolation ended", back)
 	if got := g.spread(t, 12); got[node] == 0 {
 		t.Fatalf("new connections per node %v once node %d rejoined; want some on it", got, node)
+	}
+}
+
+// The history checker on a real Galera cluster under the read/write split over one writer
+// (singleWriter=true) with Galera's causal reads (readConsistency=gtid), 16 workers each in a
+// read-your-writes scope of its own: twice the writer is desynced (the writes move to the
+// second node) and synced again (they move back, to a node that may lag), then a reader is
+// killed (SIGKILL). No acknowledged write is lost or applied twice, no write of unknown outcome
+// is applied twice, every acknowledged write's position was captured, and every read sees its
+// scope's writes and never goes back. The final state is read from a node with
+// wsrep_sync_wait, after the killed node has rejoined.
+func TestGaleraHistoryAcrossADesyncAndAKillOnMariaDB(t *testing.T) {
+	ctl := galeraCtlPath(t)
+	start := time.Now()
+	P, R := nodes.RolePrimary, nodes.RoleReplica
+	g := openGalera(t, "&singleWriter=true&balance=statement&readWriteSplit=true&interpolateParams=true&readConsistency=gtid&readAfterWriteMillis=1000", P, R, R)
+	g.db.SetMaxIdleConns(historyWorkers)
+	const killedNode = 2
+	killed := false
+	t.Cleanup(func() {
+		g.admin[0].Exec("SET GLOBAL wsrep_desync = OFF")
+		if killed {
+			galeraCtl(t, ctl, "start", fmt.Sprint(killedNode+1))
+		}
+	})
+	table := historyTable(t, "galera", g.admin[0], g.admin[0])
+
+	var events []string // the faults, and when lbd saw them, for the log
+	event := func(what string) {
+		events = append(events, fmt.Sprintf("%s at %v", what, time.Now().Format("15:04:05.000000")))
+	}
+	desync := func(on bool) {
+		t.Helper()
+		event(fmt.Sprintf("wsrep_desync=%t on the first node", on))
+		if _, err := g.admin[0].Exec(fmt.Sprintf("SET GLOBAL wsrep_desync = %t", on)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := startHistory(g.db, table)
+	defer l.stop()
+	l.waitOps(t, 500)
+	for range 2 {
+		desync(true)
+		waitFor(t, 10*time.Second, "the writer to move to the second node", func() bool { return g.is(1, P) && !g.is(0, P) })
+		event("the second node writes")
+		l.waitOps(t, 1000)
+		desync(false)
+		waitFor(t, 10*time.Second, "the first node to write again", func() bool { return g.is(0, P) })
+		event("the first node writes again")
+		l.waitOps(t, 500)
+	}
+	event("kill")
+	galeraCtl(t, ctl, "kill", fmt.Sprint(killedNode+1))
+	killed = true
+	waitFor(t, 10*time.Second, "the killed node down", func() bool {
+		s, _ := nodeState(g.c, g.addrs[killedNode])
+		return s == lbd.StateDown
+	})
+	event("the killed node down")
+	l.waitOps(t, 1000)
+	l.stop()
+	workload := time.Since(start)
+
+	restart := time.Now()
+	galeraCtl(t, ctl, "start", fmt.Sprint(killedNode+1)) // returns once the node is Synced
+	killed = false
+	r := checkHistory(t, l, history.Final{Applied: appliedOps(t, g.admin[0], table, "SET SESSION wsrep_sync_wait = 1")})
+	cs := g.c.Stats().Causal
+	t.Logf("Galera, writer desynced twice and a reader killed: %s; %d positions captured, causal waits %d, fallbacks %d; workload %v from %v (%s), the killed node's restart %v",
+		r, cs.Captures, cs.Waits, cs.Fallbacks, workload.Round(time.Millisecond), r.Origin.Format("15:04:05.000000"), strings.Join(events, ", "), time.Since(restart).Round(time.Millisecond))
+	wantClean(t, r)
+	if acked := r.Writes - r.Failed - r.Unknown; cs.Captures < uint64(acked) {
+		t.Errorf("%d positions captured for %d acknowledged writes: the reads after the others did not wait for them; lbd logged:\n%s",
+			cs.Captures, acked, strings.Join(g.logs.Containing("GTID capture"), "\n"))
 	}
 }

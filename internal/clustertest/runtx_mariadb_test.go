@@ -142,7 +142,7 @@ func TestRunTxAcrossAManualSwitchoverOnMariaDB(t *testing.T) {
 }
 
 func runTxAcrossASwitchover(t *testing.T, gap time.Duration) {
-	ps := openPairSwitch(t)
+	ps := openPairSwitch(t, "target=primary")
 	table := fmt.Sprintf("lbd_runtx_%d_%d", os.Getpid(), gap.Milliseconds())
 	counter := table + "_n"
 	t.Cleanup(func() {

@@ -45,8 +45,8 @@ func setReadOnly(t *testing.T, db *sql.DB, on bool) {
 	}
 }
 
-// pairSwitch is a Connector over the MariaDB pair with roleCheck=mysql and target=primary, and
-// admin handles on both servers for a manual switchover.
+// pairSwitch is a Connector over the MariaDB pair with roleCheck=mysql, and admin handles on
+// both servers for a manual switchover.
 type pairSwitch struct {
 	primary, replica *sql.DB // the servers themselves, as the pair's application account
 	pAdmin, rAdmin   *sql.DB
@@ -55,10 +55,11 @@ type pairSwitch struct {
 	c                *lbd.Connector
 }
 
-// openPairSwitch opens lbd over the pair with fast probes, at most 32 connections, and waits
-// for the role checks; it puts the pair back as .ci/mariadb-pair set it up when the test ends.
-// It skips the test when the pair's environment is not set.
-func openPairSwitch(t *testing.T) *pairSwitch {
+// openPairSwitch opens lbd over the pair with roleCheck=mysql and params (e.g. target=primary,
+// or the read/write split), fast probes, at most 32 connections, and waits for the role checks;
+// it puts the pair back as .ci/mariadb-pair set it up when the test ends. It skips the test
+// when the pair's environment is not set.
+func openPairSwitch(t *testing.T, params string) *pairSwitch {
 	t.Helper()
 	primary, replica := mariaDBPair(t)
 	pDSN, rDSN := os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"), os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN")
@@ -70,7 +71,7 @@ func openPairSwitch(t *testing.T) *pairSwitch {
 	pCfg, _ := mysql.ParseDSN(pDSN)
 	rCfg, _ := mysql.ParseDSN(rDSN)
 	ps.pAddr, ps.rAddr = pCfg.Addr, rCfg.Addr
-	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?roleCheck=mysql&target=primary", pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName)
+	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?roleCheck=mysql&%s", pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, params)
 	logs := &logRecorder{}
 	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	if err != nil {
@@ -115,7 +116,7 @@ func (ps *pairSwitch) switchover(t *testing.T, gap time.Duration) {
 // a 16-worker write load costs no autocommit insert; transactions caught by it are told to start
 // again; every acknowledged insert is on the new primary exactly once.
 func TestManualSwitchoverOnMariaDB(t *testing.T) {
-	ps := openPairSwitch(t)
+	ps := openPairSwitch(t, "target=primary")
 	db := ps.db
 	table := fmt.Sprintf("lbd_mswitch_%d", os.Getpid())
 	if _, err := db.Exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, worker INT)"); err != nil {

@@ -20,8 +20,8 @@ import (
 // position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one
 // more round trip per such read. When the wait times out or fails, the read runs on the primary
 // instead. As MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to
-// one proxy's session, so it holds across every proxy. Reads bound to the primary, and reads of a
-// scope that has written nothing, wait for nothing.
+// one proxy's session, so it holds across every proxy. Reads of a scope that has written nothing
+// wait for nothing, nor do reads bound to the primary, but on Galera (see awaitPosition).
 
 // causalState is the split's GTID bookkeeping.
 type causalState struct {
@@ -32,6 +32,18 @@ type causalState struct {
 	waitTime atomic.Int64 // nanoseconds over all waits
 	fallback atomic.Uint64
 	captures atomic.Uint64
+	// uncaptured is the Connector-wide scope's latest write whose position could not be read,
+	// unix nanoseconds (see route).
+	uncaptured atomic.Int64
+}
+
+// uncapturedOf returns where the scope of ctx keeps the time of its latest write whose position
+// could not be read.
+func (m *Mode) uncapturedOf(ctx context.Context) *atomic.Int64 {
+	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
+		return &s.uncaptured
+	}
+	return &m.split.causal.uncaptured
 }
 
 // positionOf returns where the scope of ctx keeps its position.
@@ -43,23 +55,27 @@ func (m *Mode) positionOf(ctx context.Context) *atomic.Pointer[causal.Position] 
 }
 
 // capture reads the position the write just made reached, on its own physical connection p,
-// and merges it into ctx's scope. A failure leaves the scope as it was: its next reads may miss
-// this write on a replica, as without readConsistency=gtid, and the error is not the caller's.
+// and merges it into ctx's scope. A failure leaves the position as it was and sends the scope's
+// reads to the primary for ReadAfterWrite (see route): a wait for the old position would not
+// cover this write. The error is not the caller's: the write ran.
 func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	cs := &m.split.causal
 	f := causal.Flavor(cs.flavor.Load())
 	if cs.flavor.Load() < 0 {
 		f = causal.MariaDB
 	}
-	value, err := physical.OneValue(ctx, p, f.CaptureQuery())
+	// The capture runs on the write's own session even if the node lost its role since the
+	// write (SessionValue): without it the scope's reads would not wait for this write.
+	value, err := p.SessionValue(ctx, f.CaptureQuery())
 	var me *mysql.MySQLError
 	if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
 		// No @@last_gtid: a MySQL server.
 		f = causal.MySQL
-		value, err = physical.OneValue(ctx, p, f.CaptureQuery())
+		value, err = p.SessionValue(ctx, f.CaptureQuery())
 	}
 	if err != nil {
-		m.cfg.Logger.Debug("lbd: GTID capture failed", "node", p.Node().Addr(), "err", err)
+		m.uncapturedOf(ctx).Store(m.cfg.Now().UnixNano())
+		m.cfg.Logger.Debug("lbd: GTID capture failed; the scope's reads go to the primary for readAfterWriteMillis", "node", p.Node().Addr(), "err", err)
 		return
 	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
@@ -71,6 +87,7 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	}
 	if err != nil {
 		if !errors.Is(err, causal.ErrNoPosition) {
+			m.uncapturedOf(ctx).Store(m.cfg.Now().UnixNano())
 			m.cfg.Logger.Warn("lbd: GTID capture answered an unreadable position", "node", p.Node().Addr(), "err", err)
 		}
 		return
@@ -95,7 +112,9 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 
 // awaitPosition makes the read about to run on p, bound for a replica read, wait there for its
 // scope's position; when the replica does not reach it within ReadAfterWrite, the read is bound
-// on the primary instead. It returns the connection to run the read on.
+// on the primary instead. It returns the connection to run the read on. A read bound to the
+// primary waits only on Galera, where the writer can be another node than the one that took
+// the scope's last write.
 //
 // The wait asks the server to give up after ReadAfterWrite, and lbd stops waiting for its answer
 // causalWaitSlack later: a replica that never answers costs at most that, not the caller's
@@ -108,7 +127,13 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 		return p, nil
 	}
 	pos := m.positionOf(ctx).Load()
-	if pos == nil || pos.IsZero() || m.table.Role(p.Node().TN()) == nodes.RolePrimary {
+	if pos == nil || pos.IsZero() {
+		return p, nil
+	}
+	// A primary has applied every write it acknowledged, unless it is a Galera node: there the
+	// writer moves (singleWriter) to a node that may not have applied the last writes of the
+	// one before it yet, most of all one that was desynced, so a read waits there too.
+	if m.table.Role(p.Node().TN()) == nodes.RolePrimary && pos.Flavor() != causal.Galera {
 		return p, nil
 	}
 	if !pos.Overflowed() {

@@ -58,8 +58,9 @@ const (
 
 // rywScope is one read-your-writes scope.
 type rywScope struct {
-	lastWrite atomic.Int64
-	pos       atomic.Pointer[causal.Position] // readConsistency=gtid: the position its writes reached
+	lastWrite  atomic.Int64
+	pos        atomic.Pointer[causal.Position] // readConsistency=gtid: the position its writes reached
+	uncaptured atomic.Int64                    // readConsistency=gtid: the latest write whose position could not be read, unix nanoseconds
 }
 
 type rywKey struct{}
@@ -127,6 +128,12 @@ func (m *Mode) route(ctx context.Context, query string) routing {
 		read = replicaHintTarget
 	}
 	if m.split.causal.on {
+		// After a write whose position could not be read (its connection failed right after
+		// it), no wait can cover it: the scope's reads go to the primary for the window, as
+		// with readConsistency=time.
+		if w := m.split.window; w > 0 && m.cfg.Now().UnixNano()-m.uncapturedOf(ctx).Load() < w {
+			return routing{target: writeTarget, ryw: true}
+		}
 		return routing{target: read} // a read of a scope with a position waits on the replica (awaitPosition)
 	}
 	if w := m.split.window; w > 0 && m.cfg.Now().UnixNano()-m.lastWriteOf(ctx).Load() < w {

@@ -314,8 +314,35 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 // QueryContext implements driver.QueryerContext.
-func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (_ driver.Rows, err error) {
-	if err := c.enterText(query); err != nil {
+func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.query(ctx, query, args, false)
+}
+
+// SessionValue runs query, a question about the session's own state that lbd asks right after a
+// statement of the connection (the GTID position a write reached), and returns its one value as
+// OneValue does. Unlike QueryContext it runs also when the node lost the role the connection was
+// picked for in between (a Galera writer desynced just after the write): the answer belongs to
+// the statement that already ran there, and the question changes nothing.
+func (c *Conn) SessionValue(ctx context.Context, query string) (string, error) {
+	return OneValue(ctx, sessionQueryer{c}, query)
+}
+
+// sessionQueryer is a connection whose queries skip the role check (SessionValue).
+type sessionQueryer struct{ *Conn }
+
+// QueryContext implements driver.QueryerContext without the role check.
+func (s sessionQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return s.query(ctx, query, args, true)
+}
+
+// query runs query; ownSession skips the role check of enterText (SessionValue).
+func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, ownSession bool) (_ driver.Rows, err error) {
+	if ownSession {
+		err = c.enter()
+	} else {
+		err = c.enterText(query)
+	}
+	if err != nil {
 		return nil, err
 	}
 	c.node.Flight.depart()
