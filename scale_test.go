@@ -1,0 +1,95 @@
+package lbd
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/detect"
+	"github.com/lbd-go/lbd/internal/mysqlfake"
+)
+
+// refusingAddrs returns n distinct loopback addresses that refuse connections at once: port 1
+// (tcpmux, reserved, with nothing listening) of 127.1.x.y.
+func refusingAddrs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("127.1.%d.%d:1", i/250, i%250+1)
+	}
+	return out
+}
+
+// openFDs counts the process's open files; 0 where /proc does not list them.
+func openFDs(t testing.TB) int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(fds)
+}
+
+// heapInUse is the live heap after a full collection, bytes.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// scaleFleet builds a Connector over one good proxy and sets a list of n nodes, the rest
+// refusing, and returns it with the live heap it added per node, measured once every node
+// has been probed at least once.
+func scaleFleet(t testing.TB, srv *mysqlfake.Server, n int, opts ...Option) (c *Connector, perNode float64) {
+	t.Helper()
+	list := append(refusingAddrs(n-1), srv.Addr())
+	before := heapInUse()
+	c, err := NewConnector("u:p@lb("+srv.Addr()+")/db?timeout=2s",
+		append([]Option{WithLogger(discardLogger()), WithCheckBalanceInterval(time.Hour)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetNodes(list); err != nil {
+		t.Fatalf("SetNodes of %d nodes: %v", n, err)
+	}
+	after := heapInUse()
+	runtime.KeepAlive(list)
+	return c, float64(after-before) / float64(n)
+}
+
+// TestScaleFiftyThousandNodes: a list of 50 000 nodes, one good and the rest refusing, is
+// probed by a bounded set of goroutines (DefaultMaxProbes workers and the Connector's few
+// loops, whatever the fleet) and costs at most 2 KiB of live heap per node.
+func TestScaleFiftyThousandNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("50 000 nodes: not in -short")
+	}
+	srv := mysqlfake.Start(t, mysqlfake.Config{})
+	base := runtime.NumGoroutine()
+	const n = 50_000
+	c, perNode := scaleFleet(t, srv, n)
+	// Let probing run: every node is probed once at once (SetNodes asks for it), and down
+	// nodes again on the recovery schedule.
+	var peak, peakFDs int
+	waitFor(t, 60*time.Second, "the good node up", func() bool {
+		peak = max(peak, runtime.NumGoroutine())
+		peakFDs = max(peakFDs, openFDs(t))
+		st, ok := nodeState(c, srv.Addr())
+		return ok && st == StateUp
+	})
+	extra := peak - base
+	t.Logf("%d nodes: %.0f B of live heap per node, %d goroutines above the %d before, at most %d open files",
+		n, perNode, extra, base, peakFDs)
+	if limit := detect.DefaultMaxProbes + 64; peakFDs > limit {
+		t.Errorf("%d files open at once with %d nodes, most refusing, want at most %d: a down node holds no socket", peakFDs, n, limit)
+	}
+	if limit := 2048.0; perNode > limit {
+		t.Errorf("%.0f B of live heap per node, want at most %.0f", perNode, limit)
+	}
+	if limit := detect.DefaultMaxProbes + 16; extra > limit {
+		t.Errorf("%d goroutines above the start with %d nodes, want at most %d (the probe workers and the loops)", extra, n, limit)
+	}
+}
