@@ -1,14 +1,17 @@
 package lbd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // refusingAddrs returns n distinct loopback addresses that refuse connections at once: port 1
@@ -91,5 +94,26 @@ func TestScaleFiftyThousandNodes(t *testing.T) {
 	}
 	if limit := detect.DefaultMaxProbes + 16; extra > limit {
 		t.Errorf("%d goroutines above the start with %d nodes, want at most %d (the probe workers and the loops)", extra, n, limit)
+	}
+}
+
+// TestNodeListBound: a DSN or a SetNodes list of more than nodes.MaxNodes is refused with an
+// error that says the bound and what to do, and SetNodes keeps the current list.
+func TestNodeListBound(t *testing.T) {
+	srv := mysqlfake.Start(t, mysqlfake.Config{})
+	long := append(refusingAddrs(nodes.MaxNodes), srv.Addr())
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, nodes.ErrTooManyNodes) || !strings.Contains(err.Error(), "50000") || !strings.Contains(err.Error(), "split") {
+			t.Fatalf("%s of %d nodes: %v, want an error wrapping nodes.ErrTooManyNodes that says the bound and what to do", what, len(long), err)
+		}
+	}
+	_, err := NewConnector("u:p@lb(" + strings.Join(long, ",") + ")/db")
+	check("DSN", err)
+
+	_, c := openFakeDB(t, []*mysqlfake.Server{srv}, "", quiet()...)
+	check("SetNodes", c.SetNodes(long))
+	if st := c.Stats(); len(st.Nodes) != 1 || st.Nodes[0].Addr != srv.Addr() {
+		t.Fatalf("after a refused list the Connector has %d nodes, want its one", len(st.Nodes))
 	}
 }
