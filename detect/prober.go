@@ -92,8 +92,7 @@ type ProberConfig struct {
 
 // Prober health-checks a set of targets. Each target has its next probe time in one heap;
 // one goroutine sleeps until the earliest and hands the targets that are due to a bounded set
-// of workers (ProberConfig.MaxProbes), started as probes come due and ended when none is
-// waiting. A target whose probe hangs holds one worker until its timeout, never the others.
+// of workers (ProberConfig.MaxProbes), started as probes come due and kept, idle, until Close. A target whose probe hangs holds one worker until its timeout, never the others.
 // Memory is one small record per target; no goroutine, timer or channel is kept per target.
 //
 // All methods are safe for concurrent use.
@@ -116,7 +115,9 @@ type Prober struct {
 	sched   loopHeap              // periods waiting for their next probe, earliest first
 	urgent  []*probeLoop          // due at once (Trigger), oldest first; served before ready
 	ready   []*probeLoop          // due by the schedule, oldest first
+	cond    *sync.Cond            // on mu: wakes an idle worker
 	workers int                   // worker goroutines
+	idle    int                   // workers waiting on cond and not yet woken
 	busy    int                   // workers holding a period (probing, reporting or closing it)
 	parked  bool                  // keepSchedule waits, its timer set for sched's head
 	closed  bool
@@ -170,6 +171,7 @@ func NewProber(cfg ProberConfig) (*Prober, error) {
 		loops:    make(map[Target]*probeLoop),
 		wake:     make(chan struct{}, 1),
 	}
+	p.cond = sync.NewCond(&p.mu)
 	if p.timeout == 0 || p.timeout > p.interval {
 		p.timeout = p.interval
 	}
@@ -292,6 +294,8 @@ func (p *Prober) Close() {
 		for _, l := range p.loops {
 			p.removeLocked(l)
 		}
+		p.idle = 0
+		p.cond.Broadcast() // idle workers close what is queued, then end
 	}
 	p.mu.Unlock()
 	p.cancel()
@@ -310,8 +314,8 @@ func (p *Prober) scheduleLocked(l *probeLoop) {
 	}
 }
 
-// enqueueLocked makes l wait for a worker, starting one when every worker is busy and fewer
-// than MaxProbes run.
+// enqueueLocked makes l wait for a worker: it wakes an idle one, or starts one when fewer
+// workers are free than periods wait and fewer than MaxProbes run.
 func (p *Prober) enqueueLocked(l *probeLoop) {
 	l.state = loopQueued
 	if l.triggered || l.removed {
@@ -319,7 +323,11 @@ func (p *Prober) enqueueLocked(l *probeLoop) {
 	} else {
 		p.ready = append(p.ready, l)
 	}
-	if p.workers-p.busy < len(p.urgent)+len(p.ready) && p.workers < p.maxRun {
+	switch {
+	case p.idle > 0:
+		p.idle--
+		p.cond.Signal()
+	case p.workers-p.busy < len(p.urgent)+len(p.ready) && p.workers < p.maxRun:
 		p.workers++
 		p.wg.Add(1)
 		go p.work()
@@ -377,16 +385,23 @@ func (p *Prober) keepSchedule() {
 	}
 }
 
-// work is one worker: it runs the queued periods' probes until none is left.
+// work is one worker: it runs the queued periods' probes, and waits idle for more when none is
+// queued, until Close. Workers are started as probes come due and only while every worker is
+// busy, so there are never more than MaxProbes, nor more than the most probes ever due at once.
 func (p *Prober) work() {
 	defer p.wg.Done()
 	p.mu.Lock()
 	for {
 		l := p.dequeueLocked()
 		if l == nil {
-			p.workers--
-			p.mu.Unlock()
-			return
+			if p.closed {
+				p.workers--
+				p.mu.Unlock()
+				return
+			}
+			p.idle++
+			p.cond.Wait() // enqueueLocked or Close took this worker off idle
+			continue
 		}
 		p.busy++
 		l.state = loopRunning

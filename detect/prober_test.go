@@ -235,7 +235,7 @@ func TestProberStaggersFirstProbes(t *testing.T) {
 	step := func(d time.Duration, want [3]int) {
 		t.Helper()
 		clk.Advance(d)
-		testkit.WaitFor(t, waitWithin, fmt.Sprint("probe counts ", want), func() bool { return counts() == want && p.idle(3) })
+		testkit.WaitFor(t, waitWithin, fmt.Sprint("probe counts ", want), func() bool { return counts() == want && p.quiet(3) })
 	}
 	step(0, [3]int{1, 0, 0})                    // a at 0
 	step(29*time.Millisecond, [3]int{1, 0, 0})  // 29ms
@@ -267,10 +267,10 @@ func TestProberClampsJitter(t *testing.T) {
 	early, late := newTarget("early", nil), newTarget("late", nil)
 	p.Add(early)
 	p.Add(late)
-	testkit.WaitFor(t, waitWithin, "negative jitter to mean now", func() bool { return early.probes() == 1 && p.idle(2) })
+	testkit.WaitFor(t, waitWithin, "negative jitter to mean now", func() bool { return early.probes() == 1 && p.quiet(2) })
 	clk.Advance(100 * time.Millisecond)
 	testkit.WaitFor(t, waitWithin, "huge jitter to mean one interval", func() bool {
-		return early.probes() == 2 && late.probes() == 1 && p.idle(2)
+		return early.probes() == 2 && late.probes() == 1 && p.quiet(2)
 	})
 }
 
