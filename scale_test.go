@@ -117,3 +117,31 @@ func TestNodeListBound(t *testing.T) {
 		t.Fatalf("after a refused list the Connector has %d nodes, want its one", len(st.Nodes))
 	}
 }
+
+// BenchmarkFleet: one op is a pick of the node for a new connection and its release, in a
+// Connector holding nodes nodes, one good and the rest refusing, while they are probed.
+// Reported beside the time: the live heap per node (heap-B/node) and the goroutines above the
+// start (goroutines), which stay at the probe workers plus the Connector's loops whatever the
+// fleet. Compare the sizes as ratios within one run.
+func BenchmarkFleet(b *testing.B) {
+	for _, n := range []int{3, 10_000, 50_000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			srv := mysqlfake.Start(b, mysqlfake.Config{})
+			base := runtime.NumGoroutine()
+			c, perNode := scaleFleet(b, srv, n)
+			waitFor(b, 60*time.Second, "the good node up", func() bool {
+				st, ok := nodeState(c, srv.Addr())
+				return ok && st == StateUp
+			})
+			peak := runtime.NumGoroutine()
+			b.ResetTimer()
+			for b.Loop() {
+				c.table.Release(c.table.Pick(nil))
+			}
+			b.StopTimer()
+			peak = max(peak, runtime.NumGoroutine())
+			b.ReportMetric(perNode, "heap-B/node")
+			b.ReportMetric(float64(peak-base), "goroutines")
+		})
+	}
+}
