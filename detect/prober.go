@@ -113,14 +113,22 @@ type Prober struct {
 	mu      sync.Mutex
 	loops   map[Target]*probeLoop // current period of each target, running or winding down
 	sched   loopHeap              // periods waiting for their next probe, earliest first
-	urgent  []*probeLoop          // due at once (Trigger), oldest first; served before ready
-	ready   []*probeLoop          // due by the schedule, oldest first
+	urgent  []queued              // due at once (Trigger), oldest first; served before ready
+	ready   []queued              // due by the schedule, oldest first
 	cond    *sync.Cond            // on mu: wakes an idle worker
 	workers int                   // worker goroutines
 	idle    int                   // workers waiting on cond and not yet woken
 	busy    int                   // workers holding a period (probing, reporting or closing it)
 	parked  bool                  // keepSchedule waits, its timer set for sched's head
 	closed  bool
+}
+
+// queued is a period's place in urgent or ready. A period triggered while it waits in ready
+// moves to urgent: it gets a new seq there, and its entry in ready, whose seq no longer
+// matches, is passed over.
+type queued struct {
+	l   *probeLoop
+	seq uint32
 }
 
 // loopState is where a period of probing is: exactly one of these at any time.
@@ -144,6 +152,7 @@ type probeLoop struct {
 	removed   bool               // Remove or Close came: close it, probe no more
 	triggered bool               // an early probe is pending (Trigger)
 	next      *probeLoop         // the period added again after this one, waiting for its end
+	seq       uint32             // the seq of its live entry in urgent or ready (loopQueued)
 	cancel    context.CancelFunc // ends the probe in flight; nil when none
 }
 
@@ -278,10 +287,13 @@ func (p *Prober) Trigger(t Target) {
 		heap.Remove(&p.sched, l.index)
 		l.triggered = true
 		p.enqueueLocked(l)
+	case loopQueued: // due by the schedule: it goes before the scheduled ones now
+		l.triggered = true
+		l.seq++
+		p.urgent = append(p.urgent, queued{l, l.seq})
 	case loopRunning, loopWaiting:
 		l.triggered = true // probed again as soon as the worker, or the previous period, is done
 	}
-	// loopQueued: already due.
 }
 
 // Close stops probing every target, cancels the probes in flight and waits
@@ -318,10 +330,11 @@ func (p *Prober) scheduleLocked(l *probeLoop) {
 // workers are free than periods wait and fewer than MaxProbes run.
 func (p *Prober) enqueueLocked(l *probeLoop) {
 	l.state = loopQueued
+	l.seq++
 	if l.triggered || l.removed {
-		p.urgent = append(p.urgent, l)
+		p.urgent = append(p.urgent, queued{l, l.seq})
 	} else {
-		p.ready = append(p.ready, l)
+		p.ready = append(p.ready, queued{l, l.seq})
 	}
 	switch {
 	case p.idle > 0:
@@ -337,18 +350,22 @@ func (p *Prober) enqueueLocked(l *probeLoop) {
 // dequeueLocked takes the period that has waited longest for a worker, triggered ones first;
 // nil when none waits.
 func (p *Prober) dequeueLocked() *probeLoop {
-	q := &p.urgent
-	if len(*q) == 0 {
-		q = &p.ready
+	for {
+		q := &p.urgent
+		if len(*q) == 0 {
+			q = &p.ready
+		}
+		if len(*q) == 0 {
+			p.urgent, p.ready = nil, nil // keep no burst's backing arrays
+			return nil
+		}
+		e := (*q)[0]
+		(*q)[0] = queued{}
+		*q = (*q)[1:]
+		if e.l.state == loopQueued && e.seq == e.l.seq {
+			return e.l
+		}
 	}
-	if len(*q) == 0 {
-		p.urgent, p.ready = nil, nil // keep no burst's backing arrays
-		return nil
-	}
-	l := (*q)[0]
-	(*q)[0] = nil
-	*q = (*q)[1:]
-	return l
 }
 
 // keepSchedule is the prober's one timer: it sleeps until the earliest due time, then queues

@@ -830,3 +830,48 @@ func TestNewProberRefusesNegativeMaxProbes(t *testing.T) {
 		t.Fatalf("NewProber with MaxProbes -1: %v, want an error naming MaxProbes", err)
 	}
 }
+
+// TestProberTriggerOvertakesTheQueue: a target already due and waiting for a worker behind
+// others, when triggered, is probed next, and once only.
+func TestProberTriggerOvertakesTheQueue(t *testing.T) {
+	var rep reports
+	p := mustProber(t, ProberConfig{Interval: time.Hour, MaxProbes: 1, Report: rep.add, Jitter: zeroJitter})
+	entered := make(chan string, 10)
+	release := make(chan struct{})
+	var targets []*target
+	for i := range 4 {
+		name := fmt.Sprint("t", i)
+		tg := newTarget(name, func(ctx context.Context, _ int) error {
+			entered <- name
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+		targets = append(targets, tg)
+		p.Add(tg)
+	}
+	first := <-entered
+	testkit.WaitFor(t, waitWithin, "three targets waiting for the one worker", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ready) == 3 && p.busy == 1
+	})
+	p.mu.Lock()
+	last := p.ready[2].l.t.(*target)
+	p.mu.Unlock()
+	p.Trigger(last)
+	release <- struct{}{}
+	if got := <-entered; got != last.name {
+		t.Fatalf("after %s, %s was probed, want the triggered %s", first, got, last.name)
+	}
+	close(release)
+	testkit.WaitFor(t, waitWithin, "every target probed", func() bool { return len(rep.all()) == 4 })
+	waitIdle(t, p, 4)
+	for _, tg := range targets {
+		if n := tg.probes(); n != 1 {
+			t.Errorf("%s probed %d times, want once", tg.name, n)
+		}
+	}
+}
