@@ -186,6 +186,9 @@ func withPlaceholderAddr(dsn string) string {
 // entries (see nodes.Canonical), the weights of the entries written host:port*weight and the
 // roles of those written host:port#role or host:port*weight#role (nil when none is).
 func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, err error) {
+	if err := nodes.CheckCount(strings.Count(addrs, ",") + 1); err != nil {
+		return nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+	}
 	seen := make(map[string]bool)
 	for raw := range strings.SplitSeq(addrs, ",") {
 		entry := strings.TrimSpace(raw)

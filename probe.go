@@ -23,21 +23,22 @@ import (
 const probeQuery = "/* ping */ SELECT 1"
 
 // nodeProbe is one node as the prober sees it. A node gets a new one each time probing
-// starts (a node removed and listed again), so an old probe goroutine that is still finishing
-// never shares the probe connection with the new one.
+// starts (a node removed and listed again), so an old period of probing that is still
+// finishing never shares the probe connection with the new one.
 type nodeProbe struct {
 	owner *Connector
 	n     *node
-	conn  driver.Conn      // the dedicated probe connection; owned by the prober's goroutine
+	conn  driver.Conn      // the dedicated probe connection; touched only by Probe and Close, which never overlap
 	sock  *physical.Socket // its socket
 
 	// confirm is the deadline, in nanoseconds, of the next probe when a passive signal asked
 	// for it (0: a scheduled probe); confirming tells Report that the probe just run was one.
-	// The prober runs Probe and Report on one goroutine, which alone touches confirming.
+	// The prober runs Probe, Report and NextProbeIn of one probe in turn on one worker, and
+	// the probes of a node never overlap: they alone touch confirming.
 	confirm    atomic.Int64
 	confirming bool
-	// good is the last probe's verdict, for NextProbeIn; the prober's goroutine alone
-	// touches it (Report, then NextProbeIn).
+	// good is the last probe's verdict, for NextProbeIn; only Report and NextProbeIn touch
+	// it, in turn.
 	good bool
 
 	// running is the scheduled probe in flight, nil when none: a confirmation asked for while

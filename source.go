@@ -335,12 +335,16 @@ var ErrNoUpNodeLeft = nodetable.ErrNoUpNodeLeft
 // they leave Stats when their last connection closes. A list whose removals would leave no up
 // node taking connections applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
 // happen once one of the listed nodes is up. An empty or malformed list is an error and
-// changes nothing. An entry may carry a weight and a role as in the DSN, "host:port*2",
+// changes nothing, and so is one of more than nodes.MaxNodes (an error wrapping
+// nodes.ErrTooManyNodes). An entry may carry a weight and a role as in the DSN, "host:port*2",
 // "host:port#replica", "host:port*2#primary"; one without has the default weight and an unknown
 // role. Without a role check (Config.RoleCheck) the roles given here are the nodes' roles: a
 // list that swaps them moves new connections to the new primary, and the Connector retires the
 // connections of a node its Target no longer accepts as it does for a drain.
 func (c *Connector) SetNodes(addrs []string) error {
+	if err := nodes.CheckCount(len(addrs)); err != nil {
+		return fmt.Errorf("lbd: node list not applied: %w", err)
+	}
 	list := make([]nodes.Node, len(addrs))
 	for i, a := range addrs {
 		n, err := nodes.ParseEntry(a)

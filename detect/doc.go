@@ -1,5 +1,6 @@
 // Package detect runs lbd's two background loops: the health prober, which
-// checks every node at a fixed interval, and the rebalancer, which evens out
+// checks every node at a fixed interval (one schedule, a bounded set of
+// workers), and the rebalancer, which evens out
 // the number of pooled connections held to each up node.
 //
 // The package knows nothing about MySQL or about node state. The caller

@@ -146,6 +146,22 @@ func waitArmed(t *testing.T, c *fakeClock, n int) {
 	testkit.WaitFor(t, waitWithin, strconv.Itoa(n)+" armed timers", func() bool { return c.Armed() == n })
 }
 
+// quiet reports whether exactly n targets wait in p's schedule and nothing else moves until
+// the clock does: no probe queued or running, the schedule's goroutine parked with its one
+// timer set for the earliest of them and no tick or wake-up pending.
+func (p *Prober) quiet(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sched) == n && len(p.urgent)+len(p.ready) == 0 && p.busy == 0 &&
+		p.parked && len(p.wake) == 0 && len(p.timer.C()) == 0
+}
+
+// waitIdle waits until p is idle with n targets scheduled (see quiet).
+func waitIdle(t *testing.T, p *Prober, n int) {
+	t.Helper()
+	testkit.WaitFor(t, waitWithin, strconv.Itoa(n)+" targets waiting for the clock", func() bool { return p.quiet(n) })
+}
+
 // goid returns the current goroutine's id, for checking which goroutine ran
 // a callback.
 func goid() uint64 {

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,7 +235,7 @@ func TestProberStaggersFirstProbes(t *testing.T) {
 	step := func(d time.Duration, want [3]int) {
 		t.Helper()
 		clk.Advance(d)
-		testkit.WaitFor(t, waitWithin, fmt.Sprint("probe counts ", want), func() bool { return counts() == want && clk.Armed() == 3 })
+		testkit.WaitFor(t, waitWithin, fmt.Sprint("probe counts ", want), func() bool { return counts() == want && p.quiet(3) })
 	}
 	step(0, [3]int{1, 0, 0})                    // a at 0
 	step(29*time.Millisecond, [3]int{1, 0, 0})  // 29ms
@@ -265,10 +267,10 @@ func TestProberClampsJitter(t *testing.T) {
 	early, late := newTarget("early", nil), newTarget("late", nil)
 	p.Add(early)
 	p.Add(late)
-	testkit.WaitFor(t, waitWithin, "negative jitter to mean now", func() bool { return early.probes() == 1 && clk.Armed() == 2 })
+	testkit.WaitFor(t, waitWithin, "negative jitter to mean now", func() bool { return early.probes() == 1 && p.quiet(2) })
 	clk.Advance(100 * time.Millisecond)
 	testkit.WaitFor(t, waitWithin, "huge jitter to mean one interval", func() bool {
-		return early.probes() == 2 && late.probes() == 1 && clk.Armed() == 2
+		return early.probes() == 2 && late.probes() == 1 && p.quiet(2)
 	})
 }
 
@@ -286,7 +288,7 @@ func TestProberSchedulesFromEndOfProbe(t *testing.T) {
 	tg := newTarget("t", slow)
 	p.Add(tg)
 	testkit.WaitFor(t, waitWithin, "first probe", func() bool { return len(rep.all()) == 1 })
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 
 	clk.Advance(99 * time.Millisecond)
 	if n := tg.probes(); n != 1 {
@@ -303,7 +305,7 @@ func TestProberSchedulesFromEndOfProbe(t *testing.T) {
 	if took := rep.all()[1].took; took != 30*time.Millisecond {
 		t.Fatalf("second probe took %v, want 30ms", took)
 	}
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 
 	// The next probe is due one interval after the slow one ended (t=230ms),
 	// not one interval after it started.
@@ -322,12 +324,12 @@ func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
 	tg := newTarget("t", nil)
 	p.Add(tg)
 	testkit.WaitFor(t, waitWithin, "first probe", func() bool { return tg.probes() == 1 })
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 
 	clk.Advance(40 * time.Millisecond)
 	p.Trigger(tg)
 	testkit.WaitFor(t, waitWithin, "triggered probe", func() bool { return tg.probes() == 2 })
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 
 	// The periodic probe that was due at 100ms has moved to 140ms.
 	clk.Advance(60 * time.Millisecond)
@@ -340,7 +342,7 @@ func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
 	}
 	clk.Advance(time.Millisecond)
 	testkit.WaitFor(t, waitWithin, "periodic probe at 140ms", func() bool { return tg.probes() == 3 })
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 
 	// Trigger during the staggering delay probes at once too.
 	late := newTarget("late", nil)
@@ -348,7 +350,7 @@ func TestProberTriggerProbesNowAndReschedules(t *testing.T) {
 	p.jitter = func(time.Duration) time.Duration { return 50 * time.Millisecond }
 	p.mu.Unlock()
 	p.Add(late)
-	waitArmed(t, clk, 2)
+	waitIdle(t, p, 2)
 	p.Trigger(late)
 	testkit.WaitFor(t, waitWithin, "triggered first probe", func() bool { return late.probes() == 1 })
 
@@ -369,7 +371,7 @@ func TestProberTriggerCoalesces(t *testing.T) {
 	p.Add(tg)
 	g.waitEntered(t, 1)
 	g.release <- struct{}{}
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 
 	p.Trigger(tg)
 	g.waitEntered(t, 2)
@@ -386,13 +388,13 @@ func TestProberTriggerCoalesces(t *testing.T) {
 	// is pending.
 	g.waitEntered(t, 3)
 	p.mu.Lock()
-	pending := len(p.loops[tg].trigger)
+	pending := p.loops[tg].triggered
 	p.mu.Unlock()
-	if pending != 0 {
-		t.Fatalf("%d triggers still pending after the extra probe started", pending)
+	if pending {
+		t.Fatal("a trigger is still pending after the extra probe started")
 	}
 	g.release <- struct{}{}
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 	if n := tg.probes(); n != 3 {
 		t.Fatalf("%d probes, want 3 (one periodic, one triggered, one coalesced extra)", n)
 	}
@@ -491,7 +493,7 @@ func TestProberTimeoutIsADeadlineNoLongerThanInterval(t *testing.T) {
 	}
 }
 
-func TestProberRemoveClosesOnProbeGoroutine(t *testing.T) {
+func TestProberRemoveClosesAfterLastProbe(t *testing.T) {
 	var rep reports
 	p := mustProber(t, ProberConfig{Interval: 20 * time.Millisecond, Report: rep.add})
 	tg := newTarget("t", nil)
@@ -505,17 +507,6 @@ func TestProberRemoveClosesOnProbeGoroutine(t *testing.T) {
 	p.Remove(tg) // unknown now: nothing happens
 	p.Trigger(tg)
 
-	tg.mu.Lock()
-	probeGs, closeGs := slices.Clone(tg.probeGs), slices.Clone(tg.closeGs)
-	tg.mu.Unlock()
-	for _, g := range probeGs {
-		if g != probeGs[0] {
-			t.Fatalf("probes ran on goroutines %v, want one", probeGs)
-		}
-	}
-	if closeGs[0] != probeGs[0] {
-		t.Fatalf("Close ran on goroutine %d, probes on %d", closeGs[0], probeGs[0])
-	}
 	if ev := tg.log(); ev[len(ev)-1] != "close" {
 		t.Fatalf("events after Close: %v", ev)
 	}
@@ -738,26 +729,149 @@ func TestProberPacedTarget(t *testing.T) {
 	tg.next.Store(int64(100 * time.Millisecond))
 	p.Add(tg)
 	testkit.WaitFor(t, waitWithin, "first probe", func() bool { return len(rep.all()) == 1 })
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 	clk.Advance(99 * time.Millisecond)
 	if n := tg.probes(); n != 1 {
 		t.Fatalf("%d probes 99ms into a 100ms pace, want 1", n)
 	}
 	clk.Advance(time.Millisecond)
 	testkit.WaitFor(t, waitWithin, "the paced probe", func() bool { return len(rep.all()) == 2 })
-	waitArmed(t, clk, 1)
+	waitIdle(t, p, 1)
 	// A pace of 0, then one above Interval: Interval each time.
 	tg.next.Store(0)
 	clk.Advance(100 * time.Millisecond) // the 100ms asked for after the second probe
 	testkit.WaitFor(t, waitWithin, "the third probe", func() bool { return len(rep.all()) == 3 })
 	tg.next.Store(int64(5 * time.Second))
 	for want := 3; want <= 4; want++ {
-		waitArmed(t, clk, 1)
+		waitIdle(t, p, 1)
 		clk.Advance(999 * time.Millisecond)
 		if n := tg.probes(); n != want {
 			t.Fatalf("%d probes 999ms after probe %d, want %d: the pace must fall back to Interval", n, want, want)
 		}
 		clk.Advance(time.Millisecond)
 		testkit.WaitFor(t, waitWithin, "the next probe", func() bool { return len(rep.all()) == want+1 })
+	}
+}
+
+// TestProberBoundsConcurrentProbes: however many targets are due, at most MaxProbes probes run
+// at once, on at most MaxProbes workers beside the one goroutine of the schedule; a triggered
+// probe takes the first worker that frees up, ahead of the scheduled ones waiting.
+func TestProberBoundsConcurrentProbes(t *testing.T) {
+	var rep reports
+	calls := 0
+	p := mustProber(t, ProberConfig{
+		Interval:  time.Hour,
+		MaxProbes: 2,
+		Report:    rep.add,
+		Jitter: func(max time.Duration) time.Duration {
+			calls++ // under the prober's lock
+			if calls <= 6 {
+				return 0
+			}
+			return max
+		},
+	})
+	before := runtime.NumGoroutine()
+	entered := make(chan string, 10)
+	release := make(chan struct{})
+	var inflight, peak atomic.Int32
+	held := func(name string) func(context.Context, int) error {
+		return func(ctx context.Context, _ int) error {
+			n := inflight.Add(1)
+			defer inflight.Add(-1)
+			for {
+				old := peak.Load()
+				if n <= old || peak.CompareAndSwap(old, n) {
+					break
+				}
+			}
+			entered <- name
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+	}
+	for i := range 6 {
+		p.Add(newTarget(fmt.Sprint("t", i), held(fmt.Sprint("t", i))))
+	}
+	urgent := newTarget("urgent", held("urgent"))
+	p.Add(urgent) // due in an hour
+	<-entered
+	<-entered
+	testkit.WaitFor(t, waitWithin, "two probes running and four waiting", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.busy == 2 && p.workers == 2 && len(p.ready) == 4
+	})
+	if g := runtime.NumGoroutine(); g > before+2 {
+		t.Fatalf("%d goroutines while 6 targets are due, want at most %d (MaxProbes workers)", g, before+2)
+	}
+	p.Trigger(urgent)
+	release <- struct{}{}
+	if got := <-entered; got != "urgent" {
+		t.Fatalf("probe of %s started when a worker freed up, want the triggered one", got)
+	}
+	for range 4 {
+		release <- struct{}{}
+		<-entered
+	}
+	close(release)
+	testkit.WaitFor(t, waitWithin, "every probe reported", func() bool { return len(rep.all()) == 7 })
+	if n := peak.Load(); n != 2 {
+		t.Fatalf("at most %d probes ran at once, want 2", n)
+	}
+}
+
+func TestNewProberRefusesNegativeMaxProbes(t *testing.T) {
+	_, err := NewProber(ProberConfig{Interval: time.Second, MaxProbes: -1, Report: func(Target, error, time.Duration) {}})
+	if err == nil || !strings.Contains(err.Error(), "MaxProbes") {
+		t.Fatalf("NewProber with MaxProbes -1: %v, want an error naming MaxProbes", err)
+	}
+}
+
+// TestProberTriggerOvertakesTheQueue: a target already due and waiting for a worker behind
+// others, when triggered, is probed next, and once only.
+func TestProberTriggerOvertakesTheQueue(t *testing.T) {
+	var rep reports
+	p := mustProber(t, ProberConfig{Interval: time.Hour, MaxProbes: 1, Report: rep.add, Jitter: zeroJitter})
+	entered := make(chan string, 10)
+	release := make(chan struct{})
+	var targets []*target
+	for i := range 4 {
+		name := fmt.Sprint("t", i)
+		tg := newTarget(name, func(ctx context.Context, _ int) error {
+			entered <- name
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+		targets = append(targets, tg)
+		p.Add(tg)
+	}
+	first := <-entered
+	testkit.WaitFor(t, waitWithin, "three targets waiting for the one worker", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ready) == 3 && p.busy == 1
+	})
+	p.mu.Lock()
+	last := p.ready[2].l.t.(*target)
+	p.mu.Unlock()
+	p.Trigger(last)
+	release <- struct{}{}
+	if got := <-entered; got != last.name {
+		t.Fatalf("after %s, %s was probed, want the triggered %s", first, got, last.name)
+	}
+	close(release)
+	testkit.WaitFor(t, waitWithin, "every target probed", func() bool { return len(rep.all()) == 4 })
+	waitIdle(t, p, 4)
+	for _, tg := range targets {
+		if n := tg.probes(); n != 1 {
+			t.Errorf("%s probed %d times, want once", tg.name, n)
+		}
 	}
 }

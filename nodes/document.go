@@ -198,6 +198,9 @@ func checkList(list []string) error {
 	if len(list) == 0 {
 		return ErrEmptySet
 	}
+	if len(list) > MaxNodes {
+		return countError(len(list))
+	}
 	for _, a := range list {
 		if err := CheckAddr(a); err != nil { // no surrounding space here, unlike Canonical
 			return errors.New(strings.TrimPrefix(err.Error(), "nodes: "))

@@ -53,6 +53,33 @@ func CheckWeight(w int) error {
 	return nil
 }
 
+// MaxNodes is the most nodes one list may hold: 50 000. A longer list is refused whatever it
+// comes from (the DSN, SetNodes, a config-server's answer or document, etcd, DNS) with an error
+// wrapping ErrTooManyNodes, and a running Connector keeps its current list. The bound keeps a
+// Connector's cost in step with what it was measured at: about 1.5 KiB of heap per node and a
+// fixed number of goroutines, so 50 000 nodes hold under 100 MiB. A fleet larger than this is
+// best split: each application instance, or each Connector, given a part of it (a
+// config-server's AZ sets, one etcd key or DNS name per part).
+const MaxNodes = 50_000
+
+// ErrTooManyNodes is wrapped by the error for a node list longer than MaxNodes.
+var ErrTooManyNodes = errors.New("node list too long")
+
+// CheckCount returns an error wrapping ErrTooManyNodes when n, the length of a node list, is
+// above MaxNodes, saying the bound and what to do; nil otherwise.
+func CheckCount(n int) error {
+	if n <= MaxNodes {
+		return nil
+	}
+	return fmt.Errorf("nodes: %w", countError(n))
+}
+
+// countError is CheckCount's error without the package's prefix.
+func countError(n int) error {
+	return fmt.Errorf("%w: it has %d nodes, more than the %d a Connector takes (nodes.MaxNodes); "+
+		"split the fleet so that each Connector is given at most %d", ErrTooManyNodes, n, MaxNodes, MaxNodes)
+}
+
 // Set is a whole node list at one moment.
 type Set struct {
 	// Nodes are the proxies, without duplicates.
@@ -71,11 +98,15 @@ func (s Set) Addrs() []string {
 	return out
 }
 
-// Validate reports the first problem of a set that must not be applied: an empty set, a
-// malformed address (see CheckAddr) or a duplicate, two entries with one canonical form.
+// Validate reports the first problem of a set that must not be applied: an empty set, one of
+// more than MaxNodes nodes (CheckCount), a malformed address (see CheckAddr) or a duplicate,
+// two entries with one canonical form.
 func (s Set) Validate() error {
 	if len(s.Nodes) == 0 {
 		return ErrEmptySet
+	}
+	if err := CheckCount(len(s.Nodes)); err != nil {
+		return err
 	}
 	if err := checkDistinct(s.Addrs()); err != nil {
 		return errors.New("nodes: " + err.Error())

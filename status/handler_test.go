@@ -210,7 +210,7 @@ func TestReportCarriesRolesAndWeights(t *testing.T) {
 		Recent: []lbd.Transition{{At: at, Node: "a:1", From: lbd.StateUp, To: lbd.StateUp, Cause: lbd.CauseRole,
 			Reason: "role changed", RoleFrom: nodes.RolePrimary, RoleTo: nodes.RoleReplica}},
 	}
-	b, err := json.Marshal(report(st, at))
+	b, err := json.Marshal(report(st, at, 0, DefaultPageSize))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,35 @@ import (
 // open connections per node over the last minutes, and when it was taken. Field names are
 // snake_case; durations are in seconds; counters are cumulative since the Connector was
 // created.
+//
+// Its size is bounded whatever the fleet: Nodes is one page of the node list (?offset=, ?limit=,
+// at most MaxPageSize rows; DefaultPageSize by default), Summary adds up every node, and the
+// history names at most ChartNodes nodes a sample.
 type Report struct {
-	Now     time.Time    `json:"now"`
-	Balance string       `json:"balance"` // "connection" or "statement"
-	Logical int          `json:"logical"` // connections database/sql holds open (see lbd.Stats.Logical)
-	Nodes   []Node       `json:"nodes"`
-	Recent  []Transition `json:"recent"` // the latest state changes, oldest first
-	History History      `json:"history"`
+	Now     time.Time `json:"now"`
+	Balance string    `json:"balance"` // "connection" or "statement"
+	Logical int       `json:"logical"` // connections database/sql holds open (see lbd.Stats.Logical)
+	// NodesTotal is how many nodes the Connector has; Nodes are those from Offset on, in the
+	// order of Stats.
+	NodesTotal int          `json:"nodes_total"`
+	Offset     int          `json:"offset"`
+	Summary    Summary      `json:"summary"`
+	Nodes      []Node       `json:"nodes"`
+	Recent     []Transition `json:"recent"` // the latest state changes, oldest first
+	History    History      `json:"history"`
+}
+
+// Summary adds up every node of the Connector, on every page.
+type Summary struct {
+	States        map[string]int `json:"states"` // nodes by state name ("up", "down", "draining")
+	Open          int            `json:"open"`
+	Idle          int            `json:"idle"`
+	InUse         int            `json:"in_use"`
+	Dials         uint64         `json:"dials"`
+	DialFailures  uint64         `json:"dial_failures"`
+	FatalErrors   uint64         `json:"fatal_errors"`
+	Probes        uint64         `json:"probes"`
+	ProbeFailures uint64         `json:"probe_failures"`
 }
 
 // Node is one node's row of the table (see lbd.NodeStats). Role is nodes.Role's name
@@ -69,17 +91,39 @@ type History struct {
 	Samples  []Sample `json:"samples"`
 }
 
-// Sample is one sampling: the open physical connections of every node known then.
+// Sample is one sampling: the open physical connections of the ChartNodes nodes that held the
+// most then, by address, and the sum over the others.
 type Sample struct {
-	At   time.Time      `json:"at"`
-	Open map[string]int `json:"open"`
+	At     time.Time      `json:"at"`
+	Open   map[string]int `json:"open"`
+	Others Others         `json:"others"`
 }
 
-// report turns a Stats snapshot into the page's document.
-func report(st lbd.Stats, now time.Time) Report {
+// Others is the part of a sample not kept by node: how many nodes, and their open connections
+// in all.
+type Others struct {
+	Nodes int `json:"nodes"`
+	Open  int `json:"open"`
+}
+
+// Paging of the node table in the JSON document (?offset=, ?limit=).
+const (
+	// DefaultPageSize is how many nodes a Report shows when the request sets no limit.
+	DefaultPageSize = 200
+	// MaxPageSize is the largest limit a request may ask for; a larger one is refused (400).
+	// A page of it is about 2 MiB of JSON.
+	MaxPageSize = 2000
+)
+
+// report turns a Stats snapshot into the page's document, with the nodes from offset on, at
+// most limit of them.
+func report(st lbd.Stats, now time.Time, offset, limit int) Report {
+	offset = min(max(offset, 0), len(st.Nodes))
+	page := st.Nodes[offset:min(offset+max(limit, 0), len(st.Nodes))]
 	r := Report{Now: now, Balance: st.Balance.String(), Logical: st.Logical,
-		Nodes: make([]Node, len(st.Nodes)), Recent: make([]Transition, len(st.Recent))}
-	for i, n := range st.Nodes {
+		NodesTotal: len(st.Nodes), Offset: offset, Summary: summarize(st.Nodes),
+		Nodes: make([]Node, len(page)), Recent: make([]Transition, len(st.Recent))}
+	for i, n := range page {
 		r.Nodes[i] = Node{
 			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Role: n.Role.String(), RoleError: n.RoleError,
 			Weight: n.Weight, Warmup: n.Warmup, EffectiveWeight: n.EffectiveWeight, PassiveSignals: n.PassiveSignals,
@@ -101,4 +145,21 @@ func report(st lbd.Stats, now time.Time) Report {
 			Cause: t.Cause.String(), Reason: t.Reason, Removed: t.Removed, RoleFrom: t.RoleFrom.String(), RoleTo: t.RoleTo.String()}
 	}
 	return r
+}
+
+// summarize adds up nodes.
+func summarize(nodes []lbd.NodeStats) Summary {
+	s := Summary{States: make(map[string]int, 3)}
+	for _, n := range nodes {
+		s.States[n.State.String()]++
+		s.Open += n.Open
+		s.Idle += n.Idle
+		s.InUse += n.InUse
+		s.Dials += n.Dials
+		s.DialFailures += n.DialFailures
+		s.FatalErrors += n.FatalErrors
+		s.Probes += n.Probes
+		s.ProbeFailures += n.ProbeFailures
+	}
+	return s
 }

@@ -62,7 +62,8 @@ type Node struct {
 	// outlier detection (the root's stall loop reads it).
 	Flight Flight
 
-	// Live wrapped connections, for retiring them when the node goes down or is rebalanced.
+	// Live wrapped connections, for retiring them when the node goes down or is rebalanced;
+	// nil until the first.
 	connsMu sync.Mutex
 	conns   map[*Conn]struct{}
 
@@ -80,7 +81,7 @@ type parked struct {
 // NewNode builds the node the table is adding as tn; it does no I/O (it runs as the table's
 // Build, under the table's mutex).
 func NewNode(table *Table, tn *TableNode, connector driver.Connector, hooks Hooks) *Node {
-	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, hooks: hooks, conns: make(map[*Conn]struct{})}
+	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, hooks: hooks}
 }
 
 // Addr is the node's host:port.
@@ -122,6 +123,9 @@ func (f *Flight) land(errp *error) {
 
 func (n *Node) track(c *Conn) {
 	n.connsMu.Lock()
+	if n.conns == nil { // made at the first connection: a node that never has one costs no map
+		n.conns = make(map[*Conn]struct{})
+	}
 	n.conns[c] = struct{}{}
 	n.connsMu.Unlock()
 }

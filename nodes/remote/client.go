@@ -214,6 +214,10 @@ func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *S
 	if len(w.Data) == 0 {
 		return answer{}, newServerError(srv, ErrEmptyList, "", "")
 	}
+	if len(w.Data) > nodes.MaxNodes {
+		return answer{}, newServerError(srv, ErrTooLong, "", fmt.Sprintf("%d entries, more than the %d a Connector takes (nodes.MaxNodes); "+
+			"serve each application a part of the fleet (an AZ set, or a schema per part)", len(w.Data), nodes.MaxNodes))
+	}
 	spelled := make([]string, 0, len(w.Data)) // as the server wrote them, for ListMD5
 	list := make([]string, 0, len(w.Data))
 	seen := make(map[string]string, len(w.Data))

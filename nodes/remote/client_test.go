@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/lbd-go/lbd/internal/remotefake"
 	"net"
 	"slices"
@@ -55,6 +56,33 @@ func TestParseServer(t *testing.T) {
 	}
 }
 
+// longAnswer is a config-server answer listing n distinct proxies.
+func longAnswer(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"code":200,"data":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"10.%d.%d.%d:2883"`, i>>16, i>>8&255, i&255)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// TestDecodeAnswerAtMaxNodes: a list of exactly nodes.MaxNodes proxies is taken; one more is
+// refused (TestDecodeAnswer), saying the bound.
+func TestDecodeAnswerAtMaxNodes(t *testing.T) {
+	got, err := decodeAnswer(server{name: "cs1:8080"}, 200, []byte(longAnswer(nodes.MaxNodes)), false)
+	if err != nil || len(got.list) != nodes.MaxNodes {
+		t.Fatalf("answer of %d proxies: %d taken, %v", nodes.MaxNodes, len(got.list), err)
+	}
+	_, err = decodeAnswer(server{name: "cs1:8080"}, 200, []byte(longAnswer(nodes.MaxNodes+1)), false)
+	if !errors.Is(err, nodes.ErrTooManyNodes) || !strings.Contains(err.Error(), "50000") {
+		t.Fatalf("answer of %d proxies: %v, want an error wrapping nodes.ErrTooManyNodes that says the bound", nodes.MaxNodes+1, err)
+	}
+}
+
 func TestDecodeAnswer(t *testing.T) {
 	srv := server{name: "cs1:8080"}
 	list := []string{"10.0.0.1:2883", "10.0.0.2:2883"}
@@ -90,6 +118,7 @@ func TestDecodeAnswer(t *testing.T) {
 		{name: "no port", status: 200, body: `{"code":200,"md5":"x","data":["10.0.0.1:2883","10.0.0.2"]}`, kind: ErrMalformedEntry},
 		{name: "bad port", status: 200, body: `{"code":200,"md5":"x","data":["10.0.0.1:0"]}`, kind: ErrMalformedEntry},
 		{name: "number", status: 200, body: `{"code":200,"md5":"x","data":[2883]}`, kind: ErrMalformedEntry},
+		{name: "too long", status: 200, body: longAnswer(nodes.MaxNodes + 1), kind: ErrTooLong},
 		{name: "duplicate", status: 200, body: `{"code":200,"md5":"x","data":["10.0.0.1:2883","10.0.0.1:2883"]}`, kind: ErrMalformedEntry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

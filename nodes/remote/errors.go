@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // Why a config-server gave no usable list. Errors from Start wrap them (errors.Is works), each
@@ -30,6 +32,9 @@ var (
 	// nodes.CheckAddr), or is listed twice once in canonical form (nodes.Canonical). The
 	// whole answer is refused.
 	ErrMalformedEntry = errors.New("config-server answered a malformed proxy list")
+	// ErrTooLong: the answer's list has more than nodes.MaxNodes entries. The whole answer
+	// is refused and the current list kept; errors.Is(err, nodes.ErrTooManyNodes) holds too.
+	ErrTooLong = fmt.Errorf("config-server answered too long a proxy list: %w", nodes.ErrTooManyNodes)
 )
 
 // ServerError is one config-server's failure to give a usable list. It never contains the API
@@ -38,7 +43,7 @@ type ServerError struct {
 	// Server is the config-server address as configured.
 	Server string
 	// Kind is one of ErrUnreachable, ErrForbidden, ErrUnknownSchema, ErrBadAnswer,
-	// ErrEmptyList and ErrMalformedEntry.
+	// ErrEmptyList, ErrMalformedEntry and ErrTooLong.
 	Kind error
 	// Detail says more: the network error, the HTTP status, the bad entry.
 	Detail string
