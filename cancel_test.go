@@ -84,8 +84,12 @@ func TestCallerCancellationsAreNotTheNodes(t *testing.T) {
 				if ns.State != StateUp || ns.Transitions != 0 {
 					t.Errorf("%s: state %v after %d transitions, want up and none", ns.Addr, ns.State, ns.Transitions)
 				}
-				if ns.FatalErrors != 0 || ns.PassiveSignals != 0 {
-					t.Errorf("%s: %d fatal errors and %d passive signals from callers' cancellations, want none", ns.Addr, ns.FatalErrors, ns.PassiveSignals)
+				// Hundreds of statements were cut: were a cut a signal, there would be as many.
+				// A signal or two may come from the stall rule itself when this machine starves
+				// the fakes' answers for longer than its 100 ms floor while another node answers;
+				// those confirm nothing (the state check above) and are not the callers'.
+				if ns.FatalErrors != 0 || ns.PassiveSignals > 2 {
+					t.Errorf("%s: %d fatal errors and %d passive signals from callers' cancellations, want none (a stall or two at most)", ns.Addr, ns.FatalErrors, ns.PassiveSignals)
 				}
 				if extra := ns.Probes - probes[ns.Addr]; extra > uint64(storm/time.Second)+1 {
 					t.Errorf("%s: %d probes during the storm, want at most about one a second", ns.Addr, extra)
