@@ -202,12 +202,16 @@ func fixedTLSName(cfg *Config) string {
 // the table's Build: it runs under the table's mutex and does no I/O.
 func (c *Connector) newNode(tn *tableNode) (*physical.Node, error) {
 	my := c.nodeConfig(tn.Addr())
+	tr, err := physical.NewTransport(my) // TLS and compression run beneath go-sql-driver
+	if err != nil {
+		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
+	}
 	connector, err := mysql.NewConnector(my)
 	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
 	}
 	n := &node{c: c, addr: tn.Addr(), tn: tn}
-	n.phys = physical.NewNode(c.table, tn, connector, n)
+	n.phys = physical.NewNode(c.table, tn, connector, tr, n)
 	return n.phys, nil
 }
 

@@ -2,6 +2,7 @@ package mysqlfake
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbd-go/lbd/internal/wire"
 )
 
 // capabilities the fake announces; CLIENT_DEPRECATE_EOF is added by Config.DeprecateEOF.
@@ -30,7 +33,9 @@ type stmt struct {
 // conn serves one client connection; it runs on one goroutine.
 type conn struct {
 	srv      *Server
-	nc       net.Conn
+	nc       net.Conn // what packets are read from and written to: under, or compressed over it
+	under    net.Conn // raw, or TLS over it
+	raw      net.Conn // the TCP connection
 	n        int
 	salt     []byte
 	caps     uint32
@@ -56,13 +61,33 @@ func (c *conn) run() {
 	if !c.send(cmd, segment{PhaseGreeting, Packet(0, c.greeting())}) {
 		return
 	}
-	resp, err := c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), 1)
+	seq := byte(1)
+	resp, err := c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), seq)
 	if err != nil {
 		return
 	}
+	if tc := c.srv.cfg.TLS; tc != nil && len(resp) == 32 && binary.LittleEndian.Uint32(resp)&ClientSSL != 0 {
+		// The SSL request: TLS, then the handshake response again, numbered on.
+		t := tls.Server(c.raw, tc)
+		t.SetDeadline(time.Now().Add(c.srv.cfg.IOTimeout))
+		if t.Handshake() != nil {
+			return
+		}
+		t.SetDeadline(time.Time{})
+		c.nc, c.under = t, t
+		c.srv.tlsConns.Add(1)
+		seq++
+		if resp, err = c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), seq); err != nil {
+			return
+		}
+	}
 	answer, ok := c.authenticate(resp)
-	if !c.send(cmd, segment{PhaseAuth, Packet(2, answer)}) || !ok {
+	if !c.send(cmd, segment{PhaseAuth, Packet(seq+1, answer)}) || !ok {
 		return
+	}
+	if c.srv.cfg.Compress && c.caps&ClientCompress != 0 {
+		c.nc = &compressed{Conn: c.under, z: wire.NewCompression(c.under)}
+		c.srv.zConns.Add(1)
 	}
 	for {
 		p, err := c.readPacket(time.Now().Add(c.srv.cfg.IdleTimeout), 0)
@@ -126,18 +151,22 @@ func (c *conn) fire(f *Fault, normal []byte) bool {
 	if f.Bytes != nil {
 		b = f.Bytes(append([]byte(nil), normal...))
 	}
-	if !c.write(b) {
+	w := c.nc
+	if f.Beneath {
+		w = c.under
+	}
+	if !c.writeTo(w, b) {
 		return false
 	}
 	switch f.After {
 	case Stall:
-		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.StallTimeout))
-		io.Copy(io.Discard, c.nc) // until the client leaves, Close, or the stall timeout
+		c.under.SetReadDeadline(time.Now().Add(c.srv.cfg.StallTimeout))
+		io.Copy(io.Discard, c.under) // until the client leaves, Close, or the stall timeout
 		return false
 	case Close:
 		return false
 	case Reset:
-		if tc, ok := c.nc.(*net.TCPConn); ok {
+		if tc, ok := c.raw.(*net.TCPConn); ok {
 			tc.SetLinger(0)
 		}
 		return false
@@ -145,14 +174,26 @@ func (c *conn) fire(f *Fault, normal []byte) bool {
 	return true
 }
 
-func (c *conn) write(b []byte) bool {
+func (c *conn) write(b []byte) bool { return c.writeTo(c.nc, b) }
+
+func (c *conn) writeTo(w net.Conn, b []byte) bool {
 	if len(b) == 0 {
 		return true
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IOTimeout))
-	_, err := c.nc.Write(b)
+	w.SetWriteDeadline(time.Now().Add(c.srv.cfg.IOTimeout))
+	_, err := w.Write(b)
 	return err == nil
 }
+
+// compressed is a connection speaking the compressed protocol: each Write goes out as one or
+// more compressed packets (so a fault's bytes arrive inside the framing), reads are inflated.
+type compressed struct {
+	net.Conn
+	z *wire.Compression
+}
+
+func (c *compressed) Read(b []byte) (int, error)  { return c.z.Read(b) }
+func (c *compressed) Write(b []byte) (int, error) { return c.z.Write(b) }
 
 // readPacket reads one client packet; a payload over maxCommand or split over several packets
 // ends the connection.
@@ -182,6 +223,12 @@ func (c *conn) readPacket(deadline time.Time, wantSeq byte) ([]byte, error) {
 
 func (c *conn) greeting() []byte {
 	caps := capabilities
+	if c.srv.cfg.TLS != nil {
+		caps |= ClientSSL
+	}
+	if c.srv.cfg.Compress {
+		caps |= ClientCompress
+	}
 	if c.srv.cfg.DeprecateEOF {
 		caps |= ClientDeprecateEOF
 	}
