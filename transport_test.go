@@ -3,9 +3,9 @@ package lbd
 import (
 	"bytes"
 	"compress/flate"
-	"encoding/binary"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
