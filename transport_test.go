@@ -263,3 +263,47 @@ func TestTLSLoginFailureLeavesNoGoroutine(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestTLSLoginPlugins logs in over lbd's TLS with the plugins whose password goes in clear over
+// a secure connection: caching_sha2_password's full authentication and sha256_password.
+// go-sql-driver, not knowing the connection is encrypted, would ask the server for its RSA key
+// instead; lbd sends the password as go-sql-driver does over its own TLS. A wrong password is
+// refused with the server's 1045.
+func TestTLSLoginPlugins(t *testing.T) {
+	before := testkit.IgnoreCurrent()
+	defer testkit.VerifyNone(t, before)
+	for _, plugin := range []string{"caching_sha2_password", "sha256_password"} {
+		t.Run(plugin, func(t *testing.T) {
+			cfg := mysqlfake.Config{User: "app", Password: "s3cret", Plugin: plugin}
+			params := strings.TrimPrefix(transportParams(t, "tls", &cfg), "&")
+			srv := mysqlfake.Start(t, cfg)
+			for _, tc := range []struct {
+				password string
+				want     uint16 // the server's error number; 0: logged in
+			}{{"s3cret", 0}, {"wrong", 1045}} {
+				dsn := "app:" + tc.password + "@lb(" + srv.Addr() + ")/db?timeout=5s&" + params
+				c, err := NewConnector(dsn, append(quiet(), WithLogger(discardLogger()))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db := sql.OpenDB(c)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				var v string
+				err = db.QueryRowContext(ctx, "SELECT 5").Scan(&v)
+				cancel()
+				db.Close()
+				var me *mysql.MySQLError
+				switch {
+				case tc.want == 0 && (err != nil || v != "5"):
+					t.Errorf("password %q: %q, %v; want a login and 5", tc.password, v, err)
+				case tc.want != 0 && (!errors.As(err, &me) || me.Number != tc.want):
+					t.Errorf("password %q: %v; want the server's error %d", tc.password, err, tc.want)
+				}
+			}
+			if srv.TLSConns() == 0 {
+				t.Error("no connection switched to TLS")
+			}
+			srv.Close()
+		})
+	}
+}

@@ -39,6 +39,7 @@ type conn struct {
 	n        int
 	salt     []byte
 	caps     uint32
+	user     string
 	stmts    map[uint32]*stmt
 	nextStmt uint32
 }
@@ -82,7 +83,20 @@ func (c *conn) run() {
 		}
 	}
 	answer, ok := c.authenticate(resp)
-	if !c.send(cmd, segment{PhaseAuth, Packet(seq+1, answer)}) || !ok {
+	seq++
+	if ok && c.srv.cfg.Plugin == pluginCachingSHA2 {
+		// The full authentication: over TLS the client sends the password itself.
+		if !c.write(Packet(seq, []byte{0x01, 0x04})) {
+			return
+		}
+		pw, err := c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), seq+1)
+		if err != nil {
+			return
+		}
+		answer, ok = c.clearPassword(pw)
+		seq += 2
+	}
+	if !c.send(cmd, segment{PhaseAuth, Packet(seq, answer)}) || !ok {
 		return
 	}
 	if c.srv.cfg.Compress && c.caps&ClientCompress != 0 {
@@ -246,7 +260,11 @@ func (c *conn) greeting() []byte {
 	b = append(b, make([]byte, 10)...)
 	b = append(b, c.salt[8:]...)
 	b = append(b, 0)
-	b = append(b, nativePlugin...)
+	plugin := c.srv.cfg.Plugin
+	if plugin == "" {
+		plugin = nativePlugin
+	}
+	b = append(b, plugin...)
 	return append(b, 0)
 }
 
@@ -259,11 +277,41 @@ func (c *conn) authenticate(p []byte) ([]byte, bool) {
 	if err != nil {
 		return ErrPayload(1043, "08S01", "Bad handshake"), false
 	}
+	c.user = user
 	cfg := c.srv.cfg
+	switch cfg.Plugin {
+	case pluginCachingSHA2:
+		return nil, true // the full authentication follows
+	case pluginSHA256:
+		return c.clearPassword(auth)
+	}
 	if cfg.User != "" && (user != cfg.User || !bytes.Equal(auth, nativePassword(c.salt, cfg.Password))) {
-		return ErrPayload(1045, "28000", fmt.Sprintf("Access denied for user '%s'@'127.0.0.1' (using password: %s)", user, yesNo(len(auth) > 0))), false
+		return c.denied(len(auth) > 0), false
 	}
 	return OKPayload(), true
+}
+
+// Auth plugins the fake can name besides mysql_native_password.
+const (
+	pluginCachingSHA2 = "caching_sha2_password"
+	pluginSHA256      = "sha256_password"
+)
+
+// clearPassword checks a password sent in clear (NUL-terminated), which the fake accepts over
+// TLS only.
+func (c *conn) clearPassword(p []byte) ([]byte, bool) {
+	if c.under == c.raw {
+		return ErrPayload(1045, "28000", "mysqlfake: a password in clear needs TLS"), false
+	}
+	pw, _ := bytes.CutSuffix(p, []byte{0})
+	if cfg := c.srv.cfg; cfg.User != "" && (c.user != cfg.User || string(pw) != cfg.Password) {
+		return c.denied(len(pw) > 0), false
+	}
+	return OKPayload(), true
+}
+
+func (c *conn) denied(withPassword bool) []byte {
+	return ErrPayload(1045, "28000", fmt.Sprintf("Access denied for user '%s'@'127.0.0.1' (using password: %s)", c.user, yesNo(withPassword)))
 }
 
 func yesNo(b bool) string {

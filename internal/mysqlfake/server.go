@@ -72,6 +72,11 @@ type Config struct {
 	// Compress announces CLIENT_COMPRESS; a client that asks for it gets the compressed
 	// protocol from the login's OK on.
 	Compress bool
+	// Plugin is the auth plugin the greeting names: mysql_native_password when empty,
+	// caching_sha2_password (every login takes the full authentication: the server asks for
+	// the password, which it accepts in clear over TLS only) or sha256_password (the password in
+	// clear in the handshake response, over TLS only).
+	Plugin string
 }
 
 // Server is a running fake MySQL server on 127.0.0.1. Its methods are safe for concurrent use.

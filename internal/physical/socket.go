@@ -2,7 +2,6 @@ package physical
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"sync/atomic"
@@ -31,7 +30,8 @@ type Socket struct {
 
 	// Used only by the goroutine reading and writing the connection, like the guard.
 	conn        net.Conn          // carries the packets: the TCP connection, or TLS over it
-	tlsOn       bool              // TLS: during the login the server's numbers run one ahead
+	tlsOn       bool              // TLS, run by lbd: the login needs the care login.go takes
+	loginShift  byte              // TLS: how far the login's numbers run ahead of go-sql-driver's
 	z           *wire.Compression // the compressed protocol, once the login's OK has passed
 	zAfterLogin bool              // turn compression on after the login
 	addCaps     uint32            // flags lbd adds to go-sql-driver's handshake response
@@ -49,36 +49,30 @@ type Socket struct {
 // Read serves the checked greeting first, then the connection (inflated, with compression),
 // through the guard.
 func (s *Socket) Read(b []byte) (int, error) {
-	if len(s.pending) > 0 {
-		n := copy(b, s.pending)
-		if err := s.guard.Server(b[:n]); err != nil {
-			return 0, err
-		}
-		s.pending = s.pending[n:]
-		return n, nil
-	}
 	if err := s.guard.Err(); err != nil {
 		return 0, err
 	}
 	var n int
 	var err error
-	if s.z != nil {
+	if len(s.pending) == 0 && s.tlsOn && !s.loggedIn && s.sentLogin {
+		if err := s.readLoginPacket(); err != nil { // see login.go
+			return 0, err
+		}
+	}
+	switch {
+	case len(s.pending) > 0:
+		n = copy(b, s.pending)
+		s.pending = s.pending[n:]
+	case s.z != nil:
 		n, err = s.z.Read(b)
 		if errors.Is(err, wire.ErrViolation) {
 			return 0, s.guard.Stop(err)
 		}
-	} else {
-		n, err = s.conn.Read(b)
-	}
-	switch {
-	case s.z != nil:
 		// Servers renumber the packets inside compressed ones at each flush of their buffer
 		// (clients do not check them); go-sql-driver, reading plain packets, does.
 		s.srvSeq.walk(b[:n], func(seq *byte) { *seq = s.next; s.next++ })
-	case s.tlsOn && !s.loggedIn:
-		// The SSL request took number 1: the server's login packets run one ahead of what
-		// go-sql-driver counts.
-		s.srvSeq.walk(b[:n], func(seq *byte) { *seq-- })
+	default:
+		n, err = s.conn.Read(b)
 	}
 	if gerr := s.guard.Server(b[:n]); gerr != nil {
 		return 0, gerr
@@ -96,7 +90,6 @@ func (s *Socket) Read(b []byte) (int, error) {
 // to expect. During the login over TLS the packets are numbered one on (after the SSL
 // request), and the handshake response announces what lbd negotiates beneath go-sql-driver.
 func (s *Socket) Write(b []byte) (int, error) {
-	out := b
 	switch {
 	case s.z != nil:
 		s.cliSeq.walk(b, func(seq *byte) {
@@ -106,22 +99,23 @@ func (s *Socket) Write(b []byte) (int, error) {
 			s.next = *seq + 1
 		})
 	case !s.loggedIn && (s.tlsOn || s.addCaps != 0):
-		s.wbuf = append(s.wbuf[:0], b...)
-		out = s.wbuf
-		if !s.sentLogin && len(out) >= 8 {
-			binary.LittleEndian.PutUint32(out[4:], binary.LittleEndian.Uint32(out[4:])|s.addCaps)
+		// A login packet as the server must see it (see login.go): all of it or nothing of b
+		// counts as written.
+		out := s.loginWrite(b)
+		s.sentLogin = true
+		if _, err := s.conn.Write(out); err != nil {
+			return 0, err
 		}
-		if s.tlsOn {
-			s.cliSeq.walk(out, func(seq *byte) { *seq++ })
-		}
+		s.guard.Client(b)
+		return len(b), nil
 	}
 	s.sentLogin = true
 	var n int
 	var err error
 	if s.z != nil {
-		n, err = s.z.Write(out)
+		n, err = s.z.Write(b)
 	} else {
-		n, err = s.conn.Write(out)
+		n, err = s.conn.Write(b)
 	}
 	s.guard.Client(b[:n])
 	return n, err

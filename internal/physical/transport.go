@@ -32,6 +32,7 @@ type Transport struct {
 
 	caps      uint32 // the capability flags go-sql-driver announces for this config
 	collation byte
+	password  string // sent in clear over TLS where the server expects it (login.go)
 }
 
 // Capability flags (MySQL's CLIENT_* constants) the transport negotiates or announces.
@@ -64,7 +65,7 @@ const defaultCollation = 45
 // which it changes in place so that go-sql-driver negotiates neither, and returns the
 // Transport that carries them instead.
 func NewTransport(my *mysql.Config) (Transport, error) {
-	tr := Transport{TLS: my.TLS, AllowPlain: my.AllowFallbackToPlaintext, collation: defaultCollation}
+	tr := Transport{TLS: my.TLS, AllowPlain: my.AllowFallbackToPlaintext, collation: defaultCollation, password: my.Passwd}
 	if tr.TLS != nil {
 		tr.TLS = tr.TLS.Clone()
 	}
@@ -158,7 +159,7 @@ func (s *Socket) startTLS(ctx context.Context, serverCaps, serverExt uint32, tr 
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("lbd: TLS handshake: %w", dialCause(ctx, err))
 	}
-	s.conn, s.tlsOn = tc, true
+	s.conn, s.tlsOn, s.loginShift = tc, true, 1 // the SSL request took number 1
 	s.addCaps |= clientSSL
 	return nil
 }

@@ -175,6 +175,10 @@ func (g *Guard) Stop(err error) error {
 	return g.err
 }
 
+// Plugin returns the auth plugin the login uses so far: the greeting's, then an auth switch's
+// (mysql_native_password when the greeting names none).
+func (g *Guard) Plugin() string { return g.plugin }
+
 // Opaque reports whether the connection switched to TLS or compression, so nothing more is
 // checked.
 func (g *Guard) Opaque() bool { return g.phase == phaseOpaque }
