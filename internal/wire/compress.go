@@ -18,6 +18,13 @@ import (
 // MIN_COMPRESS_LENGTH.
 const minCompress = 50
 
+// zLevel is the zlib level of what Write compresses: go-sql-driver's, which favours speed.
+const zLevel = 2
+
+// keepOut bounds the write buffer a Compression keeps between writes; a larger one (a long
+// statement) is let go.
+const keepOut = 1 << 20
+
 // zHeader is the length of a compressed packet's header.
 const zHeader = 7
 
@@ -200,7 +207,7 @@ func (c *Compression) Write(p []byte) (int, error) {
 		ulen := 0
 		if len(chunk) >= minCompress {
 			if c.zw == nil {
-				c.zw, _ = zlib.NewWriterLevel(&c.out, zlib.DefaultCompression) // only an invalid level errs
+				c.zw, _ = zlib.NewWriterLevel(&c.out, zLevel) // only an invalid level errs
 			} else {
 				c.zw.Reset(&c.out)
 			}
@@ -221,7 +228,11 @@ func (c *Compression) Write(p []byte) (int, error) {
 		b[3] = c.seq
 		b[4], b[5], b[6] = byte(ulen), byte(ulen>>8), byte(ulen>>16)
 		c.seq++
-		if _, err := c.conn.Write(b); err != nil {
+		_, err := c.conn.Write(b)
+		if c.out.Cap() > keepOut {
+			c.out = bytes.Buffer{}
+		}
+		if err != nil {
 			return done, err
 		}
 		done += len(chunk)
