@@ -135,9 +135,11 @@ func (c *conn) sendAnswer(cmd Command, segs []segment) bool {
 		}
 		return c.fire(f, all)
 	}
-	if !c.srv.armed(cmd, segs) {
+	if _, z := c.nc.(*compressed); !z && !c.srv.armed(cmd, segs) {
 		// One write for the whole answer, as a server flushes its buffer once per small
-		// result: the client reads a short result's end together with its rows.
+		// result: the client reads a short result's end together with its rows. (Compressed,
+		// each part goes in a flush of its own, so the packets inside are numbered on from the
+		// compressed packets' count, as servers do.)
 		var all []byte
 		for _, s := range segs {
 			all = append(all, s.bytes...)
@@ -201,13 +203,24 @@ func (c *conn) writeTo(w net.Conn, b []byte) bool {
 
 // compressed is a connection speaking the compressed protocol: each Write goes out as one or
 // more compressed packets (so a fault's bytes arrive inside the framing), reads are inflated.
+// Each Write is a flush of a server's buffer, after which MySQL and MariaDB number the packets
+// inside on from the compressed packets' count (net_flush sets pkt_nr to compress_pkt_nr):
+// the fake does the same, so a client that checks those numbers as on a plain connection
+// fails here as there.
 type compressed struct {
 	net.Conn
-	z *wire.Compression
+	z    *wire.Compression
+	walk wire.SeqWalker
 }
 
-func (c *compressed) Read(b []byte) (int, error)  { return c.z.Read(b) }
-func (c *compressed) Write(b []byte) (int, error) { return c.z.Write(b) }
+func (c *compressed) Read(b []byte) (int, error) { return c.z.Read(b) }
+
+func (c *compressed) Write(b []byte) (int, error) {
+	b = append([]byte(nil), b...)
+	nr := c.z.Seq()
+	c.walk.Walk(b, func(seq *byte) { *seq = nr; nr++ })
+	return c.z.Write(b)
+}
 
 // readPacket reads one client packet; a payload over maxCommand or split over several packets
 // ends the connection.

@@ -93,7 +93,7 @@ func (s *Socket) loginWrite(b []byte) []byte {
 		out[0], out[1], out[2] = byte(n), byte(n>>8), byte(n>>16)
 	}
 	if s.tlsOn {
-		s.cliSeq.walk(out, func(seq *byte) { *seq += s.loginShift })
+		s.cliSeq.Walk(out, func(seq *byte) { *seq += s.loginShift })
 	}
 	s.wbuf = out
 	return out

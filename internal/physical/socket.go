@@ -37,8 +37,8 @@ type Socket struct {
 	addCaps     uint32            // flags lbd adds to go-sql-driver's handshake response
 	sentLogin   bool              // the handshake response went out
 	loggedIn    bool              // the login's answer has passed
-	srvSeq      seqWalk           // packet headers of what go-sql-driver reads
-	cliSeq      seqWalk           // and of what it writes
+	srvSeq      wire.SeqWalker    // packet headers of what go-sql-driver reads
+	cliSeq      wire.SeqWalker    // and of what it writes
 	next        byte              // compression: the number go-sql-driver expects next from the server
 	wbuf        []byte            // a login packet with lbd's changes
 
@@ -70,7 +70,7 @@ func (s *Socket) Read(b []byte) (int, error) {
 		}
 		// Servers renumber the packets inside compressed ones at each flush of their buffer
 		// (clients do not check them); go-sql-driver, reading plain packets, does.
-		s.srvSeq.walk(b[:n], func(seq *byte) { *seq = s.next; s.next++ })
+		s.srvSeq.Walk(b[:n], func(seq *byte) { *seq = s.next; s.next++ })
 	default:
 		n, err = s.conn.Read(b)
 	}
@@ -92,7 +92,7 @@ func (s *Socket) Read(b []byte) (int, error) {
 func (s *Socket) Write(b []byte) (int, error) {
 	switch {
 	case s.z != nil:
-		s.cliSeq.walk(b, func(seq *byte) {
+		s.cliSeq.Walk(b, func(seq *byte) {
 			if *seq == 0 { // a new command: the compressed packets are numbered afresh
 				s.z.ResetSeq()
 			}

@@ -183,32 +183,3 @@ func dialCause(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// seqWalk finds the packet headers in a stream of plain packets, however it is split.
-type seqWalk struct {
-	hdr    [3]byte
-	hdrN   int // header bytes seen of the current packet
-	remain int // payload bytes of the current packet still to come
-}
-
-// walk calls fn with each sequence number in b, which fn may change.
-func (w *seqWalk) walk(b []byte, fn func(seq *byte)) {
-	for len(b) > 0 {
-		if w.remain > 0 {
-			n := min(w.remain, len(b))
-			w.remain -= n
-			b = b[n:]
-			continue
-		}
-		if w.hdrN < 3 {
-			w.hdr[w.hdrN] = b[0]
-			w.hdrN++
-			b = b[1:]
-			continue
-		}
-		fn(&b[0])
-		b = b[1:]
-		w.hdrN = 0
-		w.remain = int(w.hdr[0]) | int(w.hdr[1])<<8 | int(w.hdr[2])<<16
-	}
-}

@@ -66,6 +66,9 @@ func NewCompression(conn io.ReadWriter) *Compression {
 // ResetSeq numbers the next packet written 0: the client starts a command.
 func (c *Compression) ResetSeq() { c.seq = 0 }
 
+// Seq returns the number the next packet written takes.
+func (c *Compression) Seq() byte { return c.seq }
+
 // Read reads plain bytes. A packet that is empty, whose zlib stream is malformed, fails its
 // checksum, inflates to more or fewer bytes than its header declares, or leaves bytes after its
 // stream, fails the read with an error wrapping ErrViolation; inflating stops at the declared
@@ -239,4 +242,35 @@ func (c *Compression) Write(p []byte) (int, error) {
 		p = p[len(chunk):]
 	}
 	return done, nil
+}
+
+// SeqWalker finds the packet headers in a stream of plain packets, however it is split into
+// calls, and offers each sequence number for reading or changing. The zero value starts at a
+// packet's first byte.
+type SeqWalker struct {
+	hdr    [3]byte
+	hdrN   int // header bytes seen of the current packet
+	remain int // payload bytes of the current packet still to come
+}
+
+// Walk calls fn with each sequence number in b, in order.
+func (w *SeqWalker) Walk(b []byte, fn func(seq *byte)) {
+	for len(b) > 0 {
+		if w.remain > 0 {
+			n := min(w.remain, len(b))
+			w.remain -= n
+			b = b[n:]
+			continue
+		}
+		if w.hdrN < 3 {
+			w.hdr[w.hdrN] = b[0]
+			w.hdrN++
+			b = b[1:]
+			continue
+		}
+		fn(&b[0])
+		b = b[1:]
+		w.hdrN = 0
+		w.remain = int(w.hdr[0]) | int(w.hdr[1])<<8 | int(w.hdr[2])<<16
+	}
 }
