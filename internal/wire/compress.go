@@ -38,6 +38,7 @@ const zHeader = 7
 // starts a new command.
 type Compression struct {
 	conn io.ReadWriter
+	in   *bufio.Reader // conn's bytes
 	seq  byte
 	err  error // sticky: a broken read leaves the stream out of step
 
@@ -55,10 +56,16 @@ type Compression struct {
 	zw  *zlib.Writer
 }
 
-// NewCompression frames the packets read from and written to conn.
+// readBuffer is how much a Compression reads from its connection at once: a server sends an
+// answer as several compressed packets, which one read takes in together.
+const readBuffer = 16 << 10
+
+// NewCompression frames the packets read from and written to conn. It reads conn through a
+// buffer of its own (readBuffer bytes).
 func NewCompression(conn io.ReadWriter) *Compression {
 	c := &Compression{conn: conn}
-	c.tr.r = conn
+	c.in = bufio.NewReaderSize(conn, readBuffer)
+	c.tr.r = c.in
 	c.src.R = &c.tr
 	return c
 }
@@ -111,7 +118,7 @@ func (c *Compression) Read(p []byte) (int, error) {
 // next reads the next packet's header and sets up for its payload.
 func (c *Compression) next() error {
 	var h [zHeader]byte
-	if _, err := io.ReadFull(c.conn, h[:]); err != nil {
+	if _, err := io.ReadFull(c.in, h[:]); err != nil {
 		return err
 	}
 	clen := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
