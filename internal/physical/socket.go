@@ -87,8 +87,10 @@ func (s *Socket) Read(b []byte) (int, error) {
 }
 
 // Write sends b and shows the guard what was sent: it follows the commands to know what answer
-// to expect. During the login over TLS the packets are numbered one on (after the SSL
-// request), and the handshake response announces what lbd negotiates beneath go-sql-driver.
+// to expect. During the login the handshake response announces what lbd negotiates beneath
+// go-sql-driver, and over TLS the packets are numbered on past the SSL request and whatever lbd
+// sent in go-sql-driver's place (login.go). With compression, a packet numbered 0 starts a
+// command, whose compressed packets are numbered afresh.
 func (s *Socket) Write(b []byte) (int, error) {
 	switch {
 	case s.z != nil:
