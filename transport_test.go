@@ -307,3 +307,65 @@ func TestTLSLoginPlugins(t *testing.T) {
 		})
 	}
 }
+
+// TestCompressedFramingFaults answers the application's query with compressed packets that
+// break the framing itself: each call fails (with ErrProtocol where the packet's bytes are all
+// there and wrong) within its deadline, and nothing stays behind.
+func TestCompressedFramingFaults(t *testing.T) {
+	before := testkit.IgnoreCurrent()
+	defer testkit.VerifyNone(t, before)
+	frame := func(ulen int, z []byte) []byte {
+		n := len(z)
+		return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), 1, byte(ulen), byte(ulen >> 8), byte(ulen >> 16)}, z...)
+	}
+	deflated := func(s string) []byte {
+		var b bytes.Buffer
+		w, _ := flate.NewWriter(&b, flate.BestSpeed)
+		w.Write([]byte(s))
+		w.Close()
+		return append(append([]byte{0x78, 0x01}, b.Bytes()...), 0, 0, 0, 0) // checksum left wrong
+	}
+	header := []byte{0x01, 0, 0, 1, 0x01} // a result header: one column
+	for _, tc := range []struct {
+		name     string
+		bytes    []byte
+		after    mysqlfake.Action
+		protocol bool // the error must wrap ErrProtocol
+	}{
+		{"not_zlib", frame(12, []byte("definitely not zlib")), mysqlfake.Stall, true},
+		{"bad_checksum", frame(5, deflated(string(header))), mysqlfake.Stall, true},
+		{"inflates_short", frame(40, deflated(string(header))), mysqlfake.Stall, true},
+		{"empty", frame(0, nil), mysqlfake.Stall, true},
+		{"header_cut", []byte{5, 0, 0}, mysqlfake.Close, false},
+		{"stored_cut", frame(0, header)[:9], mysqlfake.Stall, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mysqlfake.Start(t, mysqlfake.Config{Compress: true, StallTimeout: 10 * time.Second})
+			srv.AddFault(mysqlfake.Fault{Name: "frame/" + tc.name, Phase: mysqlfake.PhaseResultHeader, Bytes: mysqlfake.Raw(tc.bytes), Beneath: true, After: tc.after,
+				Match: mysqlfake.QueryContains("/* hostile */")})
+			c, err := NewConnector(fakeDSN([]*mysqlfake.Server{srv}, "compress=true"), append(quiet(), WithLogger(discardLogger()))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := sql.OpenDB(c)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			start := time.Now()
+			var v string
+			err = db.QueryRowContext(ctx, "/* hostile */ SELECT 1").Scan(&v)
+			cancel()
+			switch {
+			case err == nil:
+				t.Errorf("the query succeeded: %q", v)
+			case tc.protocol && !errors.Is(err, ErrProtocol):
+				t.Errorf("%v; want an error wrapping ErrProtocol", err)
+			case time.Since(start) > time.Second+hostileSlack:
+				t.Errorf("the call took %v", time.Since(start))
+			default:
+				t.Logf("%v", err)
+			}
+			db.Close()
+			waitFor(t, 5*time.Second, "the server to see every socket closed", func() bool { return srv.Open() == 0 })
+			srv.Close()
+		})
+	}
+}

@@ -103,14 +103,19 @@ func (c *Compression) Read(p []byte) (int, error) {
 		n, err = c.src.Read(p)
 	}
 	c.left -= n
-	if c.left == 0 {
+	switch {
+	case c.left == 0:
 		err = c.finish()
-	} else if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+	case err == io.EOF && c.zip: // the zlib stream ended, checksum and all
+		err = c.violation("a compressed packet inflates to %d bytes, fewer than the %d its header declares", c.ulen-c.left, c.ulen)
+	case err == io.EOF:
+		err = c.blame(io.ErrUnexpectedEOF, "")
+	case err != nil:
+		err = c.blame(err, "the compressed packet of %d bytes", c.ulen)
 	}
 	if err != nil {
-		c.err = c.blame(err, "the compressed packet of %d bytes", c.ulen)
-		return 0, c.err
+		c.err = err
+		return 0, err
 	}
 	return n, nil
 }

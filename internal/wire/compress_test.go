@@ -73,7 +73,7 @@ func TestCompressionRefusals(t *testing.T) {
 		want   string
 	}{
 		{"bomb", zpacket(0, 100, bomb), "inflates to more than the 100 bytes"},
-		{"short", zpacket(0, 20, good), "compressed packet"},
+		{"short", zpacket(0, 20, good), "inflates to 12 bytes, fewer than the 20"},
 		{"trailing", zpacket(0, 12, append(append([]byte(nil), good...), 1, 2, 3)), "3 bytes follow the zlib stream"},
 		{"checksum", zpacket(0, 12, badSum), "zlib"},
 		{"not_zlib", zpacket(0, 12, []byte("definitely not zlib")), "zlib"},
