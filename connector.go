@@ -207,11 +207,15 @@ func fixedTLSName(cfg *Config) string {
 // through the lb network with the node's own address and, with TLS, its own host name. It is
 // the table's Build: it runs under the table's mutex and does no I/O.
 func (c *Connector) newNode(tn *tableNode) (*physical.Node, error) {
-	if _, err := c.nodeConnector(tn.Addr(), c.nodeConfig(tn.Addr())); err != nil {
+	my, tr, err := c.driverConfig(tn.Addr())
+	if err == nil {
+		_, err = c.nodeConnector(tn.Addr(), my)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
 	}
 	n := &node{c: c, addr: tn.Addr(), tn: tn}
-	n.phys = physical.NewNode(c.table, tn, dialConnector{n}, n)
+	n.phys = physical.NewNode(c.table, tn, dialConnector{n}, tr, n)
 	return n.phys, nil
 }
 
@@ -225,7 +229,11 @@ type dialConnector struct{ n *node }
 // Connect implements driver.Connector. newNode checked that the config builds.
 func (dc dialConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	c := dc.n.c
-	connector, err := c.nodeConnector(dc.n.addr, c.nodeConfig(dc.n.addr))
+	my, _, err := c.driverConfig(dc.n.addr)
+	var connector driver.Connector
+	if err == nil {
+		connector, err = c.nodeConnector(dc.n.addr, my)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", dc.n.addr, err)
 	}
@@ -234,6 +242,15 @@ func (dc dialConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 // Driver implements driver.Connector.
 func (dialConnector) Driver() driver.Driver { return &mysql.MySQLDriver{} }
+
+// driverConfig is the go-sql-driver config for the node at addr with TLS and compression
+// taken out (go-sql-driver negotiates neither), and the physical.Transport that carries them
+// beneath it instead, so that the protocol guard reads plain packets on every transport.
+func (c *Connector) driverConfig(addr string) (*mysql.Config, physical.Transport, error) {
+	my := c.nodeConfig(addr)
+	tr, err := physical.NewTransport(my)
+	return my, tr, err
+}
 
 // nodeConfig is the go-sql-driver config for one node.
 func (c *Connector) nodeConfig(addr string) *mysql.Config {

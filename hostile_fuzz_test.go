@@ -15,11 +15,13 @@ import (
 )
 
 // fuzzPhases are the points FuzzHostileProxy's first input byte chooses (its low 2 bits); the
-// next 2 bits choose what the server does after the bytes (continue, stall, close, reset).
+// next 2 bits choose what the server does after the bytes (continue, stall, close, reset), and
+// the 2 after those the transport (hostileTransports; 3 is plain too).
 var fuzzPhases = []mysqlfake.Phase{mysqlfake.PhaseAccept, mysqlfake.PhaseGreeting, mysqlfake.PhaseAuth, mysqlfake.PhaseCommand}
 
-// fuzzInput encodes a catalogue fault as FuzzHostileProxy's input.
-func fuzzInput(f mysqlfake.Fault) []byte {
+// fuzzInput encodes a catalogue fault over the transport hostileTransports[tr] as
+// FuzzHostileProxy's input.
+func fuzzInput(f mysqlfake.Fault, tr int) []byte {
 	ph, b := mysqlfake.Render(f, mysqlfake.Config{})
 	sel := byte(0)
 	for i, p := range fuzzPhases {
@@ -27,7 +29,7 @@ func fuzzInput(f mysqlfake.Fault) []byte {
 			sel = byte(i)
 		}
 	}
-	return append([]byte{sel | byte(f.After)<<2}, b...)
+	return append([]byte{sel | byte(f.After)<<2 | byte(tr)<<4}, b...)
 }
 
 // FuzzHostileProxy answers, at the phase the first input byte chooses, with exactly the rest of
@@ -41,16 +43,26 @@ func FuzzHostileProxy(f *testing.F) {
 		if fault.Heavy && os.Getenv("LBD_HOSTILE_HEAVY") == "" {
 			continue
 		}
-		f.Add(fuzzInput(fault))
+		for tr := range hostileTransports {
+			f.Add(fuzzInput(fault, tr))
+		}
 	}
-	srv, err := mysqlfake.New(mysqlfake.Config{StallTimeout: 5 * time.Second, IOTimeout: time.Second})
-	if err != nil {
-		f.Fatal(err)
+	// One fake per transport.
+	srvs := make([]*mysqlfake.Server, len(hostileTransports))
+	dsns := make([]string, len(hostileTransports))
+	for i, tr := range hostileTransports {
+		cfg := mysqlfake.Config{StallTimeout: 5 * time.Second, IOTimeout: time.Second}
+		params := transportParams(f, tr, &cfg)
+		srv, err := mysqlfake.New(cfg)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { srv.Close() })
+		// Short bounds: every input runs against these fakes, and only panics, hangs and leaks
+		// are judged, so a slow answer costs nothing but time.
+		srvs[i] = srv
+		dsns[i] = "u:p@lb(" + srv.Addr() + ")/db?timeout=100ms&readTimeout=150ms&writeTimeout=150ms" + params
 	}
-	f.Cleanup(func() { srv.Close() })
-	// Short bounds: every input runs against this one fake, and only panics, hangs and leaks are
-	// judged, so a slow answer costs nothing but time.
-	dsn := "u:p@lb(" + srv.Addr() + ")/db?timeout=100ms&readTimeout=150ms&writeTimeout=150ms"
 	// The goroutine baseline is taken at the first input, once the fuzzing engine's own
 	// goroutines (signal handling, the worker's server) are running.
 	baseline := -1
@@ -64,6 +76,11 @@ func FuzzHostileProxy(f *testing.F) {
 		}
 		phase := fuzzPhases[int(in[0]&3)]
 		after := mysqlfake.Action(in[0] >> 2 & 3)
+		tr := int(in[0] >> 4 & 3)
+		if tr >= len(hostileTransports) {
+			tr = 0
+		}
+		srv, dsn := srvs[tr], dsns[tr]
 		srv.ClearFaults()
 		srv.AddFault(mysqlfake.Fault{Name: "fuzz", Phase: phase, Bytes: mysqlfake.Raw(in[1:]), After: after})
 		defer srv.ClearFaults()

@@ -2,6 +2,8 @@ package lbd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -9,9 +11,12 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/internal/testkit"
@@ -110,6 +115,46 @@ var harmless = map[string]bool{
 	"answer/ok_info_past_end": true, // the info string after the status, which go-sql-driver never reads
 }
 
+// transportParams sets cfg up for the transport tr and returns the DSN parameters that ask for
+// it: over TLS the client checks the fake's certificate for the node's own address.
+func transportParams(t testing.TB, tr string, cfg *mysqlfake.Config) string {
+	switch tr {
+	case "tls":
+		cfg.TLS = hostileTLS(t)
+		return "&tls=" + hostileTLSName
+	case "compress":
+		cfg.Compress = true
+		return "&compress=true"
+	}
+	return ""
+}
+
+// hostileTLSName is the go-sql-driver TLS configuration that trusts the fakes' certificate.
+const hostileTLSName = "lbd-hostile"
+
+var hostileTLSOnce struct {
+	sync.Once
+	server *tls.Config
+	err    error
+}
+
+// hostileTLS returns the fakes' server configuration (a certificate for 127.0.0.1), registering
+// the client's side as hostileTLSName on first use.
+func hostileTLS(t testing.TB) *tls.Config {
+	o := &hostileTLSOnce
+	o.Do(func() {
+		var roots *x509.CertPool
+		o.server, roots, o.err = mysqlfake.SelfSigned("127.0.0.1")
+		if o.err == nil {
+			o.err = mysql.RegisterTLSConfig(hostileTLSName, &tls.Config{RootCAs: roots})
+		}
+	})
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.server
+}
+
 // loginThenStall names the faults that let the login complete and then stop answering: the
 // node is hung rather than broken, so the first statement sent there fails at its deadline
 // and the probe takes the node out.
@@ -118,8 +163,18 @@ var loginThenStall = map[string]bool{"auth/whole_stall": true}
 // expectProtocol reports whether a call failing on f must wrap ErrProtocol: f sends broken
 // bytes and lets the client read them (stalls, closes and resets give timeout and connection
 // errors instead).
-func expectProtocol(f mysqlfake.Fault) bool {
-	return f.After == mysqlfake.Continue && f.Bytes != nil && !wellFormed[f.Name] && !harmless[f.Name]
+func expectProtocol(tr string, f mysqlfake.Fault) bool {
+	return f.After == mysqlfake.Continue && f.Bytes != nil && !wellFormed[f.Name] && !harmlessOn(tr, f)
+}
+
+// harmlessOn reports whether f is harmless over the transport tr: inside the compressed
+// protocol the packets' own sequence numbers are not checked (servers renumber them at each
+// flush of their buffer), and lbd numbers them as go-sql-driver expects, so a fault that only
+// breaks the numbering (a wrong number, a missing EOF after the column definitions, which
+// go-sql-driver skips unread) breaks nothing there.
+func harmlessOn(tr string, f mysqlfake.Fault) bool {
+	seqOnly := strings.HasSuffix(f.Name, "/wrong_seq") || f.Name == "columns_eof/missing"
+	return harmless[f.Name] || tr == "compress" && !f.Phase.Connection() && seqOnly
 }
 
 // TestHostile runs every case as a parallel subtest: the cases mostly wait on deadlines and
@@ -135,6 +190,19 @@ func TestHostile(t *testing.T) {
 	// catalogue, so that every fault and every path is still seen; the long run (and the heavy
 	// child) covers the whole matrix.
 	whole := testkit.Long() || heavyChild
+	for k, tr := range hostileTransports {
+		t.Run(tr, func(t *testing.T) { hostileCatalogue(t, tr, k, whole, heavyChild) })
+	}
+}
+
+// hostileTransports are the transports the catalogue runs over: plain packets, TLS, and the
+// compressed protocol. Over TLS and compression lbd's guard reads the packets beneath the
+// encryption or the framing, as on a plain connection.
+var hostileTransports = []string{"plain", "tls", "compress"}
+
+// hostileCatalogue runs the catalogue over one transport; k shifts which path each fault meets
+// in the short run, so that the transports together see more pairs.
+func hostileCatalogue(t *testing.T, tr string, k int, whole, heavyChild bool) {
 	for i, f := range mysqlfake.Catalogue() {
 		if heavyChild && !f.Heavy {
 			continue
@@ -145,18 +213,19 @@ func TestHostile(t *testing.T) {
 		}
 		var paths []path
 		if f.Phase.Connection() || contains(resultPhases, f.Phase) {
-			paths = append(paths, path{"probe/" + f.Name, func(t *testing.T) { runHostile(t, f, "connection", nil) }})
+			paths = append(paths, path{"probe/" + f.Name, func(t *testing.T) { runHostile(t, tr, f, "connection", nil) }})
 		}
 		for _, mode := range []string{"connection", "statement"} {
 			for _, app := range hostileApps {
 				if f.Phase.Connection() && app.name != "scan" || !f.Phase.Connection() && !contains(app.phases, f.Phase) {
 					continue
 				}
-				paths = append(paths, path{mode + "/" + app.name + "/" + f.Name, func(t *testing.T) { runHostile(t, f, mode, &app) }})
+				paths = append(paths, path{mode + "/" + app.name + "/" + f.Name, func(t *testing.T) { runHostile(t, tr, f, mode, &app) }})
 			}
 		}
 		if !whole && len(paths) > 0 {
-			paths = paths[i%len(paths) : i%len(paths)+1]
+			j := (i + k) % len(paths)
+			paths = paths[j : j+1]
 		}
 		for _, p := range paths {
 			t.Run(p.name, p.run)
@@ -174,14 +243,15 @@ func contains(phases []mysqlfake.Phase, p mysqlfake.Phase) bool {
 }
 
 // runHostile runs one case: f armed on the hostile node, driven through app (nil: through the
-// probe only) in the balance mode.
-func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
+// probe only) in the balance mode, over the transport tr (one of hostileTransports).
+func runHostile(t *testing.T, tr string, f mysqlfake.Fault, mode string, app *hostileApp) {
 	if f.Heavy && os.Getenv(heavyChildEnv) == "" {
 		runHeavy(t) // one child at a time: each may take gigabytes when the guard fails
 		return
 	}
 	t.Parallel()
 	cfg := mysqlfake.Config{StallTimeout: 20 * time.Second}
+	params := transportParams(t, tr, &cfg)
 	healthy, hostile := mysqlfake.Start(t, cfg), mysqlfake.Start(t, cfg)
 	// The fault meets the probe alone, or the application's statements alone, so each path is
 	// seen to take the node out by itself; a connection-phase fault meets every dial.
@@ -200,7 +270,13 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 	hostile.AddFault(f)
 
 	logs := &logRecorder{}
-	dsn := fmt.Sprintf("u:p@lb(%s,%s)/db?timeout=%s&balance=%s", hostile.Addr(), healthy.Addr(), hostileDialTimeout, mode)
+	dialTimeout := hostileDialTimeout
+	if tr == "tls" {
+		// A TLS handshake under the race detector, with other cases and packages loading the
+		// machine, may take most of the plain bound.
+		dialTimeout *= 2
+	}
+	dsn := fmt.Sprintf("u:p@lb(%s,%s)/db?timeout=%s&balance=%s%s", hostile.Addr(), healthy.Addr(), dialTimeout, mode, params)
 	opts := fast(hostileProbeInterval, hostileProbeTimeout, time.Hour, logs)
 	if app != nil {
 		// Once a node broke the protocol lbd sends the next statements to the healthy one, so
@@ -236,7 +312,7 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 	afterAnswer := strings.Contains(f.Name, "/whole_") &&
 		(f.Phase == mysqlfake.PhaseResultEnd || f.Phase == mysqlfake.PhaseAnswer || f.Phase == mysqlfake.PhasePrepare)
 	if app == nil {
-		if harmless[f.Name] || afterAnswer {
+		if harmlessOn(tr, f) || afterAnswer {
 			waitFor(t, 5*time.Second, "the probe to meet the fault", func() bool { return hits.Load() > 0 })
 		} else {
 			waitFor(t, 5*time.Second, "the probe to take the hostile node out", takenOut)
@@ -251,7 +327,7 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 			case loginThenStall[f.Name]:
 			case f.Phase.Connection():
 				t.Errorf("call %d: %v; the healthy node should have served it", i, err)
-			case expectProtocol(f) && !errors.Is(err, ErrProtocol):
+			case expectProtocol(tr, f) && !errors.Is(err, ErrProtocol):
 				t.Errorf("call %d: %v; want an error wrapping lbd.ErrProtocol", i, err)
 			}
 		}
@@ -260,12 +336,12 @@ func runHostile(t *testing.T, f mysqlfake.Fault, mode string, app *hostileApp) {
 				// Statement mode may bind every statement to the healthy node (least busy).
 				t.Skipf("statement mode sent no statement to the hostile node (%d commands there)", hostile.Commands())
 			}
-			t.Fatalf("the application's statements never reached the hostile node (%d commands, %d connections there)", hostile.Commands(), hostile.Accepted())
+			t.Fatalf("the application's statements never reached the hostile node (%d commands, %d connections there); lbd logged:\n%s", hostile.Commands(), hostile.Accepted(), strings.Join(logs.Lines(), "\n"))
 		}
 		// A stall of the application's statements is the caller's deadline, which lbd does not
 		// blame on the node (the probe cases cover stalled nodes); a well-formed answer is no
 		// fault of the node.
-		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name] && !harmless[f.Name] && !afterAnswer
+		requireDown = f.Phase.Connection() || f.After != mysqlfake.Stall && !wellFormed[f.Name] && !harmlessOn(tr, f) && !afterAnswer
 		if requireDown {
 			waitFor(t, 5*time.Second, "the hostile node to be taken out", takenOut)
 		}

@@ -103,6 +103,7 @@ func memoryBackend(cfg config) (*backend, error) {
 		_ = engine.Close()
 		return nil, fmt.Errorf("lbdtest: backend server: %w", err)
 	}
+	vl.TLSConfig = cfg.tls
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

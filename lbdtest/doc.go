@@ -27,7 +27,8 @@
 // "SELECT 1") is answered at once without waiting for that one-at-a-time
 // lock, as a real proxy answers it while busy, and so is any SELECT of one
 // literal (the relay's answer to a role check, see Role); the relay still
-// counts them.
+// counts them. WithTLS makes it offer TLS (go-mysql-server has no protocol
+// compression).
 //
 // When the environment variable LBD_TEST_MYSQL_DSN holds a
 // go-sql-driver DSN (for example "root:@tcp(127.0.0.1:3306)/test"), no

@@ -1,6 +1,7 @@
 package lbdtest
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 )
@@ -25,6 +26,7 @@ type Option func(*config)
 type config struct {
 	database string
 	logger   *slog.Logger
+	tls      *tls.Config
 }
 
 func defaultConfig() config {
@@ -45,6 +47,16 @@ func WithDatabase(name string) Option {
 			c.database = name
 		}
 	}
+}
+
+// WithTLS makes the in-memory backend offer TLS (CLIENT_SSL) and serve it with cfg, so a
+// client with go-sql-driver's tls parameter runs its connections over TLS through the
+// proxies. A proxy relays a TLS connection's bytes as they are, after the client's SSL request:
+// it cannot read them, so SetFail, SetLatency and the role answers do not apply to those
+// connections (stopping and hanging a proxy do). With an external backend (EnvBackendDSN)
+// the option has no effect: that server's own TLS settings apply. A nil cfg keeps TLS off.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) { c.tls = cfg }
 }
 
 // WithLogger sets where the proxies report connection events and injected

@@ -101,7 +101,7 @@ func newRigWith(t *testing.T, nodeCount int, set func(*Config)) *rig {
 		list = append(list, nodes.Node{Addr: "10.0.0." + string(rune('1'+i)) + ":3306", Weight: 1})
 	}
 	build := func(tn *physical.TableNode) (*physical.Node, error) {
-		return physical.NewNode(table, tn, nil, noHooks{}), nil
+		return physical.NewNode(table, tn, nil, physical.Transport{}, noHooks{}), nil
 	}
 	if err := table.Start(list, build); err != nil {
 		t.Fatal(err)

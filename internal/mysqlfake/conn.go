@@ -2,6 +2,7 @@ package mysqlfake
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lbd-go/lbd/internal/wire"
 )
 
 // capabilities the fake announces; CLIENT_DEPRECATE_EOF is added by Config.DeprecateEOF.
@@ -30,10 +33,13 @@ type stmt struct {
 // conn serves one client connection; it runs on one goroutine.
 type conn struct {
 	srv      *Server
-	nc       net.Conn
+	nc       net.Conn // what packets are read from and written to: under, or compressed over it
+	under    net.Conn // raw, or TLS over it
+	raw      net.Conn // the TCP connection
 	n        int
 	salt     []byte
 	caps     uint32
+	user     string
 	stmts    map[uint32]*stmt
 	nextStmt uint32
 	inTx     bool // a transaction begun by BEGIN or START TRANSACTION is open (trackTx)
@@ -57,13 +63,46 @@ func (c *conn) run() {
 	if !c.send(cmd, segment{PhaseGreeting, Packet(0, c.greeting())}) {
 		return
 	}
-	resp, err := c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), 1)
+	seq := byte(1)
+	resp, err := c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), seq)
 	if err != nil {
 		return
 	}
+	if tc := c.srv.cfg.TLS; tc != nil && len(resp) == 32 && binary.LittleEndian.Uint32(resp)&ClientSSL != 0 {
+		// The SSL request: TLS, then the handshake response again, numbered on.
+		t := tls.Server(c.raw, tc)
+		t.SetDeadline(time.Now().Add(c.srv.cfg.IOTimeout))
+		if t.Handshake() != nil {
+			return
+		}
+		t.SetDeadline(time.Time{})
+		c.nc, c.under = t, t
+		c.srv.tlsConns.Add(1)
+		seq++
+		if resp, err = c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), seq); err != nil {
+			return
+		}
+	}
 	answer, ok := c.authenticate(resp)
-	if !c.send(cmd, segment{PhaseAuth, Packet(2, answer)}) || !ok {
+	seq++
+	if ok && c.srv.cfg.Plugin == pluginCachingSHA2 {
+		// The full authentication: over TLS the client sends the password itself.
+		if !c.write(Packet(seq, []byte{0x01, 0x04})) {
+			return
+		}
+		pw, err := c.readPacket(time.Now().Add(c.srv.cfg.IOTimeout), seq+1)
+		if err != nil {
+			return
+		}
+		answer, ok = c.clearPassword(pw)
+		seq += 2
+	}
+	if !c.send(cmd, segment{PhaseAuth, Packet(seq, answer)}) || !ok {
 		return
+	}
+	if c.srv.cfg.Compress && c.caps&ClientCompress != 0 {
+		c.nc = &compressed{Conn: c.under, z: wire.NewCompression(c.under)}
+		c.srv.zConns.Add(1)
 	}
 	for {
 		p, err := c.readPacket(time.Now().Add(c.srv.cfg.IdleTimeout), 0)
@@ -97,9 +136,11 @@ func (c *conn) sendAnswer(cmd Command, segs []segment) bool {
 		}
 		return c.fire(f, all)
 	}
-	if !c.srv.armed(cmd, segs) {
+	if _, z := c.nc.(*compressed); !z && !c.srv.armed(cmd, segs) {
 		// One write for the whole answer, as a server flushes its buffer once per small
-		// result: the client reads a short result's end together with its rows.
+		// result: the client reads a short result's end together with its rows. (Compressed,
+		// each part goes in a flush of its own, so the packets inside are numbered on from the
+		// compressed packets' count, as servers do.)
 		var all []byte
 		for _, s := range segs {
 			all = append(all, s.bytes...)
@@ -127,18 +168,22 @@ func (c *conn) fire(f *Fault, normal []byte) bool {
 	if f.Bytes != nil {
 		b = f.Bytes(append([]byte(nil), normal...))
 	}
-	if !c.write(b) {
+	w := c.nc
+	if f.Beneath {
+		w = c.under
+	}
+	if !c.writeTo(w, b) {
 		return false
 	}
 	switch f.After {
 	case Stall:
-		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.StallTimeout))
-		io.Copy(io.Discard, c.nc) // until the client leaves, Close, or the stall timeout
+		c.under.SetReadDeadline(time.Now().Add(c.srv.cfg.StallTimeout))
+		io.Copy(io.Discard, c.under) // until the client leaves, Close, or the stall timeout
 		return false
 	case Close:
 		return false
 	case Reset:
-		if tc, ok := c.nc.(*net.TCPConn); ok {
+		if tc, ok := c.raw.(*net.TCPConn); ok {
 			tc.SetLinger(0)
 		}
 		return false
@@ -146,13 +191,36 @@ func (c *conn) fire(f *Fault, normal []byte) bool {
 	return true
 }
 
-func (c *conn) write(b []byte) bool {
+func (c *conn) write(b []byte) bool { return c.writeTo(c.nc, b) }
+
+func (c *conn) writeTo(w net.Conn, b []byte) bool {
 	if len(b) == 0 {
 		return true
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IOTimeout))
-	_, err := c.nc.Write(b)
+	w.SetWriteDeadline(time.Now().Add(c.srv.cfg.IOTimeout))
+	_, err := w.Write(b)
 	return err == nil
+}
+
+// compressed is a connection speaking the compressed protocol: each Write goes out as one or
+// more compressed packets (so a fault's bytes arrive inside the framing), reads are inflated.
+// Each Write is a flush of a server's buffer, after which MySQL and MariaDB number the packets
+// inside on from the compressed packets' count (net_flush sets pkt_nr to compress_pkt_nr):
+// the fake does the same, so a client that checks those numbers as on a plain connection
+// fails here as there.
+type compressed struct {
+	net.Conn
+	z    *wire.Compression
+	walk wire.SeqWalker
+}
+
+func (c *compressed) Read(b []byte) (int, error) { return c.z.Read(b) }
+
+func (c *compressed) Write(b []byte) (int, error) {
+	b = append([]byte(nil), b...)
+	nr := c.z.Seq()
+	c.walk.Walk(b, func(seq *byte) { *seq = nr; nr++ })
+	return c.z.Write(b)
 }
 
 // readPacket reads one client packet; a payload over maxCommand or split over several packets
@@ -183,6 +251,12 @@ func (c *conn) readPacket(deadline time.Time, wantSeq byte) ([]byte, error) {
 
 func (c *conn) greeting() []byte {
 	caps := capabilities
+	if c.srv.cfg.TLS != nil {
+		caps |= ClientSSL
+	}
+	if c.srv.cfg.Compress {
+		caps |= ClientCompress
+	}
 	if c.srv.cfg.DeprecateEOF {
 		caps |= ClientDeprecateEOF
 	}
@@ -200,7 +274,11 @@ func (c *conn) greeting() []byte {
 	b = append(b, make([]byte, 10)...)
 	b = append(b, c.salt[8:]...)
 	b = append(b, 0)
-	b = append(b, nativePlugin...)
+	plugin := c.srv.cfg.Plugin
+	if plugin == "" {
+		plugin = nativePlugin
+	}
+	b = append(b, plugin...)
 	return append(b, 0)
 }
 
@@ -213,11 +291,41 @@ func (c *conn) authenticate(p []byte) ([]byte, bool) {
 	if err != nil {
 		return ErrPayload(1043, "08S01", "Bad handshake"), false
 	}
+	c.user = user
 	cfg := c.srv.cfg
+	switch cfg.Plugin {
+	case pluginCachingSHA2:
+		return nil, true // the full authentication follows
+	case pluginSHA256:
+		return c.clearPassword(auth)
+	}
 	if cfg.User != "" && (user != cfg.User || !bytes.Equal(auth, nativePassword(c.salt, cfg.Password))) {
-		return ErrPayload(1045, "28000", fmt.Sprintf("Access denied for user '%s'@'127.0.0.1' (using password: %s)", user, yesNo(len(auth) > 0))), false
+		return c.denied(len(auth) > 0), false
 	}
 	return OKPayload(), true
+}
+
+// Auth plugins the fake can name besides mysql_native_password.
+const (
+	pluginCachingSHA2 = "caching_sha2_password"
+	pluginSHA256      = "sha256_password"
+)
+
+// clearPassword checks a password sent in clear (NUL-terminated), which the fake accepts over
+// TLS only.
+func (c *conn) clearPassword(p []byte) ([]byte, bool) {
+	if c.under == c.raw {
+		return ErrPayload(1045, "28000", "mysqlfake: a password in clear needs TLS"), false
+	}
+	pw, _ := bytes.CutSuffix(p, []byte{0})
+	if cfg := c.srv.cfg; cfg.User != "" && (c.user != cfg.User || string(pw) != cfg.Password) {
+		return c.denied(len(pw) > 0), false
+	}
+	return OKPayload(), true
+}
+
+func (c *conn) denied(withPassword bool) []byte {
+	return ErrPayload(1045, "28000", fmt.Sprintf("Access denied for user '%s'@'127.0.0.1' (using password: %s)", c.user, yesNo(withPassword)))
 }
 
 func yesNo(b bool) string {

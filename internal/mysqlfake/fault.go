@@ -85,6 +85,9 @@ type Fault struct {
 	Match func(Command) bool
 	// Times is how often the fault fires before it is spent; 0 means without limit.
 	Times int
+	// Beneath sends Bytes beneath the compressed protocol's framing, as they are: a fault in
+	// the framing itself. Without compression it changes nothing.
+	Beneath bool
 	// Heavy marks a fault that makes an unguarded client allocate without bound (a huge column
 	// count): run it only under a memory limit.
 	Heavy bool

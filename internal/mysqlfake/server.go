@@ -8,6 +8,7 @@
 package mysqlfake
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -65,6 +66,17 @@ type Config struct {
 	IdleTimeout time.Duration
 	// StallTimeout bounds how long a Stall fault holds a connection open (default 60 s).
 	StallTimeout time.Duration
+	// TLS, when set, announces CLIENT_SSL and serves a client's SSL request with this
+	// configuration; the login and everything after it then run over TLS.
+	TLS *tls.Config
+	// Compress announces CLIENT_COMPRESS; a client that asks for it gets the compressed
+	// protocol from the login's OK on.
+	Compress bool
+	// Plugin is the auth plugin the greeting names: mysql_native_password when empty,
+	// caching_sha2_password (every login takes the full authentication: the server asks for
+	// the password, which it accepts in clear over TLS only) or sha256_password (the password in
+	// clear in the handshake response, over TLS only).
+	Plugin string
 }
 
 // Server is a running fake MySQL server on 127.0.0.1. Its methods are safe for concurrent use.
@@ -80,6 +92,8 @@ type Server struct {
 	accepted atomic.Int64
 	open     atomic.Int64
 	commands atomic.Int64
+	tlsConns atomic.Int64
+	zConns   atomic.Int64
 	wg       sync.WaitGroup
 }
 
@@ -131,6 +145,12 @@ func (s *Server) Open() int { return int(s.open.Load()) }
 
 // Commands returns how many commands the server has read, over every connection.
 func (s *Server) Commands() int64 { return s.commands.Load() }
+
+// TLSConns returns how many connections switched to TLS.
+func (s *Server) TLSConns() int64 { return s.tlsConns.Load() }
+
+// CompressedConns returns how many connections switched to the compressed protocol.
+func (s *Server) CompressedConns() int64 { return s.zConns.Load() }
 
 // AddFault arms f; the first armed fault that applies at a phase fires. The returned function
 // disarms it.
@@ -252,6 +272,6 @@ func (s *Server) serve(nc net.Conn, n int) {
 		s.mu.Unlock()
 		s.open.Add(-1)
 	}()
-	c := &conn{srv: s, nc: nc, n: n, stmts: map[uint32]*stmt{}}
+	c := &conn{srv: s, nc: nc, under: nc, raw: nc, n: n, stmts: map[uint32]*stmt{}}
 	c.run()
 }

@@ -24,7 +24,9 @@ const (
 	ClientFoundRows        uint32 = 1 << 1
 	ClientLongFlag         uint32 = 1 << 2
 	ClientConnectWithDB    uint32 = 1 << 3
+	ClientCompress         uint32 = 1 << 5
 	ClientProtocol41       uint32 = 1 << 9
+	ClientSSL              uint32 = 1 << 11
 	ClientTransactions     uint32 = 1 << 13
 	ClientSecureConnection uint32 = 1 << 15
 	ClientMultiStatements  uint32 = 1 << 16

@@ -166,8 +166,8 @@ func (c *Conn) observeRun(ctx context.Context, err error, text string, afterResu
 // server ran none of it. Where the guard reads the packets, the error must have opened the
 // answer: a server runs a multi-statement text in order and stops at the first failure, so an
 // OK or a result before the error means an earlier statement ran. Where the guard cannot read
-// them (TLS, compression), only a command that runs one statement at most qualifies: text is ""
-// or holds a single statement. Either way the first statement of text must run no other
+// them (no socket), only a command that runs one statement at most qualifies: text is "" or
+// holds a single statement. Either way the first statement of text must run no other
 // (sqlclass.OneCommand): the server answers a CALL, or a compound statement, with one error
 // for its whole body, some of which may have run before the statement refused.
 func (c *Conn) nothingRan(text string) bool {
@@ -194,8 +194,7 @@ func IsServerAnswer(err error) bool {
 
 // contain turns a panic of go-sql-driver's parser into an error; every method that lets
 // go-sql-driver read from the proxy defers it. The guard beneath stops the malformed packets it
-// knows, so a panic here means one it did not (a binary row, or a TLS or compressed connection
-// the guard cannot see into).
+// knows, so a panic here means one it did not (a binary row's values, which it does not walk).
 func (c *Conn) contain(err *error) {
 	if r := recover(); r != nil {
 		*err = c.fail(ProtocolError(c.node.addr, fmt.Errorf("go-sql-driver could not parse its answer: %v", r)))

@@ -51,10 +51,13 @@ func Dial(ctx context.Context, addr string) (net.Conn, error) {
 		nc.Close()
 		return nil, errors.New("lbd: dial returned a non-TCP connection")
 	}
-	s := &Socket{TCPConn: tcp, node: t.node, counted: t.counted}
+	s := &Socket{TCPConn: tcp, conn: tcp, node: t.node, counted: t.counted}
 	s.guard.Init(wire.Limits{})
 	t.sock = s
 	greeting, err := readGreeting(ctx, tcp)
+	if err == nil {
+		err = s.upgrade(ctx, greeting, t.node.transport)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err

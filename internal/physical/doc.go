@@ -1,5 +1,6 @@
 // Package physical is one connection to one proxy, from dial to close: the dial and its
 // context ticket, the socket with lbd's protocol guard and deadline caps, the greeting check,
+// TLS and the compressed protocol run beneath go-sql-driver (transport.go, login.go),
 // the wrapped go-sql-driver connection with its Stmt, Rows and Tx, the connection's state
 // machine, and each node's registry of live and idle connections.
 //

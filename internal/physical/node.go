@@ -55,6 +55,9 @@ type Node struct {
 	// server name). The dial ticket decides whether a connection counts: the application's
 	// do, the probe's does not.
 	connector driver.Connector
+	// transport carries TLS and compression beneath go-sql-driver (connector negotiates
+	// neither).
+	transport Transport
 
 	retiredBy [NumReasons]atomic.Uint64 // connections retired, by reason
 
@@ -79,9 +82,10 @@ type parked struct {
 }
 
 // NewNode builds the node the table is adding as tn; it does no I/O (it runs as the table's
-// Build, under the table's mutex).
-func NewNode(table *Table, tn *TableNode, connector driver.Connector, hooks Hooks) *Node {
-	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, hooks: hooks}
+// Build, under the table's mutex). tr carries TLS and compression beneath connector, which must
+// negotiate neither (NewTransport takes them out of its configuration).
+func NewNode(table *Table, tn *TableNode, connector driver.Connector, tr Transport, hooks Hooks) *Node {
+	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, transport: tr, hooks: hooks}
 }
 
 // Addr is the node's host:port.

@@ -81,7 +81,7 @@ func newRig(t *testing.T, addr string) *rig {
 		if err != nil {
 			return nil, err
 		}
-		return NewNode(table, tn, connector, r.hooks), nil
+		return NewNode(table, tn, connector, Transport{}, r.hooks), nil
 	}
 	if err := table.Start([]nodes.Node{{Addr: addr, Weight: 1}}, build); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package physical
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -16,9 +17,10 @@ import (
 // SyscallConn.
 //
 // Every byte passes lbd's protocol guard (internal/wire) on its way, so a packet go-sql-driver
-// cannot parse safely fails the read instead of reaching it. A bound set by lbd (a probe's
-// timeout, a caller's context ending) caps every deadline go-sql-driver sets, so no read or
-// write outlives it.
+// cannot parse safely fails the read instead of reaching it. TLS and the compressed protocol
+// run here, beneath go-sql-driver (see Transport), so the guard reads plain packets on every
+// transport. A bound set by lbd (a probe's timeout, a caller's context ending) caps every
+// deadline go-sql-driver sets, so no read or write outlives it.
 type Socket struct {
 	*net.TCPConn
 	node    *Node
@@ -26,34 +28,97 @@ type Socket struct {
 	closed  atomic.Bool
 	pending []byte // the server's greeting, read and checked by the dialer, handed over first
 
+	// Used only by the goroutine reading and writing the connection, like the guard.
+	conn        net.Conn          // carries the packets: the TCP connection, or TLS over it
+	tlsOn       bool              // TLS, run by lbd: the login needs the care login.go takes
+	loginShift  byte              // TLS: how far the login's numbers run ahead of go-sql-driver's
+	z           *wire.Compression // the compressed protocol, once the login's OK has passed
+	zAfterLogin bool              // turn compression on after the login
+	addCaps     uint32            // flags lbd adds to go-sql-driver's handshake response
+	sentLogin   bool              // the handshake response went out
+	loggedIn    bool              // the login's answer has passed
+	srvSeq      wire.SeqWalker    // packet headers of what go-sql-driver reads
+	cliSeq      wire.SeqWalker    // and of what it writes
+	next        byte              // compression: the number go-sql-driver expects next from the server
+	wbuf        []byte            // a login packet with lbd's changes
+
 	guard wire.Guard   // used only by the goroutine reading and writing the connection
 	bound atomic.Int64 // lbd's deadline for every read and write, in Unix nanoseconds; 0: none
 }
 
-// Read serves the checked greeting first, then the socket, through the guard.
+// Read serves the checked greeting first, then the connection (inflated, with compression),
+// through the guard.
 func (s *Socket) Read(b []byte) (int, error) {
-	if len(s.pending) > 0 {
-		n := copy(b, s.pending)
-		if err := s.guard.Server(b[:n]); err != nil {
-			return 0, err
-		}
-		s.pending = s.pending[n:]
-		return n, nil
-	}
 	if err := s.guard.Err(); err != nil {
 		return 0, err
 	}
-	n, err := s.TCPConn.Read(b)
+	var n int
+	var err error
+	if len(s.pending) == 0 && s.tlsOn && !s.loggedIn && s.sentLogin {
+		if err := s.readLoginPacket(); err != nil { // see login.go
+			return 0, err
+		}
+	}
+	switch {
+	case len(s.pending) > 0:
+		n = copy(b, s.pending)
+		s.pending = s.pending[n:]
+	case s.z != nil:
+		n, err = s.z.Read(b)
+		if errors.Is(err, wire.ErrViolation) {
+			return 0, s.guard.Stop(err)
+		}
+		// Servers renumber the packets inside compressed ones at each flush of their buffer
+		// (clients do not check them); go-sql-driver, reading plain packets, does.
+		s.srvSeq.Walk(b[:n], func(seq *byte) { *seq = s.next; s.next++ })
+	default:
+		n, err = s.conn.Read(b)
+	}
 	if gerr := s.guard.Server(b[:n]); gerr != nil {
 		return 0, gerr
+	}
+	if !s.loggedIn && s.sentLogin && s.guard.Idle() {
+		s.loggedIn = true
+		if s.zAfterLogin {
+			s.z = wire.NewCompression(s.conn)
+		}
 	}
 	return n, err
 }
 
 // Write sends b and shows the guard what was sent: it follows the commands to know what answer
-// to expect.
+// to expect. During the login the handshake response announces what lbd negotiates beneath
+// go-sql-driver, and over TLS the packets are numbered on past the SSL request and whatever lbd
+// sent in go-sql-driver's place (login.go). With compression, a packet numbered 0 starts a
+// command, whose compressed packets are numbered afresh.
 func (s *Socket) Write(b []byte) (int, error) {
-	n, err := s.TCPConn.Write(b)
+	switch {
+	case s.z != nil:
+		s.cliSeq.Walk(b, func(seq *byte) {
+			if *seq == 0 { // a new command: the compressed packets are numbered afresh
+				s.z.ResetSeq()
+			}
+			s.next = *seq + 1
+		})
+	case !s.loggedIn && (s.tlsOn || s.addCaps != 0):
+		// A login packet as the server must see it (see login.go): all of it or nothing of b
+		// counts as written.
+		out := s.loginWrite(b)
+		s.sentLogin = true
+		if _, err := s.conn.Write(out); err != nil {
+			return 0, err
+		}
+		s.guard.Client(b)
+		return len(b), nil
+	}
+	s.sentLogin = true
+	var n int
+	var err error
+	if s.z != nil {
+		n, err = s.z.Write(b)
+	} else {
+		n, err = s.conn.Write(b)
+	}
 	s.guard.Client(b[:n])
 	return n, err
 }
@@ -70,8 +135,8 @@ func (s *Socket) ProtocolErr() error {
 }
 
 // Answered reports whether the answer to the latest command began with anything but an ERR
-// packet (wire.Guard.Answered); known is false when the guard cannot see the packets (TLS,
-// compression) or there is no socket.
+// packet (wire.Guard.Answered); known is false when the guard cannot see the packets (see
+// wire.Guard.Opaque) or there is no socket.
 func (s *Socket) Answered() (answered, known bool) {
 	if s == nil || s.guard.Opaque() {
 		return false, false
@@ -88,7 +153,7 @@ func (s *Socket) Autocommitted() bool {
 
 // AnswerRead reports whether the whole answer to the latest command has been read from the
 // socket, so that go-sql-driver finishes it from its buffer without reading again; false when
-// the guard cannot see the packets (TLS, compression) or there is no socket.
+// the guard cannot see the packets (see wire.Guard.Opaque) or there is no socket.
 func (s *Socket) AnswerRead() bool {
 	return s != nil && !s.guard.Opaque() && s.guard.Idle()
 }

@@ -18,9 +18,10 @@
 //     binary rows their NULL bitmap, and a prepare answer its counts;
 //   - nothing arrives while no command is outstanding.
 //
-// Once the connection switches to TLS or to compression, the bytes are no longer plain packets
-// and the Guard stops checking (Opaque reports it); go-sql-driver's parsers then run unguarded
-// on that connection, and the caller's own containment (recovering panics) is all that is left.
+// The Guard must see plain packets: lbd runs TLS and the compressed protocol (Compression)
+// beneath go-sql-driver, and the Guard sits above them. Should a client negotiate either
+// itself through the Guard, the bytes that follow are no longer plain packets and the Guard
+// stops checking (Opaque reports it).
 package wire
 
 import (
@@ -171,6 +172,19 @@ func (g *Guard) Init(lim Limits) {
 
 // Err returns the violation found, or nil.
 func (g *Guard) Err() error { return g.err }
+
+// Stop records err, a violation found beneath the packets (in the compressed protocol's
+// framing), as the Guard's own, and returns the Guard's error.
+func (g *Guard) Stop(err error) error {
+	if g.err == nil {
+		g.err = err
+	}
+	return g.err
+}
+
+// Plugin returns the auth plugin the login uses so far: the greeting's, then an auth switch's
+// (mysql_native_password when the greeting names none).
+func (g *Guard) Plugin() string { return g.plugin }
 
 // Opaque reports whether the connection switched to TLS or compression, so nothing more is
 // checked.
