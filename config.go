@@ -174,6 +174,14 @@ type Config struct {
 	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down). See
 	// ReadYourWrites for scopes.
 	ReadConsistency string
+	// StatusURL is an HTTP status URL to ask on every probe of each node besides its SQL probe
+	// (statusURL; "" the default, asks none): a template in which {host} stands for the node's
+	// host and {port} for its SQL port, such as TiDB's "http://{host}:10080/status" (in a DSN,
+	// write each '/' as %2F: go-sql-driver takes a bare '/' for the start of the database
+	// name). A 2xx answer passes; any other answer drains the node at once, as
+	// ER_SERVER_SHUTDOWN does (CauseShutdown); no answer within checkHealthTimeoutMillis fails
+	// the probe. Redirects are not followed.
+	StatusURL string
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
 	UnsupportedMethodBehavior string
@@ -305,6 +313,11 @@ func (c *Config) settle() error {
 		}
 	default:
 		return fmt.Errorf("lbd: invalid readConsistency %q: want time or gtid", c.ReadConsistency)
+	}
+	if c.StatusURL != "" {
+		if err := checkStatusTemplate(c.StatusURL); err != nil {
+			return fmt.Errorf("lbd: statusURL %q %v", c.StatusURL, err)
+		}
 	}
 	if c.MaxReplicationLag < 0 {
 		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)

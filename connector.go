@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +60,8 @@ type Connector struct {
 	waitRefused atomic.Uint64          // Connects refused because MaxFailoverWaiters already waited
 
 	trq transitionQueue // state changes on their way to transitionLoop
+
+	statusClient *http.Client // the statusURL checks' client; nil without statusURL
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -121,6 +124,9 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		topo:        newTopologySignal(),
 		trq:         transitionQueue{wake: make(chan struct{}, 1)},
 		transitions: ring.New[Transition](recentTransitions),
+	}
+	if run.StatusURL != "" {
+		c.statusClient = newStatusClient(run.CheckHealthTimeout)
 	}
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,
@@ -409,6 +415,9 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 		}
 	case exception.SameOnEveryNode(err):
 		c.table.DialRefused(n.tn)
+	case exception.ServerShutdown(err):
+		c.table.Shutdown(n.tn, err) // the next node is tried at once; this one is not dialed again
+		c.table.Dialed(n.tn, err)
 	default:
 		c.table.Dialed(n.tn, err)
 		n.probeForTraffic()

@@ -2,12 +2,14 @@ package lbd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
+	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 )
@@ -27,6 +29,9 @@ func (c *Connector) startLoops() error {
 		Report: func(t detect.Target, err error, took time.Duration) {
 			pt := t.(*nodeProbe)
 			pt.good = err == nil
+			if exception.ServerShutdown(err) || errors.Is(err, errStatusNotServing) {
+				c.table.Shutdown(pt.n.tn, err)
+			}
 			if pt.confirming {
 				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
 			} else {

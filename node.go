@@ -52,11 +52,14 @@ func nodeOf(pn *physical.Node) *node { return pn.Hooks().(*node) }
 // at returns the root's side of the node tn.
 func at(tn *tableNode) *node { return nodeOf(tn.Payload()) }
 
-// StatementError implements physical.Hooks: a refusal by a node that is no longer the primary
-// is a role change; any other error is shown to passive outlier detection and to the exception
+// StatementError implements physical.Hooks: a node announcing its shutdown is drained; a refusal
+// by a node that is no longer the primary is a role change; any other error is shown to passive outlier detection and to the exception
 // sorter.
 func (n *node) StatementError(p *physical.Conn, err error, nothingRan bool) error {
 	c := n.c
+	if exception.ServerShutdown(err) {
+		return c.onShutdown(p, err, nothingRan)
+	}
 	if c.roleAware() && exception.NotPrimary(err) {
 		return c.onNotPrimary(p, err, nothingRan)
 	}

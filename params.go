@@ -210,6 +210,17 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatMillis(c.ReadAfterWrite, DefaultReadAfterWrite) },
 	},
 	{
+		name: "statusURL",
+		parse: func(c *Config, v string) error {
+			if err := checkStatusTemplate(v); err != nil {
+				return errors.New(err.Error())
+			}
+			c.StatusURL = v
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return c.StatusURL, c.StatusURL != "" },
+	},
+	{
 		// lb-driver uses it to choose what unsupported JDBC methods do; database/sql has no such
 		// methods, so lbd accepts the known values and ignores them.
 		name: "unsupportedMethodBehavior",

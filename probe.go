@@ -217,6 +217,9 @@ func (p *nodeProbe) query(ctx context.Context) (err error) {
 	}()
 	err = runProbeQuery(ctx, p.conn)
 	if err == nil {
+		err = p.checkStatus(ctx)
+	}
+	if err == nil {
 		err = p.checkRole(ctx)
 	}
 	if err == nil {

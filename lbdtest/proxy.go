@@ -42,6 +42,9 @@ type Proxy struct {
 	fail    failState
 	role    atomic.Int32 // a Role
 	refused atomic.Int64 // statements refused because of the role
+	// stopping: the proxy announces its shutdown (AnnounceShutdown) until the next Start.
+	stopping   atomic.Bool
+	turnedAway atomic.Int64 // connections answered ER_SERVER_SHUTDOWN in place of a greeting
 
 	open  atomic.Int64
 	total atomic.Int64
@@ -90,6 +93,7 @@ func (p *Proxy) Start() error {
 	if running {
 		return nil
 	}
+	p.stopping.Store(false) // a server started again is a new process
 	deadline := time.Now().Add(restartWait)
 	for {
 		ln, err := net.Listen("tcp", p.addr)
@@ -204,6 +208,28 @@ func (p *Proxy) Latency() time.Duration { return time.Duration(p.latency.Load())
 func (p *Proxy) FailNext(n int, err *mysql.MySQLError) {
 	p.fail.set(n, err)
 }
+
+// ShutdownError is the error a proxy answers while it announces its shutdown (AnnounceShutdown):
+// MySQL's ER_SERVER_SHUTDOWN, 1053, SQLSTATE 08S01, "Server shutdown in progress".
+var ShutdownError = mysql.MySQLError{Number: 1053, SQLState: [5]byte{'0', '8', 'S', '0', '1'}, Message: "Server shutdown in progress"}
+
+// AnnounceShutdown makes the proxy behave as a MySQL server whose shutdown has begun: every new
+// connection is answered with ShutdownError in place of the greeting and closed, and every
+// statement, on any connection, is answered with ShutdownError without being forwarded (it
+// does not run). Connections stay open. Stop then closes them, as the server does when its
+// shutdown ends; the next Start serves normally again. Pending FailNext failures are taken
+// first.
+func (p *Proxy) AnnounceShutdown() {
+	p.stopping.Store(true)
+	p.log.Debug("lbdtest: proxy announces its shutdown", "proxy", p.addr)
+}
+
+// ShuttingDown reports whether the proxy announces its shutdown (see AnnounceShutdown).
+func (p *Proxy) ShuttingDown() bool { return p.stopping.Load() }
+
+// TurnedAway returns how many connections the proxy answered with ShutdownError in place of the
+// greeting while it announced its shutdown, since it was created.
+func (p *Proxy) TurnedAway() int64 { return p.turnedAway.Load() }
 
 // OpenConns returns the number of client connections currently open
 // through the proxy.

@@ -64,6 +64,12 @@ func (c *relayConn) serve() {
 	if !c.waitOpen() {
 		return
 	}
+	if c.p.stopping.Load() {
+		c.p.turnedAway.Add(1)
+		e := ShutdownError
+		c.writeClient(errPacket(0, &e))
+		return
+	}
 	d := net.Dialer{Timeout: backendDialTimeout}
 	b, err := d.DialContext(c.ctx, c.p.backendNet, c.p.backendAddr)
 	if err != nil {
@@ -264,7 +270,12 @@ func (c *relayConn) clientToBackend() {
 			if !c.sleep(c.p.Latency()) {
 				return
 			}
-			if e := c.p.fail.take(); e != nil {
+			e := c.p.fail.take()
+			if e == nil && c.p.stopping.Load() {
+				shutdown := ShutdownError
+				e = &shutdown
+			}
+			if e != nil {
 				c.p.log.Debug("lbdtest: failing statement", "proxy", c.p.addr, "number", e.Number)
 				if full {
 					swallowing = true

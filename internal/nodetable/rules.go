@@ -22,6 +22,8 @@ import (
 //     (see passive.go).
 //   - passive signals: Suspect and Confirmed (see passive.go).
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
+//   - announced shutdown: one announcement takes an up node down and keeps panic mode off it
+//     until probes bring it back up (Shutdown).
 //   - panic mode: while no node takes connections, a dial of the least recently failed down
 //     node that succeeds brings it up at once (PanicPick, PanicDialed).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
@@ -48,6 +50,28 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 		if n.dialFailures >= DialFailuresToDown && n.state == Up {
 			t.setStateLocked(n, Down, CauseDial,
 				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err))
+		}
+	}
+	t.mu.Unlock()
+	t.deliver()
+}
+
+// Shutdown records that n announced its shutdown (err says how: a 1053 answer, a status check):
+// an up node goes down at once (CauseShutdown), whatever the dial, fatal-error and ejection
+// thresholds, and a node already down stays so. Either way the node is drained, not dialed:
+// its idle connections close, its connections in use close as they return, work in flight on
+// them finishes, and panic mode never tries it, even when no other node is up, until probes
+// bring it back up (a restarted server answers them). It is the drain HAProxy's "agent-check"
+// drain and Envoy's health-check "draining" status give a server that says it is leaving.
+func (t *Table[P]) Shutdown(n *Node[P], err error) {
+	t.mu.Lock()
+	if t.nodes[n.addr] == n {
+		n.lastErr = err
+		t.failedLocked(n)
+		n.shutdown = true
+		n.goodProbes = 0
+		if n.state == Up {
+			t.setStateLocked(n, Down, CauseShutdown, "announced shutdown: "+err.Error())
 		}
 	}
 	t.mu.Unlock()
@@ -171,6 +195,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	if to == Up {
 		n.everUp = true
 		n.dialFailures = 0
+		n.shutdown = false
 		if !n.standby {
 			t.indexLocked(n)
 		}

@@ -204,6 +204,7 @@ type Node[P any] struct {
 	lagging      bool        // a replica behind its primary by more than the caller allows: out of the pick indexes
 	refusedRead  bool        // refused a read as not the primary: out of the pick indexes until a good probe
 	refusedAt    time.Time   // when refusedRead was set
+	shutdown     bool        // announced its shutdown and has not come back up since: never a panic-mode candidate
 	lastErr      error       // the latest failure held against the node
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int

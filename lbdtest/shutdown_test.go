@@ -1,0 +1,57 @@
+package lbdtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// TestAnnounceShutdown: a proxy announcing its shutdown answers statements and new connections
+// with 1053 and serves again after Stop and Start.
+func TestAnnounceShutdown(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	db.SetMaxIdleConns(1)
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var one int
+	if err := conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	p.AnnounceShutdown()
+	if !p.ShuttingDown() {
+		t.Fatal("ShuttingDown is false after AnnounceShutdown")
+	}
+	err = conn.QueryRowContext(context.Background(), "SELECT 1").Scan(&one)
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1053 || string(me.SQLState[:]) != "08S01" {
+		t.Fatalf("statement while shutting down: %v, want 1053 (08S01)", err)
+	}
+	fresh := openDB(t, c, p.Addr(), "")
+	err = fresh.PingContext(context.Background())
+	if !errors.As(err, &me) || me.Number != 1053 {
+		t.Fatalf("new connection while shutting down: %v, want 1053", err)
+	}
+	if p.TurnedAway() < 1 {
+		t.Errorf("TurnedAway = %d, want at least 1", p.TurnedAway())
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if p.ShuttingDown() {
+		t.Fatal("still shutting down after Start")
+	}
+	waitFor(t, 5*time.Second, "the restarted proxy to serve", func() bool {
+		return fresh.PingContext(context.Background()) == nil
+	})
+}
