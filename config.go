@@ -100,6 +100,18 @@ type Config struct {
 	// than the recovery schedule keeps a down proxy out anyway (about a second), and repeated
 	// ones hold it two, three, … seconds, so a proxy that keeps failing backs off.
 	BaseEjectionTime time.Duration
+	// PanicThresholdPercent is the panic threshold (panicThresholdPercent, default
+	// DefaultPanicThresholdPercent, from 0 to 100; Envoy's panic_threshold): while some proxy
+	// is up but fewer than this share of the proxies are, the health verdict is not trusted to
+	// pile the load onto the few up, and new connections (and statement-mode checkouts) spread
+	// by least connections over the down proxies as well: those not standby, not announced
+	// shutdown, of a role the target accepts. A down proxy whose dial fails sits out until its
+	// next probe. The down proxies stay down and probed; once the share is back at the
+	// threshold they take nothing again. The share counts the proxies up and taking
+	// connections among those and the down ones that may be tried. With no proxy up, panic
+	// mode's spaced single dials apply whatever this says. 0 turns it off (also the meaning of
+	// the zero value in a Config built in code).
+	PanicThresholdPercent int
 	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
 	// false).
 	LogStats bool
@@ -275,6 +287,9 @@ func (c *Config) settle() error {
 		if r == nodes.RoleUnknown || r >= nodes.NumRoles {
 			return fmt.Errorf("lbd: Roles[%q] is %s; it must be nodes.RolePrimary, RoleReplica or RoleStandby (write the proxy as host:port#role; leave it out of Roles when its role is not known)", addr, r)
 		}
+	}
+	if c.PanicThresholdPercent < 0 || c.PanicThresholdPercent > 100 {
+		return fmt.Errorf("lbd: panicThresholdPercent is %d; it must be from 0 to 100 (DSN parameter panicThresholdPercent; 0 turns it off)", c.PanicThresholdPercent)
 	}
 	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {
 		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)

@@ -140,6 +140,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FlapWindow:         flapWindow,
 		Warmup:             run.Warmup,
 		MaxEjectionPercent: run.MaxEjectionPercent,
+		PanicThreshold:     run.PanicThresholdPercent,
 		BaseEjectionTime:   run.BaseEjectionTime,
 		Rand:               run.randN,
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),

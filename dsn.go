@@ -48,6 +48,11 @@ const (
 	DefaultBaseEjectionTime = time.Second // baseEjectionTimeSeconds
 )
 
+// DefaultPanicThresholdPercent is the panic threshold (panicThresholdPercent): while some proxy
+// is up but fewer than half of them are, the down ones take connections too. It is Envoy's
+// panic_threshold default (50%).
+const DefaultPanicThresholdPercent = 50
+
 // ParseDSN parses a DSN of the form
 //
 //	user:password@lb(host1:port1,host2:port2,[v6addr]:port3)/dbname?param=value&...
@@ -84,21 +89,22 @@ func ParseDSN(dsn string) (*Config, error) {
 		return nil, unknownNetworkError(my.Net)
 	}
 	cfg := &Config{
-		MySQL:                my,
-		Network:              my.Net,
-		CheckHealthInterval:  DefaultCheckHealthInterval,
-		CheckHealthTimeout:   DefaultCheckHealthTimeout,
-		CheckBalanceInterval: DefaultCheckBalanceInterval,
-		RecoverCheckCount:    DefaultRecoverCheckCount,
-		FatalErrorThreshold:  DefaultFatalErrorThreshold,
-		FatalErrorWindow:     DefaultFatalErrorWindow,
-		MaxEjectionPercent:   DefaultMaxEjectionPercent,
-		StatsInterval:        DefaultStatsInterval,
-		ExceptionSorter:      DefaultExceptionSorter,
-		FailoverTimeout:      DefaultFailoverTimeout,
-		MaxFailoverWaiters:   DefaultMaxFailoverWaiters,
-		ReadAfterWrite:       DefaultReadAfterWrite,
-		Warmup:               DefaultWarmup,
+		MySQL:                 my,
+		Network:               my.Net,
+		CheckHealthInterval:   DefaultCheckHealthInterval,
+		CheckHealthTimeout:    DefaultCheckHealthTimeout,
+		CheckBalanceInterval:  DefaultCheckBalanceInterval,
+		RecoverCheckCount:     DefaultRecoverCheckCount,
+		FatalErrorThreshold:   DefaultFatalErrorThreshold,
+		FatalErrorWindow:      DefaultFatalErrorWindow,
+		MaxEjectionPercent:    DefaultMaxEjectionPercent,
+		StatsInterval:         DefaultStatsInterval,
+		ExceptionSorter:       DefaultExceptionSorter,
+		FailoverTimeout:       DefaultFailoverTimeout,
+		MaxFailoverWaiters:    DefaultMaxFailoverWaiters,
+		ReadAfterWrite:        DefaultReadAfterWrite,
+		Warmup:                DefaultWarmup,
+		PanicThresholdPercent: DefaultPanicThresholdPercent,
 	}
 	switch {
 	case emptyAddr && isSource:

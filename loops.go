@@ -116,13 +116,14 @@ type rebalanceCluster struct {
 	views []nodetable.View[*physical.Node] // reused from round to round
 }
 
-// Loads implements detect.Cluster over the up nodes.
+// Loads implements detect.Cluster over the nodes in rotation: the up ones, and the down ones
+// served below the panic threshold.
 func (r *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	r.mu.Lock()
 	r.views = r.c.table.Snapshot(r.views[:0])
 	start := len(buf)
 	for _, v := range r.views {
-		if v.State == nodetable.Up {
+		if v.State == nodetable.Up || r.c.table.InRotation(v.Node) { // down ones serve below the panic threshold
 			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
 		}
 	}

@@ -45,6 +45,8 @@ type Proxy struct {
 	// stopping: the proxy announces its shutdown (AnnounceShutdown) until the next Start.
 	stopping   atomic.Bool
 	turnedAway atomic.Int64 // connections answered ER_SERVER_SHUTDOWN in place of a greeting
+	// failText is the fault FailQueries set; nil when none.
+	failText atomic.Pointer[textFault]
 
 	open  atomic.Int64
 	total atomic.Int64
@@ -230,6 +232,32 @@ func (p *Proxy) ShuttingDown() bool { return p.stopping.Load() }
 // TurnedAway returns how many connections the proxy answered with ShutdownError in place of the
 // greeting while it announced its shutdown, since it was created.
 func (p *Proxy) TurnedAway() int64 { return p.turnedAway.Load() }
+
+// textFault fails the statements whose text starts with prefix.
+type textFault struct {
+	prefix []byte
+	err    mysql.MySQLError
+}
+
+// FailQueries makes the proxy answer every statement whose SQL text (COM_QUERY or
+// COM_STMT_PREPARE) starts with prefix with a MySQL ERR packet carrying err, on any connection,
+// instead of forwarding it, until FailQueries("", nil); other statements are served. lbd's
+// probes, for instance, start with "/* ping */", so FailQueries("/* ping */", nil) fails a
+// proxy's probes while it serves the application. A nil err uses error 1105 (SQLSTATE HY000).
+// FailNext's pending failures are taken first.
+func (p *Proxy) FailQueries(prefix string, err *mysql.MySQLError) {
+	if prefix == "" {
+		p.failText.Store(nil)
+		return
+	}
+	f := &textFault{prefix: []byte(prefix)}
+	if err == nil {
+		f.err = mysql.MySQLError{Number: 1105, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "lbdtest: injected failure"}
+	} else {
+		f.err = *err
+	}
+	p.failText.Store(f)
+}
 
 // OpenConns returns the number of client connections currently open
 // through the proxy.

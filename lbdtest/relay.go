@@ -1,6 +1,7 @@
 package lbdtest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -271,6 +272,10 @@ func (c *relayConn) clientToBackend() {
 				return
 			}
 			e := c.p.fail.take()
+			if f := c.p.failText.Load(); e == nil && f != nil && hasText(pkt.command()) && bytes.HasPrefix(pkt.payload()[1:], f.prefix) {
+				textErr := f.err
+				e = &textErr
+			}
 			if e == nil && c.p.stopping.Load() {
 				shutdown := ShutdownError
 				e = &shutdown

@@ -55,3 +55,24 @@ func TestAnnounceShutdown(t *testing.T) {
 		return fresh.PingContext(context.Background()) == nil
 	})
 }
+
+// TestFailQueries: statements starting with the prefix fail, others are served, and clearing
+// the fault serves them again.
+func TestFailQueries(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	p.FailQueries("/* ping */", &mysql.MySQLError{Number: 1105, Message: "no probes"})
+	var one int
+	var me *mysql.MySQLError
+	if err := db.QueryRow("/* ping */ SELECT 1").Scan(&one); !errors.As(err, &me) || me.Number != 1105 {
+		t.Fatalf("matching statement: %v, want 1105", err)
+	}
+	if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("other statement: %v", err)
+	}
+	p.FailQueries("", nil)
+	if err := db.QueryRow("/* ping */ SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("after clearing: %v", err)
+	}
+}

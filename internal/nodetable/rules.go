@@ -47,6 +47,10 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 		n.lastErr = err
 		t.failedLocked(n)
 		n.dialFailures++
+		if n.panicIn { // served below the panic threshold: out until its next probe result
+			n.panicFailed = true
+			t.panicUnindexLocked(n)
+		}
 		if n.dialFailures >= DialFailuresToDown && n.state == Up {
 			t.setStateLocked(n, Down, CauseDial,
 				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err))
@@ -73,6 +77,7 @@ func (t *Table[P]) Shutdown(n *Node[P], err error) {
 		if n.state == Up {
 			t.setStateLocked(n, Down, CauseShutdown, "announced shutdown: "+err.Error())
 		}
+		t.updatePanicLocked()
 	}
 	t.mu.Unlock()
 	t.deliver()
@@ -92,6 +97,12 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	if t.nodes[n.addr] != n {
 		t.mu.Unlock()
 		return
+	}
+	if n.panicFailed {
+		n.panicFailed = false
+		if t.panicking && t.panicEligibleLocked(n) {
+			t.panicIndexLocked(n)
+		}
 	}
 	if err != nil {
 		n.goodProbes = 0
@@ -214,6 +225,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	if n.claimed == nodes.RolePrimary {
 		t.electLocked(nil, "") // the writer may have changed
 	}
+	t.updatePanicLocked()
 }
 
 // forgetLocked drops a drained node from the table and queues its Forgot transition.

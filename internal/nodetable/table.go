@@ -106,6 +106,10 @@ type Config[P any] struct {
 	// picks the same writer (ProxySQL's max_writers=1 for Galera and Group Replication
 	// hostgroups picks by a fixed order too).
 	SingleWriter bool
+	// PanicThreshold is the panic threshold in percent (lbd's panicThresholdPercent, Envoy's
+	// panic_threshold): while some node is up but fewer than this share of the nodes are, the
+	// down nodes that may be tried serve too (see threshold.go). 0 turns it off; from 0 to 100.
+	PanicThreshold int
 	// PanicSpacing is the least time between two panic-mode dials of one node (see
 	// PanicPick). Zero lets a node be tried again as soon as its last panic dial ended.
 	PanicSpacing time.Duration
@@ -146,6 +150,8 @@ type Table[P any] struct {
 	deliverMu sync.Mutex
 
 	ejected int // nodes down by a passive ejection that have not come back up
+	// panicking: some node is up, but fewer than Config.PanicThreshold percent (threshold.go).
+	panicking bool
 
 	total   atomic.Int64 // open physical connections over every node, dials in flight included
 	ups     atomic.Int32 // nodes in the pick indexes
@@ -172,6 +178,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
 	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
 		return nil, fmt.Errorf("maxEjectionPercent is %d; it must be from 0 to 100", cfg.MaxEjectionPercent)
+	case cfg.PanicThreshold < 0 || cfg.PanicThreshold > 100:
+		return nil, fmt.Errorf("panicThresholdPercent is %d; it must be from 0 to 100", cfg.PanicThreshold)
 	case cfg.BaseEjectionTime < 0:
 		return nil, fmt.Errorf("baseEjectionTime is %v; it must not be negative", cfg.BaseEjectionTime)
 	}
@@ -222,6 +230,12 @@ type Node[P any] struct {
 	failSeq   uint64        // Table.failSeq of the latest failure held against the node; 0 before any
 	panicBusy bool          // a panic-mode dial of the node is in flight
 	panicAt   time.Time     // when the latest panic-mode dial of the node started
+	// Below the panic threshold (threshold.go): panicIn says the down node is in the pick
+	// indexes, panicServing the same without the mutex (for InRotation and UpSince), and
+	// panicFailed that its latest dial failed, which keeps it out until its next probe result.
+	panicIn      bool
+	panicServing atomic.Bool
+	panicFailed  bool
 
 	suspect   string    // the passive signal awaiting its confirming probe; "" when none
 	suspectAt time.Time // when it was noted
@@ -341,7 +355,8 @@ func (t *Table[P]) failedLocked(n *Node[P]) {
 // before it returned would show, or a later one.
 func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }
 
-// UpSince reports whether n is up and has not gone down or started draining since epoch, with
+// UpSince reports whether n is up (or served below the panic threshold: InRotation) and has not
+// gone down or started draining since epoch, with
 // two atomic loads and no mutex: the check a checkout of a pooled connection makes, epoch being
 // the node's Epoch when the connection was opened. A connection opened before the node's
 // latest down or draining transition is refused even once the node is up again, whether or not
@@ -351,7 +366,7 @@ func (t *Table[P]) UpSince(n *Node[P], epoch uint64) bool {
 	if bugCheckoutIgnoresState {
 		return true
 	}
-	return State(n.stateNow.Load()) == Up && (n.downSeq.Load() <= epoch || bugCheckoutIgnoresEpoch)
+	return t.InRotation(n) && (n.downSeq.Load() <= epoch || bugCheckoutIgnoresEpoch)
 }
 
 // Serves reports whether n's current role is one Config.Target accepts, with one atomic load
