@@ -82,9 +82,11 @@ type Config struct {
 	FatalErrorThreshold int
 	FatalErrorWindow    time.Duration
 	// Warmup is the slow-start window (warmupSeconds, default DefaultWarmup; option
-	// WithWarmup): a node added at run time, or recovered, receives its share of new
-	// connections gradually, its weight rising from 10% to all of it over Warmup, and the
-	// rebalancer moves connections into it at that pace. Nodes listed at start do not warm up.
+	// WithWarmup): a node added at run time, or recovered after an outage of at least
+	// SlowStartAfterDown, receives its share of new connections gradually, its weight rising
+	// from 10% to all of it over Warmup, and the rebalancer moves connections into it at that
+	// pace, at most a third of its fair share per round. Nodes listed at start, and nodes back
+	// from a shorter outage, do not warm up.
 	// 0 turns slow start off (also the meaning of the zero value in a Config built in code).
 	Warmup time.Duration
 	// MaxEjectionPercent caps passive outlier ejection (maxEjectionPercent, default 10, from 0

@@ -61,7 +61,8 @@ type Connector struct {
 
 	trq transitionQueue // state changes on their way to transitionLoop
 
-	statusClient *http.Client // the statusURL checks' client; nil without statusURL
+	statusClient *http.Client  // the statusURL checks' client; nil without statusURL
+	rebalRounds  atomic.Uint64 // rebalancing rounds that retired connections (logRebalance)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -139,6 +140,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		RecoverSpacing:     recoverySpacing(run.CheckHealthInterval),
 		FlapWindow:         flapWindow,
 		Warmup:             run.Warmup,
+		SlowStartAfterDown: SlowStartAfterDown,
 		MaxEjectionPercent: run.MaxEjectionPercent,
 		PanicThreshold:     run.PanicThresholdPercent,
 		BaseEjectionTime:   run.BaseEjectionTime,

@@ -37,6 +37,15 @@ const (
 // than its share to half a minute. bench/results (scale-out phase) has the measurement.
 const DefaultWarmup = 30 * time.Second
 
+// SlowStartAfterDown is the shortest outage after which a recovered proxy warms up (30 s).
+// Slow start helps a proxy with nothing warm behind it: one added by a scale-out, or one down
+// long enough to have been restarted cold or replaced. A proxy back from a shorter outage (a
+// restart of a few seconds, a network blip) comes back at the weight it had, so the next
+// rebalancing round gives it its fair share back: with slow start it held one of twelve
+// pooled connections ten seconds after it returned. HAProxy's slowstart and Envoy's slow start
+// warm up every recovery; lbd does so only after this long.
+const SlowStartAfterDown = 30 * time.Second
+
 // Defaults of passive outlier detection (Envoy's outlier detection names them the same way).
 const (
 	// DefaultMaxEjectionPercent is Envoy's max_ejection_percent default; lbd lets it eject at

@@ -28,8 +28,8 @@ import (
 //     node that succeeds brings it up at once (PanicPick, PanicDialed).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
 //     start up until a dial or probe says otherwise (Start, SetNodes). They start warm.
-//   - slow start: a node a probe brings up (added at run time, or recovered) warms up over
-//     Config.Warmup (see weights.go).
+//   - slow start: a node a probe brings up warms up over Config.Warmup when it was added at run
+//     time or down for at least Config.SlowStartAfterDown (see weights.go).
 //   - node-set changes: see SetNodes.
 
 // Dialed records the outcome of a dial on n that was not refused with an answer every node
@@ -114,6 +114,9 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 	} else if n.refusedRead && now.Sub(n.refusedAt) >= t.cfg.ProbeInterval {
 		t.readsAgainLocked(n)
 	}
+	if n.state == Down && n.downFrom.IsZero() {
+		n.downFrom = now // a markdown asks for a probe at once, so this is when it went down, or near it
+	}
 	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.recoverSpacing() || bugUnspacedRecovery) {
 		n.goodProbes++
 		n.lastGood = now
@@ -124,9 +127,12 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) &&
 			(n.recoveredAt.IsZero() || now.Sub(n.recoveredAt) >= t.cfg.FlapWindow) {
 			n.recoveredAt = now
+			slow := !n.everUp || t.cfg.SlowStartAfterDown <= 0 || now.Sub(n.downFrom) >= t.cfg.SlowStartAfterDown
 			t.endEjectionLocked(n, Up, now)
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
-			t.startWarmupLocked(n, now)
+			if slow {
+				t.startWarmupLocked(n, now)
+			}
 			t.applyDesiredLocked()
 		}
 	}
@@ -207,6 +213,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 		n.everUp = true
 		n.dialFailures = 0
 		n.shutdown = false
+		n.downFrom = time.Time{}
 		if !n.standby {
 			t.indexLocked(n)
 		}

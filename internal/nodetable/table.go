@@ -72,6 +72,12 @@ type Config[P any] struct {
 	// passing. Nodes trusted at start, or while no node is up, start warm. 0 turns slow start
 	// off; it must not be negative.
 	Warmup time.Duration
+	// SlowStartAfterDown is the shortest outage after which a recovered node warms up: a node
+	// probes bring back after it was down for less comes back at the weight it had (warm, or
+	// its warm-up going on where it was), since holding back a proxy that was gone a few
+	// seconds only leaves the others carrying its share. Nodes added at run time always warm
+	// up. 0 warms up every recovery; it must not be negative.
+	SlowStartAfterDown time.Duration
 	// MaxEjectionPercent caps passive ejection (lbd's maxEjectionPercent): passive signals
 	// may hold at most this share, in percent, of the active nodes (up, plus those passively
 	// ejected) down at once, and at least one node whenever it is above 0, so that three
@@ -174,6 +180,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
 	case cfg.RecoverSpacing < 0 || cfg.FlapWindow < 0:
 		return nil, fmt.Errorf("recovery spacing %v and flap window %v must not be negative", cfg.RecoverSpacing, cfg.FlapWindow)
+	case cfg.SlowStartAfterDown < 0:
+		return nil, fmt.Errorf("slow start after down is %v; it must not be negative", cfg.SlowStartAfterDown)
 	case cfg.Warmup < 0:
 		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
 	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
@@ -220,6 +228,7 @@ type Node[P any] struct {
 	warmFrom     time.Time // when the current warm-up began; zero when the node started warm
 	warmth       float64   // warm-up progress from 0 to 1 (1: warm), as of the latest Tick
 	warmIdx      int       // place in Table.warming, -1 when not warming
+	downFrom     time.Time // the first probe's end after the node went down; zero while up (SlowStartAfterDown)
 
 	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow and downSeq (written
 	// with it held).
