@@ -176,10 +176,23 @@ type Config struct {
 	ReadAfterWrite time.Duration
 	// MaxReplicationLag is how far a replica may be behind its primary and still take
 	// connections and reads (maxReplicationLagSeconds; 0, the default, does not check). A
-	// replica further behind, or whose replication is stopped, takes none until it catches up;
-	// reads then go to the primary. It needs a role check that finds replicas (roleCheck=mysql
-	// or a custom one) or replicas from the node source.
+	// replica further behind, or whose replication is stopped, takes none until it catches up,
+	// unless MinServingReplicas keeps it; reads go to the other replicas and the primary. It
+	// needs a role check that finds replicas (roleCheck=mysql or a custom one) or replicas from
+	// the node source.
 	MaxReplicationLag time.Duration
+	// MinServingReplicas is the lag floor (minServingReplicas, default
+	// DefaultMinServingReplicas, from 0 to 1000): while fewer replicas than this are up and
+	// within MaxReplicationLag, the least lagging of the replicas beyond it (with a known lag:
+	// a stopped replication never qualifies) keep taking connections and reads, so that a burst
+	// of lag on every replica does not send every read to the primary at once. Stats shows
+	// them Lagging and LagFloor. Reads that must see a write stay protected: with
+	// readConsistency=time a scope's reads go to the primary for ReadAfterWrite or for the
+	// kept replica's lag plus a second, whichever is longer; with gtid they wait on the replica
+	// for the write's position or run on the primary. 0 keeps no floor (also the meaning of the
+	// zero value in a Config built in code). Vitess's min_number_serving_vttablets (default 2)
+	// and ProxySQL's refusal to shun the last lagging replicas are the precedents.
+	MinServingReplicas int
 	// ReadConsistency is how ReadWriteSplit keeps read-your-writes (readConsistency): "time"
 	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
 	// "gtid" records the GTID position each write reached and makes a later read of the scope
@@ -335,6 +348,9 @@ func (c *Config) settle() error {
 		if err := checkStatusTemplate(c.StatusURL); err != nil {
 			return fmt.Errorf("lbd: statusURL %q %v", c.StatusURL, err)
 		}
+	}
+	if c.MinServingReplicas < 0 || c.MinServingReplicas > maxCount {
+		return fmt.Errorf("lbd: minServingReplicas is %d; it must be from 0 (no floor) to %d (DSN parameter minServingReplicas)", c.MinServingReplicas, maxCount)
 	}
 	if c.MaxReplicationLag < 0 {
 		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)

@@ -143,6 +143,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		SlowStartAfterDown: SlowStartAfterDown,
 		MaxEjectionPercent: run.MaxEjectionPercent,
 		PanicThreshold:     run.PanicThresholdPercent,
+		MinServingReplicas: run.MinServingReplicas,
 		BaseEjectionTime:   run.BaseEjectionTime,
 		Rand:               run.randN,
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),

@@ -57,6 +57,12 @@ const (
 	DefaultBaseEjectionTime = time.Second // baseEjectionTimeSeconds
 )
 
+// DefaultMinServingReplicas is the lag floor (minServingReplicas): when every replica lags
+// beyond maxReplicationLagSeconds, the least lagging one keeps serving reads. Vitess keeps two
+// (min_number_serving_vttablets); lbd keeps one, since a primary and one replica is the
+// commonest pair.
+const DefaultMinServingReplicas = 1
+
 // DefaultPanicThresholdPercent is the panic threshold (panicThresholdPercent): while some proxy
 // is up but fewer than half of them are, the down ones take connections too. It is Envoy's
 // panic_threshold default (50%).
@@ -114,6 +120,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		ReadAfterWrite:        DefaultReadAfterWrite,
 		Warmup:                DefaultWarmup,
 		PanicThresholdPercent: DefaultPanicThresholdPercent,
+		MinServingReplicas:    DefaultMinServingReplicas,
 	}
 	switch {
 	case emptyAddr && isSource:

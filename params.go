@@ -235,6 +235,20 @@ var params = []param{
 		},
 	},
 	{
+		name: "minServingReplicas",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxCount {
+				return fmt.Errorf("must be a whole number from 0 (no floor) to %d", maxCount)
+			}
+			c.MinServingReplicas = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.MinServingReplicas), c.MinServingReplicas != DefaultMinServingReplicas
+		},
+	},
+	{
 		// lb-driver uses it to choose what unsupported JDBC methods do; database/sql has no such
 		// methods, so lbd accepts the known values and ignores them.
 		name: "unsupportedMethodBehavior",

@@ -47,6 +47,8 @@ type Proxy struct {
 	turnedAway atomic.Int64 // connections answered ER_SERVER_SHUTDOWN in place of a greeting
 	// failText is the fault FailQueries set; nil when none.
 	failText atomic.Pointer[textFault]
+	// lag is the replication lag SetReplicationLag set, as a *time.Duration; nil: not set.
+	lag atomic.Pointer[time.Duration]
 
 	open  atomic.Int64
 	total atomic.Int64

@@ -307,6 +307,11 @@ func (c *relayConn) forwardStatement(pkt packet, full bool) bool {
 	if full || !hasText(cmd) {
 		return c.writeBackend(pkt)
 	}
+	if cmd == comQuery {
+		if status := c.p.replicaStatusAnswer(c.p.Role(), pkt.payload()[1:]); status != nil {
+			return c.writeBackend(queryPacket(status))
+		}
+	}
 	text, refuse := roleAnswer(c.p.Role(), cmd, pkt.payload()[1:])
 	switch {
 	case refuse != nil:

@@ -141,7 +141,7 @@ func (t *Table[P]) Ups() int { return int(t.ups.Load()) }
 // entry is always in the index of its node's current role: setRoleLocked moves it.
 func (t *Table[P]) indexLocked(n *Node[P]) {
 	t.panicUnindexLocked(n)
-	if n.role == nodes.RoleStandby || n.lagging || n.refusedRead {
+	if n.role == nodes.RoleStandby || (n.lagging && !n.floorServing) || n.refusedRead {
 		return
 	}
 	if !n.byOpen.Indexed() {

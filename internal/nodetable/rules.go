@@ -233,6 +233,9 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 		t.electLocked(nil, "") // the writer may have changed
 	}
 	t.updatePanicLocked()
+	if t.cfg.MinServingReplicas > 0 && n.role == nodes.RoleReplica {
+		t.updateLagFloorLocked() // a replica came up or went down
+	}
 }
 
 // forgetLocked drops a drained node from the table and queues its Forgot transition.

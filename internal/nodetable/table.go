@@ -104,6 +104,10 @@ type Config[P any] struct {
 	// then only seed a new node's role until its first check. Without it the sources' roles
 	// are the roles.
 	RoleCheck bool
+	// MinServingReplicas is the lag floor (lbd's minServingReplicas): while fewer replicas than
+	// this serve, the least lagging of the replicas SetLagging took out serve anyway (see
+	// lagfloor.go). 0 keeps no floor; it must not be negative.
+	MinServingReplicas int
 	// SingleWriter keeps one primary at a time (lbd's singleWriter): of the nodes whose role
 	// check, source or refusal says primary, the first in the table's order (the order the
 	// nodes became known: a static list's order) that is up and not standby is the primary,
@@ -158,6 +162,10 @@ type Table[P any] struct {
 	ejected int // nodes down by a passive ejection that have not come back up
 	// panicking: some node is up, but fewer than Config.PanicThreshold percent (threshold.go).
 	panicking bool
+	// floorLag is the largest lag of a replica the lag floor keeps serving, nanoseconds
+	// (lagfloor.go); floorBuf is its scratch list.
+	floorLag atomic.Int64
+	floorBuf []*Node[P]
 
 	total   atomic.Int64 // open physical connections over every node, dials in flight included
 	ups     atomic.Int32 // nodes in the pick indexes
@@ -186,6 +194,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
 	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
 		return nil, fmt.Errorf("maxEjectionPercent is %d; it must be from 0 to 100", cfg.MaxEjectionPercent)
+	case cfg.MinServingReplicas < 0:
+		return nil, fmt.Errorf("minServingReplicas is %d; it must not be negative", cfg.MinServingReplicas)
 	case cfg.PanicThreshold < 0 || cfg.PanicThreshold > 100:
 		return nil, fmt.Errorf("panicThresholdPercent is %d; it must be from 0 to 100", cfg.PanicThreshold)
 	case cfg.BaseEjectionTime < 0:
@@ -209,15 +219,18 @@ type Node[P any] struct {
 	byOpen       pick.Entry[*Node[P]] // open physical connections, dials in flight included
 	byInUse      pick.Entry[*Node[P]] // physical connections in use (statement mode)
 	state        State
-	role         nodes.Role  // what the node is for; see Config.RoleCheck and Config.SingleWriter
-	claimed      nodes.Role  // what its check, source or refusal says it is (role but for SingleWriter)
-	dialFailures int         // consecutive failed dials
-	goodProbes   int         // consecutive good probes counted since the last failure or markdown
-	recoveredAt  time.Time   // when probes last brought the node up (FlapWindow)
-	lastGood     time.Time   // when the latest counted good probe ended
-	everUp       bool        // false for a node added at run time that has not passed a probe yet
-	standby      bool        // probed and tracked, but out of the pick indexes
-	lagging      bool        // a replica behind its primary by more than the caller allows: out of the pick indexes
+	role         nodes.Role    // what the node is for; see Config.RoleCheck and Config.SingleWriter
+	claimed      nodes.Role    // what its check, source or refusal says it is (role but for SingleWriter)
+	dialFailures int           // consecutive failed dials
+	goodProbes   int           // consecutive good probes counted since the last failure or markdown
+	recoveredAt  time.Time     // when probes last brought the node up (FlapWindow)
+	lastGood     time.Time     // when the latest counted good probe ended
+	everUp       bool          // false for a node added at run time that has not passed a probe yet
+	standby      bool          // probed and tracked, but out of the pick indexes
+	lagging      bool          // a replica behind its primary by more than the caller allows: out of the pick indexes
+	lag          time.Duration // the replica's latest lag (NoteLag); lagKnown false: replication stopped
+	lagKnown     bool
+	floorServing bool        // lagging, but kept in the pick indexes by the lag floor
 	refusedRead  bool        // refused a read as not the primary: out of the pick indexes until a good probe
 	refusedAt    time.Time   // when refusedRead was set
 	shutdown     bool        // announced its shutdown and has not come back up since: never a panic-mode candidate
