@@ -82,6 +82,14 @@ func countRouted(n *physical.Node, write bool) {
 // against the node.
 func (n *node) Broken(p *physical.Conn, err error) { n.c.onConnError(p, err) }
 
+// Farewell implements physical.Hooks: a server that closed an idle connection saying it shuts
+// down (1053) is drained; any other parting word (a wait_timeout) says nothing about the node.
+func (n *node) Farewell(_ *physical.Conn, err error) {
+	if exception.ServerShutdown(err) {
+		n.c.table.Shutdown(n.tn, err)
+	}
+}
+
 // CallerEnded implements physical.Hooks: a cancellation says nothing about the node; a passed
 // deadline does only when the node has been silent for long (callerDeadline).
 func (n *node) CallerEnded(_ *physical.Conn, cause error) {

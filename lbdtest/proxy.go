@@ -228,6 +228,30 @@ func (p *Proxy) AnnounceShutdown() {
 	p.log.Debug("lbdtest: proxy announces its shutdown", "proxy", p.addr)
 }
 
+// StopWithShutdownError stops the proxy as a MySQL server ends its shutdown: every client
+// connection first receives an ERR packet carrying ShutdownError (a session idle in a pool
+// finds it waiting at its next use), then the proxy stops as Stop does. A write that the client
+// does not take within 100 ms is given up.
+func (p *Proxy) StopWithShutdownError() error {
+	p.life.Lock()
+	defer p.life.Unlock()
+	p.mu.Lock()
+	conns := make([]*relayConn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	e := ShutdownError
+	pkt := errPacket(0, &e)
+	for _, c := range conns {
+		c.writeMu.Lock()
+		_ = c.client.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.client.Write(pkt)
+		c.writeMu.Unlock()
+	}
+	return p.stopLocked()
+}
+
 // ShuttingDown reports whether the proxy announces its shutdown (see AnnounceShutdown).
 func (p *Proxy) ShuttingDown() bool { return p.stopping.Load() }
 

@@ -1,8 +1,11 @@
 package lbdtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -74,5 +77,29 @@ func TestFailQueries(t *testing.T) {
 	p.FailQueries("", nil)
 	if err := db.QueryRow("/* ping */ SELECT 1").Scan(&one); err != nil {
 		t.Fatalf("after clearing: %v", err)
+	}
+}
+
+// TestStopWithShutdownError: an idle pooled connection finds the 1053 packet waiting; the
+// proxy is stopped afterwards.
+func TestStopWithShutdownError(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	conn, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitFor(t, 5*time.Second, "the connection accepted", func() bool { return p.OpenConns() == 1 })
+	if err := p.StopWithShutdownError(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Running() {
+		t.Fatal("the proxy still runs")
+	}
+	// The client reads the greeting (if the backend sent it in time), then the ERR packet.
+	b, _ := io.ReadAll(io.LimitReader(conn, 64<<10))
+	if !bytes.Contains(b, []byte("#08S01Server shutdown in progress")) {
+		t.Fatalf("the client read %q, want the 1053 packet", b)
 	}
 }

@@ -175,3 +175,43 @@ func TestStatusURLDrains(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleConnectionsClosedWithShutdown: a proxy ends its shutdown by sending 1053 to every
+// session and closing it. The pooled connections that find it waiting at their next checkout
+// drain the proxy (cause shutdown), before any dial or probe fails on it; no statement fails.
+func TestIdleConnectionsClosedWithShutdown(t *testing.T) {
+	cl := lbdtest.NewCluster(t, 3)
+	db, c := openDB(t, cl, "", quiet()...)
+	db.SetMaxIdleConns(12)
+	conns := holdConns(t, db, 12)
+	for _, cn := range conns {
+		cn.Close() // back to the pool, idle
+	}
+	p := cl.Proxy(0)
+	if ns, _ := c.Stats().Node(p.Addr()); ns.Open < 3 {
+		t.Fatalf("%s holds %d pooled connections, want its share", p.Addr(), ns.Open)
+	}
+	if err := p.StopWithShutdownError(); err != nil {
+		t.Fatal(err)
+	}
+	// Check every pooled connection out at once (database/sql hands out the most recently
+	// returned first), each running a statement.
+	ctx := context.Background()
+	again := holdConns(t, db, 12)
+	defer func() {
+		for _, cn := range again {
+			cn.Close()
+		}
+	}()
+	for i, cn := range again {
+		var one int
+		if err := cn.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+			t.Fatalf("statement %d after the proxy closed its sessions: %v", i, err)
+		}
+	}
+	ns, _ := c.Stats().Node(p.Addr())
+	if ns.State != lbd.StateDown || ns.TransitionsBy[lbd.CauseShutdown] != 1 || ns.DialFailures != 0 {
+		t.Fatalf("%s is %v, transitions by cause %v, %d dial failures; want down by its shutdown, undialed",
+			p.Addr(), ns.State, ns.TransitionsBy, ns.DialFailures)
+	}
+}

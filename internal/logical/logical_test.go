@@ -74,6 +74,7 @@ type noHooks struct{}
 func (noHooks) StatementError(_ *physical.Conn, err error, _ bool) error { return err }
 func (noHooks) Broken(*physical.Conn, error)                             {}
 func (noHooks) CallerEnded(*physical.Conn, error)                        {}
+func (noHooks) Farewell(*physical.Conn, error)                           {}
 
 // rig is statement mode over a table of nodes whose dials make fake connections.
 type rig struct {

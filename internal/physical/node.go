@@ -29,6 +29,10 @@ type Hooks interface {
 	// the command ran (cause: context.Canceled or context.DeadlineExceeded): go-sql-driver cut
 	// the connection. No error of c reaches StatementError from then on.
 	CallerEnded(c *Conn, cause error)
+	// Farewell is told the server error found waiting on c at its checkout, sent while c was
+	// idle as the server closed it (see farewell.go). c is being dropped; database/sql moves
+	// on to another connection.
+	Farewell(c *Conn, err error)
 }
 
 // Node is what this package hangs off one proxy: its go-sql-driver connector, its live
