@@ -127,7 +127,10 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) &&
 			(n.recoveredAt.IsZero() || now.Sub(n.recoveredAt) >= t.cfg.FlapWindow) {
 			n.recoveredAt = now
-			slow := !n.everUp || t.cfg.SlowStartAfterDown <= 0 || now.Sub(n.downFrom) >= t.cfg.SlowStartAfterDown
+			// A passively ejected node failed the application's statements while it answered
+			// its probes: it warms up again however short its hold, so that a proxy failing
+			// under load takes load back gradually.
+			slow := !n.everUp || n.ejected || t.cfg.SlowStartAfterDown <= 0 || now.Sub(n.downFrom) >= t.cfg.SlowStartAfterDown
 			t.endEjectionLocked(n, Up, now)
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
 			if slow {

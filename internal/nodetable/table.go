@@ -75,7 +75,8 @@ type Config[P any] struct {
 	// SlowStartAfterDown is the shortest outage after which a recovered node warms up: a node
 	// probes bring back after it was down for less comes back at the weight it had (warm, or
 	// its warm-up going on where it was), since holding back a proxy that was gone a few
-	// seconds only leaves the others carrying its share. Nodes added at run time always warm
+	// seconds only leaves the others carrying its share. Nodes added at run time, and nodes
+	// back from a passive ejection (they failed statements while passing probes), always warm
 	// up. 0 warms up every recovery; it must not be negative.
 	SlowStartAfterDown time.Duration
 	// MaxEjectionPercent caps passive ejection (lbd's maxEjectionPercent): passive signals

@@ -302,3 +302,21 @@ func TestWeightedPickAndReleaseAllocateNothing(t *testing.T) {
 		t.Fatalf("weighted pick, release and tick allocate %v times", n)
 	}
 }
+
+// TestPassiveEjectionWarmsUpAgain: a node back from a passive ejection (it failed statements
+// while passing probes) warms up, however short its hold was.
+func TestPassiveEjectionWarmsUpAgain(t *testing.T) {
+	h := warmHarnessAfter(t, 30*time.Second, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
+	h.tab.cfg.MaxEjectionPercent, h.tab.cfg.BaseEjectionTime = 50, time.Second
+	if !h.eject("b:1") || h.state("b:1") != Down {
+		t.Fatal("b:1 was not ejected")
+	}
+	b := h.node("b:1")
+	for range 3 {
+		h.tab.Probed(b, h.tick(), nil, 0)
+	}
+	h.tab.Tick(h.now)
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth >= 0.1 {
+		t.Fatalf("b:1 %v warmth %v after a passive ejection of a few seconds, want up and warming", v.State, v.Warmth)
+	}
+}
