@@ -83,7 +83,7 @@ type Config struct {
 	FatalErrorWindow    time.Duration
 	// Warmup is the slow-start window (warmupSeconds, default DefaultWarmup; option
 	// WithWarmup): a node added at run time, recovered after an outage of at least
-	// SlowStartAfterDown, or back from a passive ejection, receives its share of new connections gradually, its weight rising
+	// SlowStartAfterDown, or back from an ejection for its error rate, receives its share of new connections gradually, its weight rising
 	// from 10% to all of it over Warmup, and the rebalancer moves connections into it at that
 	// pace, at most a third of its fair share per round. Nodes listed at start, and nodes back
 	// from a shorter outage, do not warm up.

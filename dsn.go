@@ -43,8 +43,8 @@ const DefaultWarmup = 30 * time.Second
 // restart of a few seconds, a network blip) comes back at the weight it had, so the next
 // rebalancing round gives it its fair share back: with slow start it held one of twelve
 // pooled connections ten seconds after it returned. HAProxy's slowstart and Envoy's slow start
-// warm up every recovery; lbd does so only after this long, or after a passive ejection (the
-// proxy failed statements while passing its probes, and takes load back gradually).
+// warm up every recovery; lbd does so only after this long, or after an ejection for the
+// errors a proxy answered while passing its probes (it takes load back gradually).
 const SlowStartAfterDown = 30 * time.Second
 
 // Defaults of passive outlier detection (Envoy's outlier detection names them the same way).

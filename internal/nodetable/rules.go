@@ -127,10 +127,11 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) &&
 			(n.recoveredAt.IsZero() || now.Sub(n.recoveredAt) >= t.cfg.FlapWindow) {
 			n.recoveredAt = now
-			// A passively ejected node failed the application's statements while it answered
-			// its probes: it warms up again however short its hold, so that a proxy failing
-			// under load takes load back gradually.
-			slow := !n.everUp || n.ejected || t.cfg.SlowStartAfterDown <= 0 || now.Sub(n.downFrom) >= t.cfg.SlowStartAfterDown
+			// A node ejected for the errors it answered (Eject) failed the application's
+			// statements while it passed its probes: it warms up again however short its
+			// hold, so that a proxy failing under load takes load back gradually. A node
+			// whose ejection a failed probe confirmed was unreachable, like any other outage.
+			slow := !n.everUp || n.failedAnswering || t.cfg.SlowStartAfterDown <= 0 || now.Sub(n.downFrom) >= t.cfg.SlowStartAfterDown
 			t.endEjectionLocked(n, Up, now)
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
 			if slow {
@@ -217,6 +218,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 		n.dialFailures = 0
 		n.shutdown = false
 		n.downFrom = time.Time{}
+		n.failedAnswering = false
 		if !n.standby {
 			t.indexLocked(n)
 		}

@@ -76,8 +76,8 @@ type Config[P any] struct {
 	// probes bring back after it was down for less comes back at the weight it had (warm, or
 	// its warm-up going on where it was), since holding back a proxy that was gone a few
 	// seconds only leaves the others carrying its share. Nodes added at run time, and nodes
-	// back from a passive ejection (they failed statements while passing probes), always warm
-	// up. 0 warms up every recovery; it must not be negative.
+	// back from an ejection for the errors they answered while passing their probes (Eject),
+	// always warm up. 0 warms up every recovery; it must not be negative.
 	SlowStartAfterDown time.Duration
 	// MaxEjectionPercent caps passive ejection (lbd's maxEjectionPercent): passive signals
 	// may hold at most this share, in percent, of the active nodes (up, plus those passively
@@ -243,6 +243,9 @@ type Node[P any] struct {
 	warmth       float64   // warm-up progress from 0 to 1 (1: warm), as of the latest Tick
 	warmIdx      int       // place in Table.warming, -1 when not warming
 	downFrom     time.Time // the first probe's end after the node went down; zero while up (SlowStartAfterDown)
+	// failedAnswering: down by Eject (it failed statements while its probes passed), not yet
+	// back up; it warms up when it returns, however short its outage.
+	failedAnswering bool
 
 	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow and downSeq (written
 	// with it held).

@@ -303,20 +303,32 @@ func TestWeightedPickAndReleaseAllocateNothing(t *testing.T) {
 	}
 }
 
-// TestPassiveEjectionWarmsUpAgain: a node back from a passive ejection (it failed statements
-// while passing probes) warms up, however short its hold was.
-func TestPassiveEjectionWarmsUpAgain(t *testing.T) {
+// TestErrorEjectionWarmsUpAgain: a node back from an ejection for the errors it answered while
+// passing its probes (Eject) warms up, however short its hold was; one whose ejection a failed
+// probe confirmed (it was unreachable) is back from a short outage and comes back warm.
+func TestErrorEjectionWarmsUpAgain(t *testing.T) {
 	h := warmHarnessAfter(t, 30*time.Second, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
 	h.tab.cfg.MaxEjectionPercent, h.tab.cfg.BaseEjectionTime = 50, time.Second
-	if !h.eject("b:1") || h.state("b:1") != Down {
-		t.Fatal("b:1 was not ejected")
-	}
 	b := h.node("b:1")
-	for range 3 {
-		h.tab.Probed(b, h.tick(), nil, 0)
+	recover := func() {
+		for range 3 {
+			h.tab.Probed(b, h.tick(), nil, 0)
+		}
+		h.tab.Tick(h.now)
 	}
-	h.tab.Tick(h.now)
+	if !h.eject("b:1") || h.state("b:1") != Down {
+		t.Fatal("b:1 was not ejected by a confirmed signal")
+	}
+	recover()
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth != 1 {
+		t.Fatalf("b:1 %v warmth %v after an ejection its failed probe confirmed, a few seconds long; want up and warm", v.State, v.Warmth)
+	}
+	h.now = h.now.Add(time.Minute) // past the back-off of the first ejection
+	if !h.tab.Eject(b, h.now, "error rate: 90% of its statements failed") || h.state("b:1") != Down {
+		t.Fatal("b:1 was not ejected for its error rate")
+	}
+	recover()
 	if v, _ := h.view("b:1"); v.State != Up || v.Warmth >= 0.1 {
-		t.Fatalf("b:1 %v warmth %v after a passive ejection of a few seconds, want up and warming", v.State, v.Warmth)
+		t.Fatalf("b:1 %v warmth %v after an ejection for its errors, a few seconds long; want up and warming", v.State, v.Warmth)
 	}
 }
