@@ -82,9 +82,11 @@ type Config struct {
 	FatalErrorThreshold int
 	FatalErrorWindow    time.Duration
 	// Warmup is the slow-start window (warmupSeconds, default DefaultWarmup; option
-	// WithWarmup): a node added at run time, or recovered, receives its share of new
-	// connections gradually, its weight rising from 10% to all of it over Warmup, and the
-	// rebalancer moves connections into it at that pace. Nodes listed at start do not warm up.
+	// WithWarmup): a node added at run time, recovered after an outage of at least
+	// SlowStartAfterDown, or back from an ejection for its error rate, receives its share of new connections gradually, its weight rising
+	// from 10% to all of it over Warmup, and the rebalancer moves connections into it at that
+	// pace, at most a third of its fair share per round. Nodes listed at start, and nodes back
+	// from a shorter outage, do not warm up.
 	// 0 turns slow start off (also the meaning of the zero value in a Config built in code).
 	Warmup time.Duration
 	// MaxEjectionPercent caps passive outlier ejection (maxEjectionPercent, default 10, from 0
@@ -100,6 +102,18 @@ type Config struct {
 	// than the recovery schedule keeps a down proxy out anyway (about a second), and repeated
 	// ones hold it two, three, … seconds, so a proxy that keeps failing backs off.
 	BaseEjectionTime time.Duration
+	// PanicThresholdPercent is the panic threshold (panicThresholdPercent, default
+	// DefaultPanicThresholdPercent, from 0 to 100; Envoy's panic_threshold): while some proxy
+	// is up but fewer than this share of the proxies are, the health verdict is not trusted to
+	// pile the load onto the few up, and new connections (and statement-mode checkouts) spread
+	// by least connections over the down proxies as well: those not standby, not announced
+	// shutdown, of a role the target accepts. A down proxy whose dial fails sits out until its
+	// next probe. The down proxies stay down and probed; once the share is back at the
+	// threshold they take nothing again. The share counts the proxies up and taking
+	// connections among those and the down ones that may be tried. With no proxy up, panic
+	// mode's spaced single dials apply whatever this says. 0 turns it off (also the meaning of
+	// the zero value in a Config built in code).
+	PanicThresholdPercent int
 	// LogStats logs one line per node every StatsInterval through Logger (logStats, default
 	// false).
 	LogStats bool
@@ -175,10 +189,23 @@ type Config struct {
 	ReadAfterWrite time.Duration
 	// MaxReplicationLag is how far a replica may be behind its primary and still take
 	// connections and reads (maxReplicationLagSeconds; 0, the default, does not check). A
-	// replica further behind, or whose replication is stopped, takes none until it catches up;
-	// reads then go to the primary. It needs a role check that finds replicas (roleCheck=mysql
-	// or a custom one) or replicas from the node source.
+	// replica further behind, or whose replication is stopped, takes none until it catches up,
+	// unless MinServingReplicas keeps it; reads go to the other replicas and the primary. It
+	// needs a role check that finds replicas (roleCheck=mysql or a custom one) or replicas from
+	// the node source.
 	MaxReplicationLag time.Duration
+	// MinServingReplicas is the lag floor (minServingReplicas, default
+	// DefaultMinServingReplicas, from 0 to 1000): while fewer replicas than this are up and
+	// within MaxReplicationLag, the least lagging of the replicas beyond it (with a known lag:
+	// a stopped replication never qualifies) keep taking connections and reads, so that a burst
+	// of lag on every replica does not send every read to the primary at once. Stats shows
+	// them Lagging and LagFloor. Reads that must see a write stay protected: with
+	// readConsistency=time a scope's reads go to the primary for ReadAfterWrite or for the
+	// kept replica's lag plus a second, whichever is longer; with gtid they wait on the replica
+	// for the write's position or run on the primary. 0 keeps no floor (also the meaning of the
+	// zero value in a Config built in code). Vitess's min_number_serving_vttablets (default 2)
+	// and ProxySQL's refusal to shun the last lagging replicas are the precedents.
+	MinServingReplicas int
 	// ReadConsistency is how ReadWriteSplit keeps read-your-writes (readConsistency): "time"
 	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
 	// "gtid" records the GTID position each write reached and makes a later read of the scope
@@ -198,6 +225,14 @@ type Config struct {
 	// application that builds SQL text from user input lets that user write a hint: see the
 	// reference's routingHints entry.
 	RoutingHints bool
+	// StatusURL is an HTTP status URL to ask on every probe of each node besides its SQL probe
+	// (statusURL; "" the default, asks none): a template in which {host} stands for the node's
+	// host and {port} for its SQL port, such as TiDB's "http://{host}:10080/status" (in a DSN,
+	// write each '/' as %2F: go-sql-driver takes a bare '/' for the start of the database
+	// name). A 2xx answer passes; any other answer drains the node at once, as
+	// ER_SERVER_SHUTDOWN does (CauseShutdown); no answer within checkHealthTimeoutMillis fails
+	// the probe. Redirects are not followed.
+	StatusURL string
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.
 	UnsupportedMethodBehavior string
@@ -300,6 +335,9 @@ func (c *Config) settle() error {
 			return fmt.Errorf("lbd: Roles[%q] is %s; it must be nodes.RolePrimary, RoleReplica or RoleStandby (write the proxy as host:port#role; leave it out of Roles when its role is not known)", addr, r)
 		}
 	}
+	if c.PanicThresholdPercent < 0 || c.PanicThresholdPercent > 100 {
+		return fmt.Errorf("lbd: panicThresholdPercent is %d; it must be from 0 to 100 (DSN parameter panicThresholdPercent; 0 turns it off)", c.PanicThresholdPercent)
+	}
 	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {
 		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)
 	}
@@ -346,6 +384,14 @@ func (c *Config) settle() error {
 		}
 	default:
 		return fmt.Errorf("lbd: invalid readConsistency %q: want time or gtid", c.ReadConsistency)
+	}
+	if c.StatusURL != "" {
+		if err := checkStatusTemplate(c.StatusURL); err != nil {
+			return fmt.Errorf("lbd: statusURL %q %v", c.StatusURL, err)
+		}
+	}
+	if c.MinServingReplicas < 0 || c.MinServingReplicas > maxCount {
+		return fmt.Errorf("lbd: minServingReplicas is %d; it must be from 0 (no floor) to %d (DSN parameter minServingReplicas)", c.MinServingReplicas, maxCount)
 	}
 	if c.MaxReplicationLag < 0 {
 		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,9 @@ type Connector struct {
 	retried     retryCounts
 
 	trq transitionQueue // state changes on their way to transitionLoop
+
+	statusClient *http.Client  // the statusURL checks' client; nil without statusURL
+	rebalRounds  atomic.Uint64 // rebalancing rounds that retired connections (logRebalance)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -126,6 +130,9 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		transitions: ring.New[Transition](recentTransitions),
 		retryBudget: budget.New(run.RetryBudgetPercent, run.RetryBudgetPerSecond),
 	}
+	if run.StatusURL != "" {
+		c.statusClient = newStatusClient(run.CheckHealthTimeout)
+	}
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,
 		RoleCheck:          roles.check.Query() != "",
@@ -137,7 +144,10 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		RecoverSpacing:     recoverySpacing(run.CheckHealthInterval),
 		FlapWindow:         flapWindow,
 		Warmup:             run.Warmup,
+		SlowStartAfterDown: SlowStartAfterDown,
 		MaxEjectionPercent: run.MaxEjectionPercent,
+		PanicThreshold:     run.PanicThresholdPercent,
+		MinServingReplicas: run.MinServingReplicas,
 		BaseEjectionTime:   run.BaseEjectionTime,
 		Rand:               run.randN,
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),
@@ -497,6 +507,9 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 		}
 	case exception.SameOnEveryNode(err), errors.Is(err, ErrNoCredentials):
 		c.table.DialRefused(n.tn)
+	case exception.ServerShutdown(err):
+		c.table.Shutdown(n.tn, err) // the next node is tried at once; this one is not dialed again
+		c.table.Dialed(n.tn, err)
 	default:
 		c.table.Dialed(n.tn, err)
 		n.probeForTraffic()

@@ -37,6 +37,16 @@ const (
 // than its share to half a minute. bench/results (scale-out phase) has the measurement.
 const DefaultWarmup = 30 * time.Second
 
+// SlowStartAfterDown is the shortest outage after which a recovered proxy warms up (30 s).
+// Slow start helps a proxy with nothing warm behind it: one added by a scale-out, or one down
+// long enough to have been restarted cold or replaced. A proxy back from a shorter outage (a
+// restart of a few seconds, a network blip) comes back at the weight it had, so the next
+// rebalancing round gives it its fair share back: with slow start it held one of twelve
+// pooled connections ten seconds after it returned. HAProxy's slowstart and Envoy's slow start
+// warm up every recovery; lbd does so only after this long, or after an ejection for the
+// errors a proxy answered while passing its probes (it takes load back gradually).
+const SlowStartAfterDown = 30 * time.Second
+
 // Defaults of passive outlier detection (Envoy's outlier detection names them the same way).
 const (
 	// DefaultMaxEjectionPercent is Envoy's max_ejection_percent default; lbd lets it eject at
@@ -47,6 +57,17 @@ const (
 	// took down (the recovery schedule); each recent ejection adds a second to its hold.
 	DefaultBaseEjectionTime = time.Second // baseEjectionTimeSeconds
 )
+
+// DefaultMinServingReplicas is the lag floor (minServingReplicas): when every replica lags
+// beyond maxReplicationLagSeconds, the least lagging one keeps serving reads. Vitess keeps two
+// (min_number_serving_vttablets); lbd keeps one, since a primary and one replica is the
+// commonest pair.
+const DefaultMinServingReplicas = 1
+
+// DefaultPanicThresholdPercent is the panic threshold (panicThresholdPercent): while some proxy
+// is up but fewer than half of them are, the down ones take connections too. It is Envoy's
+// panic_threshold default (50%).
+const DefaultPanicThresholdPercent = 50
 
 // ParseDSN parses a DSN of the form
 //
@@ -84,24 +105,26 @@ func ParseDSN(dsn string) (*Config, error) {
 		return nil, unknownNetworkError(my.Net)
 	}
 	cfg := &Config{
-		MySQL:                my,
-		Network:              my.Net,
-		CheckHealthInterval:  DefaultCheckHealthInterval,
-		CheckHealthTimeout:   DefaultCheckHealthTimeout,
-		CheckBalanceInterval: DefaultCheckBalanceInterval,
-		RecoverCheckCount:    DefaultRecoverCheckCount,
-		FatalErrorThreshold:  DefaultFatalErrorThreshold,
-		FatalErrorWindow:     DefaultFatalErrorWindow,
-		MaxEjectionPercent:   DefaultMaxEjectionPercent,
-		StatsInterval:        DefaultStatsInterval,
-		ExceptionSorter:      DefaultExceptionSorter,
-		FailoverTimeout:      DefaultFailoverTimeout,
-		MaxFailoverWaiters:   DefaultMaxFailoverWaiters,
-		RetryReads:           DefaultRetryReads,
-		RetryBudgetPercent:   DefaultRetryBudgetPercent,
-		RetryBudgetPerSecond: DefaultRetryBudgetPerSecond,
-		ReadAfterWrite:       DefaultReadAfterWrite,
-		Warmup:               DefaultWarmup,
+		MySQL:                 my,
+		Network:               my.Net,
+		CheckHealthInterval:   DefaultCheckHealthInterval,
+		CheckHealthTimeout:    DefaultCheckHealthTimeout,
+		CheckBalanceInterval:  DefaultCheckBalanceInterval,
+		RecoverCheckCount:     DefaultRecoverCheckCount,
+		FatalErrorThreshold:   DefaultFatalErrorThreshold,
+		FatalErrorWindow:      DefaultFatalErrorWindow,
+		MaxEjectionPercent:    DefaultMaxEjectionPercent,
+		StatsInterval:         DefaultStatsInterval,
+		ExceptionSorter:       DefaultExceptionSorter,
+		FailoverTimeout:       DefaultFailoverTimeout,
+		MaxFailoverWaiters:    DefaultMaxFailoverWaiters,
+		RetryReads:            DefaultRetryReads,
+		RetryBudgetPercent:    DefaultRetryBudgetPercent,
+		RetryBudgetPerSecond:  DefaultRetryBudgetPerSecond,
+		ReadAfterWrite:        DefaultReadAfterWrite,
+		Warmup:                DefaultWarmup,
+		PanicThresholdPercent: DefaultPanicThresholdPercent,
+		MinServingReplicas:    DefaultMinServingReplicas,
 	}
 	switch {
 	case emptyAddr && isSource:

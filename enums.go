@@ -31,13 +31,17 @@ const (
 	// connection, a statement timeout, statements stalled on the node while the others
 	// answer), confirmed by a probe under a short deadline; capped by maxEjectionPercent.
 	CausePassive = TransitionCause(nodetable.CausePassive)
+	// CauseShutdown: the node announced its shutdown (ER_SERVER_SHUTDOWN, 1053, on a statement,
+	// a probe or a handshake, or its statusURL check answering that it is not serving): it is
+	// drained at once, never tried in panic mode, and back up when probes pass again.
+	CauseShutdown = TransitionCause(nodetable.CauseShutdown)
 )
 
 // NumTransitionCauses is how many causes there are: the length of NodeStats.TransitionsBy.
 const NumTransitionCauses = nodetable.NumCauses
 
 // String returns the cause as logs and metrics label it: "probe", "dial", "fatal", "node_list",
-// "role", "panic", "passive".
+// "role", "panic", "passive", "shutdown".
 func (c TransitionCause) String() string { return nodetable.Cause(c).String() }
 
 // Transition is one state change of one node, as Stats.Recent lists it.

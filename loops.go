@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
+	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 )
@@ -32,6 +34,9 @@ func (c *Connector) startLoops() error {
 				// The probe never reached the node: no verdict on it.
 				c.cfg.Logger.Warn("lbd: probe not run: no credentials for its dial", "node", pt.n.addr, "error", err.Error())
 				return
+			}
+			if exception.ServerShutdown(err) || errors.Is(err, errStatusNotServing) {
+				c.table.Shutdown(pt.n.tn, err)
 			}
 			if pt.confirming {
 				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
@@ -113,20 +118,30 @@ func (c *Connector) onTransition(t nodetable.Transition[*physical.Node]) {
 // rebalanceCluster shows the connector to the rebalancer.
 type rebalanceCluster struct {
 	c     *Connector
-	mu    sync.Mutex                       // guards views between rounds
+	mu    sync.Mutex                       // guards what follows
 	views []nodetable.View[*physical.Node] // reused from round to round
+	// slow holds the nodes in slow start as the rounds saw them: warming, or warm but still
+	// short of their fair share. While one is, a round retires at most budget connections in
+	// all (waveBudget), whatever the shares say; -1: no bound.
+	slow   map[*physical.Node]bool
+	budget int
 }
 
-// Loads implements detect.Cluster over the up nodes.
+// Loads implements detect.Cluster over the nodes in rotation: the up ones, and the down ones
+// served below the panic threshold.
 func (r *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	r.mu.Lock()
 	r.views = r.c.table.Snapshot(r.views[:0])
 	start := len(buf)
+	total, fullWeight := 0, 0.0
 	for _, v := range r.views {
-		if v.State == nodetable.Up {
+		if v.State == nodetable.Up || r.c.table.InRotation(v.Node) { // down ones serve below the panic threshold
 			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
+			total += v.Open
+			fullWeight += float64(v.Weight)
 		}
 	}
+	r.budget = r.waveBudget(total, fullWeight)
 	clear(r.views) // drop node handles until the next round
 	r.mu.Unlock()
 	for i := start; i < len(buf); i++ {
@@ -137,14 +152,74 @@ func (r *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	return buf
 }
 
-// Retire implements detect.Cluster.
-func (r *rebalanceCluster) Retire(n any, max int) int {
-	return n.(*physical.Node).RetireSurplus(max)
+// waveBudget bounds the waves of slow start: while a node the rounds saw warming has not yet
+// reached its fair share (total × its weight / fullWeight, by full weights), a round retires
+// at most a third of that share, at least one connection, so that the connections moved into
+// it arrive in waves of at most a third of its share even when the warm-up window is short
+// beside the rebalancing interval (HAProxy's slowstart and Envoy's slow start ramp the share;
+// this bounds each step). It returns -1 when no node is in slow start. r.mu is held and
+// r.views is the round's snapshot.
+func (r *rebalanceCluster) waveBudget(total int, fullWeight float64) int {
+	budget := -1
+	if fullWeight <= 0 {
+		clear(r.slow)
+		return budget
+	}
+	seen := 0
+	for _, v := range r.views {
+		pn := v.Node.Payload()
+		inRotation := v.State == nodetable.Up || r.c.table.InRotation(v.Node)
+		if inRotation && v.Warmth < 1 {
+			if r.slow == nil {
+				r.slow = make(map[*physical.Node]bool)
+			}
+			r.slow[pn] = true
+		}
+		if !r.slow[pn] {
+			continue
+		}
+		fair := float64(total) * float64(v.Weight) / fullWeight
+		if !inRotation || (v.Warmth >= 1 && float64(v.Open) >= math.Floor(fair)) {
+			delete(r.slow, pn)
+			continue
+		}
+		seen++
+		b := max(1, int(fair/3))
+		if budget < 0 || b < budget {
+			budget = b
+		}
+	}
+	if seen == 0 {
+		clear(r.slow) // nodes that left the table
+	}
+	return budget
 }
 
+// Retire implements detect.Cluster, within the round's wave budget.
+func (r *rebalanceCluster) Retire(n any, max int) int {
+	r.mu.Lock()
+	if r.budget >= 0 {
+		max = min(max, r.budget)
+	}
+	r.mu.Unlock()
+	if max <= 0 {
+		return 0
+	}
+	got := n.(*physical.Node).RetireSurplus(max)
+	r.mu.Lock()
+	if r.budget >= 0 {
+		r.budget -= got
+	}
+	r.mu.Unlock()
+	return got
+}
+
+// logRebalance logs what one round retired, a line per node; round numbers the rounds that
+// retired anything, so that the lines of one round can be told apart.
 func (c *Connector) logRebalance(retired []detect.Retired) {
+	round := c.rebalRounds.Add(1)
 	for _, r := range retired {
-		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*physical.Node).Addr(), "retired", r.Count)
+		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*physical.Node).Addr(), "retired", r.Count, "round", round)
 	}
 }
 

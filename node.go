@@ -55,11 +55,14 @@ func nodeOf(pn *physical.Node) *node { return pn.Hooks().(*node) }
 // at returns the root's side of the node tn.
 func at(tn *tableNode) *node { return nodeOf(tn.Payload()) }
 
-// StatementError implements physical.Hooks: a refusal by a node that is no longer the primary
-// is a role change; any other error is shown to passive outlier detection and to the exception
+// StatementError implements physical.Hooks: a node announcing its shutdown is drained; a refusal
+// by a node that is no longer the primary is a role change; any other error is shown to passive outlier detection and to the exception
 // sorter.
 func (n *node) StatementError(p *physical.Conn, err error, nothingRan bool) error {
 	c := n.c
+	if exception.ServerShutdown(err) {
+		return c.onShutdown(p, err, nothingRan)
+	}
 	if c.roleAware() && exception.NotPrimary(err) {
 		return c.onNotPrimary(p, err, nothingRan)
 	}
@@ -81,6 +84,14 @@ func countRouted(n *physical.Node, write bool) {
 // Broken implements physical.Hooks: a protocol violation is fatal to the connection and counts
 // against the node.
 func (n *node) Broken(p *physical.Conn, err error) { n.c.onConnError(p, err) }
+
+// Farewell implements physical.Hooks: a server that closed an idle connection saying it shuts
+// down (1053) is drained; any other parting word (a wait_timeout) says nothing about the node.
+func (n *node) Farewell(_ *physical.Conn, err error) {
+	if exception.ServerShutdown(err) {
+		n.c.table.Shutdown(n.tn, err)
+	}
+}
 
 // CallerEnded implements physical.Hooks: a cancellation says nothing about the node; a passed
 // deadline does only when the node has been silent for long (callerDeadline).

@@ -226,6 +226,45 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return formatMillis(c.ReadAfterWrite, DefaultReadAfterWrite) },
 	},
 	{
+		name: "statusURL",
+		parse: func(c *Config, v string) error {
+			if err := checkStatusTemplate(v); err != nil {
+				return errors.New(err.Error())
+			}
+			c.StatusURL = v
+			return nil
+		},
+		format: func(c *Config) (string, bool) { return c.StatusURL, c.StatusURL != "" },
+	},
+	{
+		name: "panicThresholdPercent",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 100 {
+				return fmt.Errorf("must be a whole number of percent from 0 to 100 (0 turns it off)")
+			}
+			c.PanicThresholdPercent = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.PanicThresholdPercent), c.PanicThresholdPercent != DefaultPanicThresholdPercent
+		},
+	},
+	{
+		name: "minServingReplicas",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxCount {
+				return fmt.Errorf("must be a whole number from 0 (no floor) to %d", maxCount)
+			}
+			c.MinServingReplicas = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.MinServingReplicas), c.MinServingReplicas != DefaultMinServingReplicas
+		},
+	},
+	{
 		// lb-driver uses it to choose what unsupported JDBC methods do; database/sql has no such
 		// methods, so lbd accepts the known values and ignores them.
 		name: "unsupportedMethodBehavior",

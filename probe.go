@@ -225,6 +225,9 @@ func (p *nodeProbe) query(ctx context.Context) (err error) {
 	}()
 	err = runProbeQuery(ctx, p.conn)
 	if err == nil {
+		err = p.checkStatus(ctx)
+	}
+	if err == nil {
 		err = p.checkRole(ctx)
 	}
 	if err == nil {
@@ -459,10 +462,11 @@ func (p *nodeProbe) checkLag(ctx context.Context) error {
 		return nil
 	}
 	p.n.lag.Store(int64(lag))
+	c.table.NoteLag(tn, lag, known)
 	lagging := !known || lag > max
 	if c.table.SetLagging(tn, lagging) {
 		if lagging {
-			c.cfg.Logger.Warn("lbd: replica lagging; it takes no reads until it catches up", "node", p.n.addr,
+			c.cfg.Logger.Warn("lbd: replica lagging; it takes no reads until it catches up, unless minServingReplicas keeps it", "node", p.n.addr,
 				"lag", lagDesc(lag, known), "max", max)
 		} else {
 			c.cfg.Logger.Info("lbd: replica caught up; it takes reads again", "node", p.n.addr, "lag", lag)

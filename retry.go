@@ -41,7 +41,7 @@ type RetryStats struct {
 	Reads      uint64 // reads run again after their node failed them (retryReads)
 	PanicDials uint64 // dials to a node marked down because none was up (panic mode)
 	Waits      uint64 // Connects that waited for a node their target accepts (a switchover)
-	Refusals   uint64 // statements a demoted primary refused, handed back to run again
+	Refusals   uint64 // statements a demoted primary, or a server shutting down (1053), refused; handed back to run again
 	Prepares   uint64 // prepares a node failed, handed back to database/sql to prepare again (retryReads)
 	Refused    uint64 // retries the budget refused: each failed at once instead
 }

@@ -185,9 +185,11 @@ func runTxOnce(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sq
 }
 
 // txRolledBack reports an error of a statement (or of COMMIT) that says the whole transaction
-// is gone and may run again: a role change, or a server's rollback.
+// is gone and may run again: a role change, a server's rollback, or a server shutting down
+// (1053: it refused the statement and takes the session, uncommitted, down with it; the next
+// attempt goes to another node).
 func txRolledBack(err error) bool {
-	return errors.Is(err, ErrPrimaryChanged) || exception.TransactionRolledBack(err)
+	return errors.Is(err, ErrPrimaryChanged) || exception.TransactionRolledBack(err) || exception.ServerShutdown(err)
 }
 
 // commitOutcome sorts what COMMIT returned: committed (nil), did not commit (whether the error

@@ -309,6 +309,7 @@ func TestRunTxCommitOutcome(t *testing.T) {
 		{"nothing sent, wrapped", fmt.Errorf("lbd: x: %w", driver.ErrBadConn), true, false},
 		{"the server's deadlock answer", deadlockErr, true, false},
 		{"the server refused as not the primary", fmt.Errorf("%w (x refused: %w)", ErrPrimaryChanged, &mysql.MySQLError{Number: 1290}), true, false},
+		{"the server is shutting down", &mysql.MySQLError{Number: 1053, SQLState: [5]byte{'0', '8', 'S', '0', '1'}, Message: "Server shutdown in progress"}, true, false},
 		{"another server answer", &mysql.MySQLError{Number: 1180, Message: "Got error 1 during COMMIT"}, false, false},
 		{"database/sql saw the context end first", context.Canceled, false, false},
 		{"the transaction had ended", sql.ErrTxDone, false, false},

@@ -75,6 +75,10 @@ type NodeStats struct {
 	// up. ReplicationLag is its latest lag (0 when not checked).
 	Lagging        bool
 	ReplicationLag time.Duration
+	// LagFloor is true for a lagging replica that takes connections and reads all the same,
+	// because fewer than minServingReplicas replicas would serve without it (the least lagging
+	// are kept).
+	LagFloor bool
 	// Reads and Writes count the statements readWriteSplit ran on the node: those routed as
 	// reads, and the others (0 without the split).
 	Reads, Writes uint64
@@ -132,7 +136,7 @@ func (c *Connector) Stats() Stats {
 		n := nodeOf(v.Node.Payload())
 		s := &out[i]
 		*s = NodeStats{
-			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, ReplicationLag: time.Duration(n.lag.Load()),
+			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, LagFloor: v.LagFloor, ReplicationLag: time.Duration(n.lag.Load()),
 			Reads: n.splitReads.Load(), Writes: n.splitWrites.Load(), Open: v.Open, InUse: v.InUse,
 			ProbeConns: int(n.probeConns.Load()), Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, PassiveSignals: v.Signals, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,

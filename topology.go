@@ -89,6 +89,24 @@ func (e *RefusedError) Error() string {
 // Unwrap returns the server's error and driver.ErrBadConn.
 func (e *RefusedError) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
 
+// ShutdownError is a statement a server refused before running any of it because it is
+// shutting down (ER_SERVER_SHUTDOWN, 1053; exception.ServerShutdown). It wraps the server's
+// error and driver.ErrBadConn, so database/sql runs the statement again on another connection,
+// which goes to another node: the one that refused is drained from that moment. When
+// database/sql's retries end, the caller gets this error.
+type ShutdownError struct {
+	Addr string // the node that refused, "host:port"
+	Err  error  // the server's error
+}
+
+// Error names the node and quotes the server's error.
+func (e *ShutdownError) Error() string {
+	return fmt.Sprintf("lbd: %s refused the statement while shutting down; none of it ran: %v", e.Addr, e.Err)
+}
+
+// Unwrap returns the server's error and driver.ErrBadConn.
+func (e *ShutdownError) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
+
 // isRefusal reports a RefusedError in err's tree. It is a function of its own so that the
 // target errors.As needs is allocated only for an error.
 func isRefusal(err error) bool {
@@ -262,6 +280,21 @@ func (c *Connector) onNotPrimary(p *physical.Conn, err error, nothingRan bool) e
 		return fmt.Errorf("lbd: %s refused the statement as not the primary; none of it ran, and running it again would exceed the retry budget (%w): %w", p.Node().Addr(), ErrRetryBudget, err)
 	}
 	return &RefusedError{Addr: p.Node().Addr(), Err: err}
+}
+
+// onShutdown handles a statement that p's node answered with ER_SERVER_SHUTDOWN: the node is
+// drained at once (nodetable's Shutdown) and p is retired. Outside a transaction, when the
+// server surely ran none of the command, the caller gets a *ShutdownError, which database/sql
+// runs again on another connection (a retry from the budget, counted as a refusal); otherwise,
+// or with the budget spent, the server's error as it is, since what ran before it in the
+// transaction or the text is lost with the session.
+func (c *Connector) onShutdown(p *physical.Conn, err error, nothingRan bool) error {
+	p.MarkRetired(physical.NodeDown)
+	c.table.Shutdown(p.Node().TN(), err)
+	if p.InTx() || !nothingRan || !c.allowRetry(retryRefusal) {
+		return err
+	}
+	return &ShutdownError{Addr: p.Node().Addr(), Err: err}
 }
 
 // recheckRoles asks for an early probe, role check included, of every node, at most once per

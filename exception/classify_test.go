@@ -22,7 +22,6 @@ const (
 	erParseError         = 1064 // ER_PARSE_ERROR
 	erQueryInterrupted   = 1317 // ER_QUERY_INTERRUPTED
 	erUnknownError       = 1105 // ER_UNKNOWN_ERROR, the generic number proxies use
-	erServerShutdown     = 1053 // ER_SERVER_SHUTDOWN, SQLSTATE 08S01
 	erNetReadInterrupted = 1159 // ER_NET_READ_INTERRUPTED, SQLSTATE 08S01
 )
 

@@ -42,6 +42,13 @@ type Proxy struct {
 	fail    failState
 	role    atomic.Int32 // a Role
 	refused atomic.Int64 // statements refused because of the role
+	// stopping: the proxy announces its shutdown (AnnounceShutdown) until the next Start.
+	stopping   atomic.Bool
+	turnedAway atomic.Int64 // connections answered ER_SERVER_SHUTDOWN in place of a greeting
+	// failText is the fault FailQueries set; nil when none.
+	failText atomic.Pointer[textFault]
+	// lag is the replication lag SetReplicationLag set, as a *time.Duration; nil: not set.
+	lag atomic.Pointer[time.Duration]
 
 	open  atomic.Int64
 	total atomic.Int64
@@ -90,6 +97,7 @@ func (p *Proxy) Start() error {
 	if running {
 		return nil
 	}
+	p.stopping.Store(false) // a server started again is a new process
 	deadline := time.Now().Add(restartWait)
 	for {
 		ln, err := net.Listen("tcp", p.addr)
@@ -203,6 +211,78 @@ func (p *Proxy) Latency() time.Duration { return time.Duration(p.latency.Load())
 // delayed by SetLatency take their decision after the delay.
 func (p *Proxy) FailNext(n int, err *mysql.MySQLError) {
 	p.fail.set(n, err)
+}
+
+// ShutdownError is the error a proxy answers while it announces its shutdown (AnnounceShutdown):
+// MySQL's ER_SERVER_SHUTDOWN, 1053, SQLSTATE 08S01, "Server shutdown in progress".
+var ShutdownError = mysql.MySQLError{Number: 1053, SQLState: [5]byte{'0', '8', 'S', '0', '1'}, Message: "Server shutdown in progress"}
+
+// AnnounceShutdown makes the proxy behave as a MySQL server whose shutdown has begun: every new
+// connection is answered with ShutdownError in place of the greeting and closed, and every
+// statement, on any connection, is answered with ShutdownError without being forwarded (it
+// does not run). Connections stay open. Stop then closes them, as the server does when its
+// shutdown ends; the next Start serves normally again. Pending FailNext failures are taken
+// first.
+func (p *Proxy) AnnounceShutdown() {
+	p.stopping.Store(true)
+	p.log.Debug("lbdtest: proxy announces its shutdown", "proxy", p.addr)
+}
+
+// StopWithShutdownError stops the proxy as a MySQL server ends its shutdown: every client
+// connection first receives an ERR packet carrying ShutdownError (a session idle in a pool
+// finds it waiting at its next use), then the proxy stops as Stop does. A write that the client
+// does not take within 100 ms is given up.
+func (p *Proxy) StopWithShutdownError() error {
+	p.life.Lock()
+	defer p.life.Unlock()
+	p.mu.Lock()
+	conns := make([]*relayConn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	e := ShutdownError
+	pkt := errPacket(0, &e)
+	for _, c := range conns {
+		c.writeMu.Lock()
+		_ = c.client.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.client.Write(pkt)
+		c.writeMu.Unlock()
+	}
+	return p.stopLocked()
+}
+
+// ShuttingDown reports whether the proxy announces its shutdown (see AnnounceShutdown).
+func (p *Proxy) ShuttingDown() bool { return p.stopping.Load() }
+
+// TurnedAway returns how many connections the proxy answered with ShutdownError in place of the
+// greeting while it announced its shutdown, since it was created.
+func (p *Proxy) TurnedAway() int64 { return p.turnedAway.Load() }
+
+// textFault fails the statements whose text starts with prefix.
+type textFault struct {
+	prefix []byte
+	err    mysql.MySQLError
+}
+
+// FailQueries makes the proxy answer every statement whose SQL text (COM_QUERY or
+// COM_STMT_PREPARE) starts with prefix with a MySQL ERR packet carrying err, on any connection,
+// instead of forwarding it, until FailQueries("", nil); other statements are served. lbd's
+// probes, for instance, start with "/* ping */", so FailQueries("/* ping */", nil) fails a
+// proxy's probes while it serves the application. A nil err uses error 1105 (SQLSTATE HY000).
+// FailNext's pending failures are taken first.
+func (p *Proxy) FailQueries(prefix string, err *mysql.MySQLError) {
+	if prefix == "" {
+		p.failText.Store(nil)
+		return
+	}
+	f := &textFault{prefix: []byte(prefix)}
+	if err == nil {
+		f.err = mysql.MySQLError{Number: 1105, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "lbdtest: injected failure"}
+	} else {
+		f.err = *err
+	}
+	p.failText.Store(f)
 }
 
 // OpenConns returns the number of client connections currently open

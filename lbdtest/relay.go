@@ -1,6 +1,7 @@
 package lbdtest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -62,6 +63,12 @@ func (c *relayConn) serve() {
 
 	// While hung, do not even connect: the client gets no handshake.
 	if !c.waitOpen() {
+		return
+	}
+	if c.p.stopping.Load() {
+		c.p.turnedAway.Add(1)
+		e := ShutdownError
+		c.writeClient(errPacket(0, &e))
 		return
 	}
 	d := net.Dialer{Timeout: backendDialTimeout}
@@ -264,7 +271,16 @@ func (c *relayConn) clientToBackend() {
 			if !c.sleep(c.p.Latency()) {
 				return
 			}
-			if e := c.p.fail.take(); e != nil {
+			e := c.p.fail.take()
+			if f := c.p.failText.Load(); e == nil && f != nil && hasText(pkt.command()) && bytes.HasPrefix(pkt.payload()[1:], f.prefix) {
+				textErr := f.err
+				e = &textErr
+			}
+			if e == nil && c.p.stopping.Load() {
+				shutdown := ShutdownError
+				e = &shutdown
+			}
+			if e != nil {
 				c.p.log.Debug("lbdtest: failing statement", "proxy", c.p.addr, "number", e.Number)
 				if full {
 					swallowing = true
@@ -290,6 +306,11 @@ func (c *relayConn) forwardStatement(pkt packet, full bool) bool {
 	cmd := pkt.command()
 	if full || !hasText(cmd) {
 		return c.writeBackend(pkt)
+	}
+	if cmd == comQuery {
+		if status := c.p.replicaStatusAnswer(c.p.Role(), pkt.payload()[1:]); status != nil {
+			return c.writeBackend(queryPacket(status))
+		}
 	}
 	text, refuse := roleAnswer(c.p.Role(), cmd, pkt.payload()[1:])
 	switch {

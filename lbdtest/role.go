@@ -2,6 +2,7 @@ package lbdtest
 
 import (
 	"bytes"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -83,6 +84,43 @@ func (p *Proxy) SetRole(r Role) {
 
 // Role returns the proxy's role (Primary unless SetRole said otherwise).
 func (p *Proxy) Role() Role { return Role(p.role.Load()) }
+
+// SetReplicationLag makes a proxy in the Replica role answer SHOW REPLICA STATUS and SHOW SLAVE
+// STATUS with one row whose Seconds_Behind_Source column reads d in whole seconds (rounded
+// down), as a replica that far behind its primary does; a negative d reads NULL, as a replica
+// whose replication is stopped. Proxies in other roles, and every proxy before the first call,
+// relay the statement to the backend. ClearReplicationLag undoes it.
+func (p *Proxy) SetReplicationLag(d time.Duration) {
+	p.lag.Store(&d)
+}
+
+// ClearReplicationLag undoes SetReplicationLag: the replica status is relayed again.
+func (p *Proxy) ClearReplicationLag() { p.lag.Store(nil) }
+
+// replicaStatusAnswer is the replica status of a proxy in role r whose lag SetReplicationLag set,
+// as a SELECT the in-memory backend answers without its engine (NULL through it); nil for any
+// other statement or proxy.
+func (p *Proxy) replicaStatusAnswer(r Role, sql []byte) []byte {
+	lag := p.lag.Load()
+	if lag == nil || r != Replica {
+		return nil
+	}
+	word, rest := nextWord(sql)
+	if !bytes.EqualFold(word, []byte("SHOW")) {
+		return nil
+	}
+	word, rest = nextWord(rest)
+	if !bytes.EqualFold(word, []byte("REPLICA")) && !bytes.EqualFold(word, []byte("SLAVE")) {
+		return nil
+	}
+	if word, _ = nextWord(rest); !bytes.EqualFold(word, []byte("STATUS")) {
+		return nil
+	}
+	if *lag < 0 {
+		return []byte("SELECT NULL AS Seconds_Behind_Source")
+	}
+	return []byte("SELECT " + strconv.FormatInt(int64(*lag/time.Second), 10) + " AS Seconds_Behind_Source")
+}
 
 // Refused returns how many statements the proxy refused because of its role.
 func (p *Proxy) Refused() int64 { return p.refused.Load() }

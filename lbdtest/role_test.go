@@ -266,3 +266,28 @@ func TestGaleraAndGroupReplicationRoles(t *testing.T) {
 		t.Errorf("a SELECT naming wsrep_ was rewritten: %q, %v", v, err)
 	}
 }
+
+// TestReplicationLag: a replica with a lag set answers its replica status with it; a primary,
+// or a replica whose lag was cleared, relays the statement.
+func TestReplicationLag(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	p.SetRole(Replica)
+	p.SetReplicationLag(3500 * time.Millisecond)
+	var secs sql.NullInt64
+	if err := db.QueryRow("SHOW REPLICA STATUS").Scan(&secs); err != nil || !secs.Valid || secs.Int64 != 3 {
+		t.Fatalf("lag 3.5 s: %v, %v; want 3", secs, err)
+	}
+	if err := db.QueryRow("/* probe */ show slave status").Scan(&secs); err != nil || secs.Int64 != 3 {
+		t.Fatalf("SHOW SLAVE STATUS after a comment: %v, %v; want 3", secs, err)
+	}
+	p.SetReplicationLag(-1)
+	if err := db.QueryRow("SHOW REPLICA STATUS").Scan(&secs); err != nil || secs.Valid {
+		t.Fatalf("replication stopped: %v, %v; want NULL", secs, err)
+	}
+	p.SetRole(Primary)
+	if err := db.QueryRow("SHOW REPLICA STATUS").Scan(&secs); err == nil && secs.Valid && secs.Int64 == 3 {
+		t.Fatal("a primary answered with the replica's lag")
+	}
+}

@@ -163,12 +163,13 @@ func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
 	}
 }
 
-// With maxReplicationLagSeconds, a replica held 3 s behind under a write load is taken out of
-// the reads (Stats says it lags), reads right after their write go to the primary and see it,
-// and once the delay is lifted the replica takes reads again.
+// With maxReplicationLagSeconds and no lag floor (minServingReplicas=0), a replica held 3 s
+// behind under a write load is taken out of the reads (Stats says it lags), reads right after
+// their write go to the primary and see it, and once the delay is lifted the replica takes
+// reads again.
 func TestLaggingReplicaIsLeftOutOfReads(t *testing.T) {
 	primary, rAdmin, table := delayedPairTable(t, "lbd_lag", 3*time.Second)
-	db, c := splitOverPairConnector(t, "readAfterWriteMillis=0&maxReplicationLagSeconds=1")
+	db, c := splitOverPairConnector(t, "readAfterWriteMillis=0&maxReplicationLagSeconds=1&minServingReplicas=0")
 	rAddr := mustAddr(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
 	ctx := context.Background()
 	// Writes keep the replica's delay visible as lag.

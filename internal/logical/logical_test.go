@@ -78,6 +78,7 @@ func (noHooks) RetryPrepare(*physical.Conn, error) bool                  { retur
 func (noHooks) RetryRead(context.Context, *physical.Conn, string, []driver.NamedValue, error) (driver.Rows, bool, error) {
 	return nil, false, nil
 }
+func (noHooks) Farewell(*physical.Conn, error) {}
 
 // rig is statement mode over a table of nodes whose dials make fake connections.
 type rig struct {

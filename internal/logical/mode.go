@@ -171,7 +171,7 @@ func (m *Mode) dialFor(ctx context.Context, target role.Target, first, avoid *ph
 		}
 		m.table.Charge(n.TN())
 		p, err := m.cfg.Dial(ctx, n, panicDial)
-		if err == nil && !m.table.IsUp(n.TN()) {
+		if err == nil && !m.table.InRotation(n.TN()) {
 			p.Close() // not handed out, as a checkout would not hand it out (physical.Conn's checkout rule)
 			err = errClosedWhileDialing
 		}

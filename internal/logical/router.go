@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/physical"
@@ -27,7 +28,9 @@ import (
 //
 // Read-your-writes by time: after a statement went to the primary in a scope, that scope's
 // reads go to the primary too for ReadAfterWrite (readAfterWriteMillis, default 300 ms, UMP's
-// figure), so a caller never misses what it just wrote while the replicas catch up. The scope
+// figure), so a caller never misses what it just wrote while the replicas catch up. While the
+// lag floor keeps a lagging replica serving (nodetable's FloorLag), the window is at least
+// that replica's lag plus a second. The scope
 // is the whole Connector by default, or the context ReadYourWrites returns, so that one HTTP
 // request or job gets its own guarantee without sending every caller's reads to the primary.
 
@@ -136,8 +139,15 @@ func (m *Mode) route(ctx context.Context, query string) routing {
 		}
 		return routing{target: read} // a read of a scope with a position waits on the replica (awaitPosition)
 	}
-	if w := m.split.window; w > 0 && m.cfg.Now().UnixNano()-m.lastWriteOf(ctx).Load() < w {
-		return routing{target: writeTarget, ryw: true}
+	if w := m.split.window; w > 0 {
+		if fl := m.table.FloorLag(); fl > 0 {
+			// A replica the lag floor keeps serving is this far behind (read in whole
+			// seconds): the window must cover it.
+			w = max(w, int64(fl+time.Second))
+		}
+		if m.cfg.Now().UnixNano()-m.lastWriteOf(ctx).Load() < w {
+			return routing{target: writeTarget, ryw: true}
+		}
 	}
 	return routing{target: read}
 }

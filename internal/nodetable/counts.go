@@ -140,7 +140,8 @@ func (t *Table[P]) Ups() int { return int(t.ups.Load()) }
 // indexLocked puts n in both pick indexes of its role; a standby role is in none. An indexed
 // entry is always in the index of its node's current role: setRoleLocked moves it.
 func (t *Table[P]) indexLocked(n *Node[P]) {
-	if n.role == nodes.RoleStandby || n.lagging || n.refusedRead {
+	t.panicUnindexLocked(n)
+	if n.role == nodes.RoleStandby || (n.lagging && !n.floorServing) || n.refusedRead {
 		return
 	}
 	if !n.byOpen.Indexed() {
@@ -155,6 +156,7 @@ func (t *Table[P]) indexLocked(n *Node[P]) {
 
 // unindexLocked takes n out of both pick indexes; its counts keep changing outside them.
 func (t *Table[P]) unindexLocked(n *Node[P]) {
+	t.panicUnindexLocked(n)
 	if n.byOpen.Indexed() {
 		t.byOpen[n.role].Remove(&n.byOpen)
 		t.active--

@@ -10,6 +10,7 @@ import "time"
 // Envoy's panic threshold and gRPC's pick-first fallback are the precedents.
 //
 //   - Draining nodes are never tried: they left the node list.
+//   - Nodes that announced their shutdown are never tried (see Shutdown): they said they stop.
 //   - Standby nodes are never tried: standby is a choice made by the node list or the role
 //     check (the node must not carry application connections), not a health verdict, and panic
 //     mode relaxes only the health verdict. Nor are nodes of a role the target does not accept
@@ -49,7 +50,7 @@ func (t *Table[P]) panicPick(skip []*Node[P], now time.Time, open bool) *Node[P]
 	accepted := t.tiers[0] | t.tiers[1] // a standby role is in no tier
 	var best *Node[P]
 	for _, n := range t.downs {
-		if n.standby || n.panicBusy || !accepted.Has(n.role) || contains(skip, n) {
+		if n.standby || n.shutdown || n.panicBusy || !accepted.Has(n.role) || contains(skip, n) {
 			continue
 		}
 		if !n.panicAt.IsZero() && now.Sub(n.panicAt) < t.cfg.PanicSpacing {

@@ -82,6 +82,7 @@ func (t *Table[P]) Eject(n *Node[P], now time.Time, evidence string) bool {
 	ok := t.mayEjectNodeLocked(n)
 	if ok {
 		t.ejectLocked(n, now, errors.New(evidence), evidence)
+		n.failedAnswering = true // it warms up when it returns (SlowStartAfterDown)
 	}
 	t.mu.Unlock()
 	t.deliver()

@@ -161,12 +161,15 @@ func (t *Table[P]) setRoleLocked(n *Node[P], r nodes.Role, why string) {
 	n.transitionsBy[CauseRole].Add(1)
 	t.queueLocked(Transition[P]{Node: n, From: n.state, To: n.state, Cause: CauseRole,
 		Reason: fmt.Sprintf("%s (was %s)", why, from), RoleFrom: from, RoleTo: r})
+	if t.cfg.MinServingReplicas > 0 {
+		t.updateLagFloorLocked() // a replica came or went
+	}
 }
 
 // SetLagging records whether replica n is further behind its primary than the caller allows
 // (lbd's maxReplicationLagSeconds): a lagging node leaves the pick indexes, so it takes no new
 // connection and statement mode binds no read to it, until it catches up; its state is left
-// alone. It reports whether that changed.
+// alone, and the lag floor may keep it serving (lagfloor.go). It reports whether that changed.
 func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
 	t.mu.Lock()
 	if n.lagging == lagging || t.nodes[n.addr] != n {
@@ -179,6 +182,9 @@ func (t *Table[P]) SetLagging(n *Node[P], lagging bool) bool {
 	} else if n.state == Up && !n.standby {
 		t.indexLocked(n)
 		t.applyDesiredLocked() // a held removal may go through now
+	}
+	if t.cfg.MinServingReplicas > 0 {
+		t.updateLagFloorLocked()
 	}
 	t.mu.Unlock()
 	t.deliver()

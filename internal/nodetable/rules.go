@@ -22,12 +22,14 @@ import (
 //     (see passive.go).
 //   - passive signals: Suspect and Confirmed (see passive.go).
 //   - fatal errors: FatalThreshold of them within FatalWindow take an up node down (Fatal).
+//   - announced shutdown: one announcement takes an up node down and keeps panic mode off it
+//     until probes bring it back up (Shutdown).
 //   - panic mode: while no node takes connections, a dial of the least recently failed down
 //     node that succeeds brings it up at once (PanicPick, PanicDialed).
 //   - start-up trust: nodes listed at start, and nodes listed while no node takes connections,
 //     start up until a dial or probe says otherwise (Start, SetNodes). They start warm.
-//   - slow start: a node a probe brings up (added at run time, or recovered) warms up over
-//     Config.Warmup (see weights.go).
+//   - slow start: a node a probe brings up warms up over Config.Warmup when it was added at run
+//     time or down for at least Config.SlowStartAfterDown (see weights.go).
 //   - node-set changes: see SetNodes.
 
 // Dialed records the outcome of a dial on n that was not refused with an answer every node
@@ -45,10 +47,37 @@ func (t *Table[P]) Dialed(n *Node[P], err error) {
 		n.lastErr = err
 		t.failedLocked(n)
 		n.dialFailures++
+		if n.panicIn { // served below the panic threshold: out until its next probe result
+			n.panicFailed = true
+			t.panicUnindexLocked(n)
+		}
 		if n.dialFailures >= DialFailuresToDown && n.state == Up {
 			t.setStateLocked(n, Down, CauseDial,
 				fmt.Sprintf("%d consecutive dial failures, last: %v", n.dialFailures, err))
 		}
+	}
+	t.mu.Unlock()
+	t.deliver()
+}
+
+// Shutdown records that n announced its shutdown (err says how: a 1053 answer, a status check):
+// an up node goes down at once (CauseShutdown), whatever the dial, fatal-error and ejection
+// thresholds, and a node already down stays so. Either way the node is drained, not dialed:
+// its idle connections close, its connections in use close as they return, work in flight on
+// them finishes, and panic mode never tries it, even when no other node is up, until probes
+// bring it back up (a restarted server answers them). It is the drain HAProxy's "agent-check"
+// drain and Envoy's health-check "draining" status give a server that says it is leaving.
+func (t *Table[P]) Shutdown(n *Node[P], err error) {
+	t.mu.Lock()
+	if t.nodes[n.addr] == n {
+		n.lastErr = err
+		t.failedLocked(n)
+		n.shutdown = true
+		n.goodProbes = 0
+		if n.state == Up {
+			t.setStateLocked(n, Down, CauseShutdown, "announced shutdown: "+err.Error())
+		}
+		t.updatePanicLocked()
 	}
 	t.mu.Unlock()
 	t.deliver()
@@ -69,6 +98,12 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		t.mu.Unlock()
 		return
 	}
+	if n.panicFailed {
+		n.panicFailed = false
+		if t.panicking && t.panicEligibleLocked(n) {
+			t.panicIndexLocked(n)
+		}
+	}
 	if err != nil {
 		n.goodProbes = 0
 		n.lastErr = err
@@ -78,6 +113,9 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		}
 	} else if n.refusedRead && now.Sub(n.refusedAt) >= t.cfg.ProbeInterval {
 		t.readsAgainLocked(n)
+	}
+	if n.state == Down && n.downFrom.IsZero() {
+		n.downFrom = now // a markdown asks for a probe at once, so this is when it went down, or near it
 	}
 	if err == nil && (n.goodProbes == 0 || now.Sub(n.lastGood) >= t.recoverSpacing() || bugUnspacedRecovery) {
 		n.goodProbes++
@@ -89,9 +127,16 @@ func (t *Table[P]) Probed(n *Node[P], now time.Time, err error, took time.Durati
 		if n.state == Down && n.goodProbes >= need && !t.heldLocked(n, now) &&
 			(n.recoveredAt.IsZero() || now.Sub(n.recoveredAt) >= t.cfg.FlapWindow) {
 			n.recoveredAt = now
+			// A node ejected for the errors it answered (Eject) failed the application's
+			// statements while it passed its probes: it warms up again however short its
+			// hold, so that a proxy failing under load takes load back gradually. A node
+			// whose ejection a failed probe confirmed was unreachable, like any other outage.
+			slow := !n.everUp || n.failedAnswering || t.cfg.SlowStartAfterDown <= 0 || now.Sub(n.downFrom) >= t.cfg.SlowStartAfterDown
 			t.endEjectionLocked(n, Up, now)
 			t.setStateLocked(n, Up, CauseProbe, goodProbesReason(n.goodProbes))
-			t.startWarmupLocked(n, now)
+			if slow {
+				t.startWarmupLocked(n, now)
+			}
 			t.applyDesiredLocked()
 		}
 	}
@@ -171,6 +216,9 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	if to == Up {
 		n.everUp = true
 		n.dialFailures = 0
+		n.shutdown = false
+		n.downFrom = time.Time{}
+		n.failedAnswering = false
 		if !n.standby {
 			t.indexLocked(n)
 		}
@@ -188,6 +236,10 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 	t.queueLocked(Transition[P]{Node: n, From: from, To: to, Cause: cause, Reason: reason, RoleFrom: n.role, RoleTo: n.role, Seq: seq})
 	if n.claimed == nodes.RolePrimary {
 		t.electLocked(nil, "") // the writer may have changed
+	}
+	t.updatePanicLocked()
+	if t.cfg.MinServingReplicas > 0 && n.role == nodes.RoleReplica {
+		t.updateLagFloorLocked() // a replica came up or went down
 	}
 }
 

@@ -153,6 +153,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 	t.desired = desired
 	err = t.applyRemovalsLocked()
 	t.electLocked(nil, "") // the list may have added, removed or set standby its writer
+	t.updatePanicLocked()
 	t.mu.Unlock()
 	t.deliver()
 	return added, err

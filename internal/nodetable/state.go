@@ -51,13 +51,16 @@ const (
 	// CausePassive: a passive signal from the application's own statements (a lost
 	// connection, a statement timeout, statements stalled on the node), confirmed by a probe.
 	CausePassive
+	// CauseShutdown: the node announced its shutdown (MySQL's 1053 on a statement, a probe or a
+	// handshake, or its HTTP status check answering that it stops); see Shutdown.
+	CauseShutdown
 
 	// NumCauses is how many causes there are; counters indexed by Cause have this length.
 	NumCauses int = iota
 )
 
 // String returns the cause's name as logs and metrics label it: "probe", "dial", "fatal",
-// "node_list", "role", "panic", "passive".
+// "node_list", "role", "panic", "passive", "shutdown".
 func (c Cause) String() string {
 	switch c {
 	case CauseProbe:
@@ -74,6 +77,8 @@ func (c Cause) String() string {
 		return "panic"
 	case CausePassive:
 		return "passive"
+	case CauseShutdown:
+		return "shutdown"
 	}
 	return "unknown"
 }

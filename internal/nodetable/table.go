@@ -72,6 +72,13 @@ type Config[P any] struct {
 	// passing. Nodes trusted at start, or while no node is up, start warm. 0 turns slow start
 	// off; it must not be negative.
 	Warmup time.Duration
+	// SlowStartAfterDown is the shortest outage after which a recovered node warms up: a node
+	// probes bring back after it was down for less comes back at the weight it had (warm, or
+	// its warm-up going on where it was), since holding back a proxy that was gone a few
+	// seconds only leaves the others carrying its share. Nodes added at run time, and nodes
+	// back from an ejection for the errors they answered while passing their probes (Eject),
+	// always warm up. 0 warms up every recovery; it must not be negative.
+	SlowStartAfterDown time.Duration
 	// MaxEjectionPercent caps passive ejection (lbd's maxEjectionPercent): passive signals
 	// may hold at most this share, in percent, of the active nodes (up, plus those passively
 	// ejected) down at once, and at least one node whenever it is above 0, so that three
@@ -98,6 +105,10 @@ type Config[P any] struct {
 	// then only seed a new node's role until its first check. Without it the sources' roles
 	// are the roles.
 	RoleCheck bool
+	// MinServingReplicas is the lag floor (lbd's minServingReplicas): while fewer replicas than
+	// this serve, the least lagging of the replicas SetLagging took out serve anyway (see
+	// lagfloor.go). 0 keeps no floor; it must not be negative.
+	MinServingReplicas int
 	// SingleWriter keeps one primary at a time (lbd's singleWriter): of the nodes whose role
 	// check, source or refusal says primary, the first in the table's order (the order the
 	// nodes became known: a static list's order) that is up and not standby is the primary,
@@ -106,6 +117,10 @@ type Config[P any] struct {
 	// picks the same writer (ProxySQL's max_writers=1 for Galera and Group Replication
 	// hostgroups picks by a fixed order too).
 	SingleWriter bool
+	// PanicThreshold is the panic threshold in percent (lbd's panicThresholdPercent, Envoy's
+	// panic_threshold): while some node is up but fewer than this share of the nodes are, the
+	// down nodes that may be tried serve too (see threshold.go). 0 turns it off; from 0 to 100.
+	PanicThreshold int
 	// PanicSpacing is the least time between two panic-mode dials of one node (see
 	// PanicPick). Zero lets a node be tried again as soon as its last panic dial ended.
 	PanicSpacing time.Duration
@@ -146,6 +161,12 @@ type Table[P any] struct {
 	deliverMu sync.Mutex
 
 	ejected int // nodes down by a passive ejection that have not come back up
+	// panicking: some node is up, but fewer than Config.PanicThreshold percent (threshold.go).
+	panicking bool
+	// floorLag is the largest lag of a replica the lag floor keeps serving, nanoseconds
+	// (lagfloor.go); floorBuf is its scratch list.
+	floorLag atomic.Int64
+	floorBuf []*Node[P]
 
 	total   atomic.Int64 // open physical connections over every node, dials in flight included
 	ups     atomic.Int32 // nodes in the pick indexes
@@ -168,10 +189,16 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("checkHealthInterval is %v; it must be positive", cfg.ProbeInterval)
 	case cfg.RecoverSpacing < 0 || cfg.FlapWindow < 0:
 		return nil, fmt.Errorf("recovery spacing %v and flap window %v must not be negative", cfg.RecoverSpacing, cfg.FlapWindow)
+	case cfg.SlowStartAfterDown < 0:
+		return nil, fmt.Errorf("slow start after down is %v; it must not be negative", cfg.SlowStartAfterDown)
 	case cfg.Warmup < 0:
 		return nil, fmt.Errorf("warmup is %v; it must not be negative", cfg.Warmup)
 	case cfg.MaxEjectionPercent < 0 || cfg.MaxEjectionPercent > 100:
 		return nil, fmt.Errorf("maxEjectionPercent is %d; it must be from 0 to 100", cfg.MaxEjectionPercent)
+	case cfg.MinServingReplicas < 0:
+		return nil, fmt.Errorf("minServingReplicas is %d; it must not be negative", cfg.MinServingReplicas)
+	case cfg.PanicThreshold < 0 || cfg.PanicThreshold > 100:
+		return nil, fmt.Errorf("panicThresholdPercent is %d; it must be from 0 to 100", cfg.PanicThreshold)
 	case cfg.BaseEjectionTime < 0:
 		return nil, fmt.Errorf("baseEjectionTime is %v; it must not be negative", cfg.BaseEjectionTime)
 	}
@@ -193,17 +220,21 @@ type Node[P any] struct {
 	byOpen       pick.Entry[*Node[P]] // open physical connections, dials in flight included
 	byInUse      pick.Entry[*Node[P]] // physical connections in use (statement mode)
 	state        State
-	role         nodes.Role  // what the node is for; see Config.RoleCheck and Config.SingleWriter
-	claimed      nodes.Role  // what its check, source or refusal says it is (role but for SingleWriter)
-	dialFailures int         // consecutive failed dials
-	goodProbes   int         // consecutive good probes counted since the last failure or markdown
-	recoveredAt  time.Time   // when probes last brought the node up (FlapWindow)
-	lastGood     time.Time   // when the latest counted good probe ended
-	everUp       bool        // false for a node added at run time that has not passed a probe yet
-	standby      bool        // probed and tracked, but out of the pick indexes
-	lagging      bool        // a replica behind its primary by more than the caller allows: out of the pick indexes
+	role         nodes.Role    // what the node is for; see Config.RoleCheck and Config.SingleWriter
+	claimed      nodes.Role    // what its check, source or refusal says it is (role but for SingleWriter)
+	dialFailures int           // consecutive failed dials
+	goodProbes   int           // consecutive good probes counted since the last failure or markdown
+	recoveredAt  time.Time     // when probes last brought the node up (FlapWindow)
+	lastGood     time.Time     // when the latest counted good probe ended
+	everUp       bool          // false for a node added at run time that has not passed a probe yet
+	standby      bool          // probed and tracked, but out of the pick indexes
+	lagging      bool          // a replica behind its primary by more than the caller allows: out of the pick indexes
+	lag          time.Duration // the replica's latest lag (NoteLag); lagKnown false: replication stopped
+	lagKnown     bool
+	floorServing bool        // lagging, but kept in the pick indexes by the lag floor
 	refusedRead  bool        // refused a read as not the primary: out of the pick indexes until a good probe
 	refusedAt    time.Time   // when refusedRead was set
+	shutdown     bool        // announced its shutdown and has not come back up since: never a panic-mode candidate
 	lastErr      error       // the latest failure held against the node
 	fatalTimes   []time.Time // when the latest fatal errors happened, a ring of FatalThreshold entries
 	fatalNext    int
@@ -211,6 +242,10 @@ type Node[P any] struct {
 	warmFrom     time.Time // when the current warm-up began; zero when the node started warm
 	warmth       float64   // warm-up progress from 0 to 1 (1: warm), as of the latest Tick
 	warmIdx      int       // place in Table.warming, -1 when not warming
+	downFrom     time.Time // the first probe's end after the node went down; zero while up (SlowStartAfterDown)
+	// failedAnswering: down by Eject (it failed statements while its probes passed), not yet
+	// back up; it warms up when it returns, however short its outage.
+	failedAnswering bool
 
 	// Panic mode's bookkeeping, guarded by the table's mutex but stateNow and downSeq (written
 	// with it held).
@@ -221,6 +256,12 @@ type Node[P any] struct {
 	failSeq   uint64        // Table.failSeq of the latest failure held against the node; 0 before any
 	panicBusy bool          // a panic-mode dial of the node is in flight
 	panicAt   time.Time     // when the latest panic-mode dial of the node started
+	// Below the panic threshold (threshold.go): panicIn says the down node is in the pick
+	// indexes, panicServing the same without the mutex (for InRotation and UpSince), and
+	// panicFailed that its latest dial failed, which keeps it out until its next probe result.
+	panicIn      bool
+	panicServing atomic.Bool
+	panicFailed  bool
 
 	suspect   string    // the passive signal awaiting its confirming probe; "" when none
 	suspectAt time.Time // when it was noted
@@ -340,7 +381,8 @@ func (t *Table[P]) failedLocked(n *Node[P]) {
 // before it returned would show, or a later one.
 func (t *Table[P]) IsUp(n *Node[P]) bool { return State(n.stateNow.Load()) == Up }
 
-// UpSince reports whether n is up and has not gone down or started draining since epoch, with
+// UpSince reports whether n is up (or served below the panic threshold: InRotation) and has not
+// gone down or started draining since epoch, with
 // two atomic loads and no mutex: the check a checkout of a pooled connection makes, epoch being
 // the node's Epoch when the connection was opened. A connection opened before the node's
 // latest down or draining transition is refused even once the node is up again, whether or not
@@ -350,7 +392,7 @@ func (t *Table[P]) UpSince(n *Node[P], epoch uint64) bool {
 	if bugCheckoutIgnoresState {
 		return true
 	}
-	return State(n.stateNow.Load()) == Up && (n.downSeq.Load() <= epoch || bugCheckoutIgnoresEpoch)
+	return t.InRotation(n) && (n.downSeq.Load() <= epoch || bugCheckoutIgnoresEpoch)
 }
 
 // Serves reports whether n's current role is one Config.Target accepts, with one atomic load

@@ -14,6 +14,7 @@ type View[P any] struct {
 	Standby    bool       // probed, but out of the pick indexes
 	Role       nodes.Role // what the node is for
 	Lagging    bool       // a replica too far behind: out of the pick indexes (SetLagging)
+	LagFloor   bool       // lagging, but kept serving by the lag floor (Config.MinServingReplicas)
 	Open       int        // open physical connections, dials in flight included
 	InUse      int        // physical connections claimed (statement mode's count)
 	GoodProbes int        // consecutive good probes counted since the last failure or markdown
@@ -44,7 +45,7 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 	start := len(buf)
 	for _, n := range t.order {
 		buf = append(buf, View[P]{
-			Node: n, State: n.state, Standby: n.standby, Role: n.role, Lagging: n.lagging, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
+			Node: n, State: n.state, Standby: n.standby, Role: n.role, Lagging: n.lagging, LagFloor: n.floorServing, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
 			GoodProbes: n.goodProbes, LastErr: n.lastErr,
 			Weight: n.weight, Warmth: n.warmth, Effective: effective(n),
 		})

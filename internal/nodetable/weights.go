@@ -15,8 +15,12 @@ import (
 // the effective weights, so a node of weight 2 holds twice the connections of one of weight 1.
 //
 // Slow start follows Dubbo (weight × uptime / warm-up), HAProxy's slowstart and Envoy's
-// slow-start window: a node a probe brings up (added at run time, or recovered) starts at
-// WarmupFloor of its weight and rises linearly to all of it over Config.Warmup. The floor
+// slow-start window: a node a probe brings up — added at run time, or recovered after an
+// outage of at least Config.SlowStartAfterDown — starts at WarmupFloor of its weight and rises
+// linearly to all of it over Config.Warmup. A node back from a shorter outage comes back at
+// the weight it had: HAProxy and Envoy warm up every recovery, but a proxy gone for a few
+// seconds (a restart, a blip) has nothing to warm, and holding its share back for the whole
+// window leaves the others carrying it. The floor
 // makes sure a warming node gets connections from the start (Envoy's min_weight_percent
 // default, 10%), so its first probes are joined by real traffic. Nodes trusted at start, or
 // while no node is up, start warm: nothing is there to protect them from.

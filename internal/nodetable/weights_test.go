@@ -14,10 +14,17 @@ const testWarmup = 60 * time.Second
 // warmHarness is a harness whose table warms nodes up over testWarmup, started with list.
 func warmHarness(t *testing.T, list ...nodes.Node) *harness {
 	t.Helper()
+	return warmHarnessAfter(t, 0, list...)
+}
+
+// warmHarnessAfter is warmHarness whose recoveries warm up only after an outage of at least
+// after (SlowStartAfterDown).
+func warmHarnessAfter(t *testing.T, after time.Duration, list ...nodes.Node) *harness {
+	t.Helper()
 	h := &harness{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tab, err := New(Config[*payload]{
 		RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second, ProbeInterval: probeInterval,
-		Warmup: testWarmup,
+		Warmup: testWarmup, SlowStartAfterDown: after,
 		OnTransition: func(x Transition[*payload]) {
 			h.mu.Lock()
 			h.trans = append(h.trans, x)
@@ -191,6 +198,53 @@ func TestWarmupRestartsOnRecovery(t *testing.T) {
 	}
 }
 
+// TestShortOutageSkipsSlowStart: a node back from an outage shorter than SlowStartAfterDown
+// comes back at the weight it had (warm, or its warm-up going on); one down longer warms up
+// from the floor; a node added at run time always does.
+func TestShortOutageSkipsSlowStart(t *testing.T) {
+	const after = 30 * time.Second
+	h := warmHarnessAfter(t, after, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"})
+	b := h.node("b:1")
+	recover := func(at time.Time) {
+		h.now = at
+		h.tab.Probed(b, h.now, nil, 0)
+		h.tab.Probed(b, h.tick(), nil, 0)
+		h.tab.Tick(h.now)
+	}
+	down := h.tick()
+	h.tab.Probed(b, down, errRefused, 0)
+	recover(down.Add(3 * time.Second))
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth != 1 || v.Effective != 1 {
+		t.Fatalf("b:1 %v warmth %v effective %v after a 3 s outage, want up and warm", v.State, v.Warmth, v.Effective)
+	}
+	down = h.tick()
+	h.tab.Probed(b, down, errRefused, 0)
+	h.tab.Probed(b, down.Add(time.Second), errRefused, 0) // later failed probes do not move the outage's start
+	recover(down.Add(after))
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth >= 0.1 {
+		t.Fatalf("b:1 %v warmth %v after a %v outage, want up and warming from the start", v.State, v.Warmth, after+probeInterval)
+	}
+	// Half-way through that warm-up, a short outage: it goes on where it was.
+	half := h.now.Add(testWarmup / 2)
+	h.tab.Tick(half)
+	h.now = half
+	h.tab.Probed(b, h.now, errRefused, 0)
+	recover(h.now.Add(2 * time.Second))
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth < 0.5 || v.Warmth >= 1 {
+		t.Fatalf("b:1 %v warmth %v after a short outage half-way through its warm-up, want it going on from there", v.State, v.Warmth)
+	}
+	// A node added at run time warms up however it got there.
+	if _, err := h.tab.SetNodes([]nodes.Node{{Addr: "a:1"}, {Addr: "b:1"}, {Addr: "c:1"}}, build); err != nil {
+		t.Fatal(err)
+	}
+	c := h.node("c:1")
+	h.tab.Probed(c, h.tick(), nil, 0)
+	h.tab.Tick(h.now)
+	if v, _ := h.view("c:1"); v.State != Up || v.Warmth >= 0.1 {
+		t.Fatalf("added c:1 %v warmth %v, want up and warming", v.State, v.Warmth)
+	}
+}
+
 func TestWarmupOff(t *testing.T) {
 	h := started(t, "a:1") // Config.Warmup 0
 	h.picks(2)
@@ -246,5 +300,35 @@ func TestWeightedPickAndReleaseAllocateNothing(t *testing.T) {
 		h.tab.Tick(h.now.Add(time.Second))
 	}); n != 0 {
 		t.Fatalf("weighted pick, release and tick allocate %v times", n)
+	}
+}
+
+// TestErrorEjectionWarmsUpAgain: a node back from an ejection for the errors it answered while
+// passing its probes (Eject) warms up, however short its hold was; one whose ejection a failed
+// probe confirmed (it was unreachable) is back from a short outage and comes back warm.
+func TestErrorEjectionWarmsUpAgain(t *testing.T) {
+	h := warmHarnessAfter(t, 30*time.Second, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
+	h.tab.cfg.MaxEjectionPercent, h.tab.cfg.BaseEjectionTime = 50, time.Second
+	b := h.node("b:1")
+	recover := func() {
+		for range 3 {
+			h.tab.Probed(b, h.tick(), nil, 0)
+		}
+		h.tab.Tick(h.now)
+	}
+	if !h.eject("b:1") || h.state("b:1") != Down {
+		t.Fatal("b:1 was not ejected by a confirmed signal")
+	}
+	recover()
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth != 1 {
+		t.Fatalf("b:1 %v warmth %v after an ejection its failed probe confirmed, a few seconds long; want up and warm", v.State, v.Warmth)
+	}
+	h.now = h.now.Add(time.Minute) // past the back-off of the first ejection
+	if !h.tab.Eject(b, h.now, "error rate: 90% of its statements failed") || h.state("b:1") != Down {
+		t.Fatal("b:1 was not ejected for its error rate")
+	}
+	recover()
+	if v, _ := h.view("b:1"); v.State != Up || v.Warmth >= 0.1 {
+		t.Fatalf("b:1 %v warmth %v after an ejection for its errors, a few seconds long; want up and warming", v.State, v.Warmth)
 	}
 }

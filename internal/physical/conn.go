@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
@@ -68,15 +67,15 @@ var (
 // Adopt wraps a new physical connection of n, dialed with a counted ticket, and registers it.
 // sock is the socket beneath dc; a connection adopted without one (nil: statement mode's tests
 // over fake connections) has no deadline caps and no guard, and dc's Close gives the count back.
-// A node that went down or started draining while the dial was in flight gets the connection
-// retired at once: its first operation answers driver.ErrBadConn with nothing sent (enter), and
+// A node that went down (and is not served below the panic threshold) or started draining while
+// the dial was in flight gets the connection retired at once: its first operation answers driver.ErrBadConn with nothing sent (enter), and
 // database/sql dials again.
 func (n *Node) Adopt(dc FullConn, sock *Socket) *Conn {
 	c := &Conn{dc: dc, sock: sock, node: n, epoch: n.tn.Epoch()}
 	n.track(c)
 	n.table.Dialed(n.tn, nil)
-	if s := n.table.State(n.tn); s != nodetable.Up {
-		c.MarkRetired(ReasonFor(s))
+	if !n.table.InRotation(n.tn) {
+		c.MarkRetired(ReasonFor(n.table.State(n.tn)))
 	}
 	return c
 }

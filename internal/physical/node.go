@@ -39,6 +39,10 @@ type Hooks interface {
 	// (Conn.MayRetryRead), and reports whether database/sql should prepare again on another
 	// connection (Conn.prepareFailed).
 	RetryPrepare(c *Conn, err error) bool
+	// Farewell is told the server error found waiting on c at its checkout, sent while c was
+	// idle as the server closed it (see farewell.go). c is being dropped; database/sql moves
+	// on to another connection.
+	Farewell(c *Conn, err error)
 }
 
 // Node is what this package hangs off one proxy: its go-sql-driver connector, its live

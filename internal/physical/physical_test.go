@@ -31,6 +31,14 @@ type hooks struct {
 	errs   []error
 	broken []error
 	ended  []error // CallerEnded's causes
+	// farewells are the errors Farewell was told.
+	farewells []error
+}
+
+func (h *hooks) Farewell(_ *Conn, err error) {
+	h.mu.Lock()
+	h.farewells = append(h.farewells, err)
+	h.mu.Unlock()
 }
 
 // RetryRead retries no read: the Connector's rules for it are tested in the root package.

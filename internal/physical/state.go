@@ -190,8 +190,21 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	}
 	// Not shown to the sorter: go-sql-driver answers driver.ErrBadConn here for a connection that
 	// died while idle (a proxy restart leaves a pool of them), which says nothing about the node
-	// now. database/sql closes it and moves on without the application seeing an error.
-	return c.dc.ResetSession(ctx)
+	// now. database/sql closes it and moves on without the application seeing an error. What
+	// the server said as it closed it, if anything, goes to Farewell.
+	return c.checkAlive(ctx)
+}
+
+// checkAlive runs go-sql-driver's liveness check and, when it finds the connection closed or
+// written to while idle, hands the server's parting error to the hooks.
+func (c *Conn) checkAlive(ctx context.Context) error {
+	err := c.dc.ResetSession(ctx)
+	if errors.Is(err, driver.ErrBadConn) {
+		if me := c.sock.farewell(); me != nil {
+			c.node.hooks.Farewell(c, me)
+		}
+	}
+	return err
 }
 
 // Usable runs go-sql-driver's liveness check (the one database/sql runs at checkout in
@@ -199,7 +212,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 // handed out: not retired, its node up and not down since the connection was opened (see
 // nodeUp), and alive.
 func (c *Conn) Usable(ctx context.Context) bool {
-	return !c.retired.Load() && c.node.table.UpSince(c.node.tn, c.epoch) && c.dc.ResetSession(ctx) == nil
+	return !c.retired.Load() && c.node.table.UpSince(c.node.tn, c.epoch) && c.checkAlive(ctx) == nil
 }
 
 // stmtClaim claims an idle or fresh connection for a statement's Close (see stmt.Close); it

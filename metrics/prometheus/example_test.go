@@ -55,7 +55,7 @@ func ExampleNewCollector() {
 	// lbd_node_retired_connections_total 12
 	// lbd_node_standby 2
 	// lbd_node_state 6
-	// lbd_node_transitions_total 14
+	// lbd_node_transitions_total 16
 	// lbd_node_up 2
 	// lbd_node_warmup_ratio 2
 	// lbd_node_weight 2

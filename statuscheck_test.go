@@ -1,0 +1,39 @@
+package lbd
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStatusURLParameter: statusURL survives go-sql-driver's parser with '/' written %2F, is
+// written back the same way, and a template lbd cannot use is refused with the reason.
+func TestStatusURLParameter(t *testing.T) {
+	cfg, err := ParseDSN("u:p@lb(10.0.0.1:4000,10.0.0.2:4000)/db?statusURL=http:%2F%2F{host}:10080%2Fstatus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StatusURL != "http://{host}:10080/status" {
+		t.Fatalf("StatusURL = %q", cfg.StatusURL)
+	}
+	if _, ok := cfg.MySQL.Params["statusURL"]; ok {
+		t.Fatal("statusURL reached go-sql-driver's session parameters")
+	}
+	again, err := ParseDSN(cfg.FormatDSN())
+	if err != nil || again.StatusURL != cfg.StatusURL {
+		t.Fatalf("formatted and parsed again: %q, %v", again.StatusURL, err)
+	}
+	if got := statusURLFor(cfg.StatusURL, "::1", "4000"); got != "http://[::1]:10080/status" {
+		t.Fatalf("IPv6 host: %s", got)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"http:%2F%2F10.0.0.9:10080%2Fstatus", "must hold {host}"},
+		{"ftp:%2F%2F{host}%2Fstatus", "must be an http or https URL"},
+		{"http:%2F%2Fadmin:pw@{host}:1%2F", "no user or password"},
+		{"{host}", "must be an http or https URL"},
+	} {
+		_, err := ParseDSN("u:p@lb(10.0.0.1:4000)/db?statusURL=" + tc.value)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "statusURL") {
+			t.Errorf("statusURL=%s: %v; want an error naming statusURL and saying %q", tc.value, err, tc.want)
+		}
+	}
+}
