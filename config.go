@@ -61,6 +61,10 @@ type Config struct {
 	// checkout of a pooled connection (BalanceStatement); DSN parameter balance, option
 	// WithBalance.
 	Balance BalanceMode
+	// BalancePolicy is how a pick weighs the up nodes: LeastLoad (work in flight × latency
+	// estimate) or LeastConnections (counts alone); DSN parameter balancePolicy, option
+	// WithBalancePolicy, default DefaultBalancePolicy.
+	BalancePolicy BalancePolicy
 
 	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default
 	// 5 s; option WithCheckHealthInterval).
@@ -223,6 +227,9 @@ func (c *Config) settle() error {
 	}
 	if c.Balance != BalanceConnection && c.Balance != BalanceStatement {
 		return fmt.Errorf("lbd: invalid Balance %v: must be BalanceConnection or BalanceStatement", c.Balance)
+	}
+	if c.BalancePolicy != LeastConnections && c.BalancePolicy != LeastLoad {
+		return fmt.Errorf("lbd: invalid BalancePolicy %v: must be LeastLoad or LeastConnections", c.BalancePolicy)
 	}
 	for _, d := range []struct {
 		name, where string

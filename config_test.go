@@ -179,6 +179,7 @@ func TestConfigSettingsOutOfRange(t *testing.T) {
 		{"recover too high", func(c *Config) { c.RecoverCheckCount = maxCount + 1 }, "recoverCheckCount is 1001; it must be from 1 to 1000"},
 		{"threshold", func(c *Config) { c.FatalErrorThreshold = -1 }, "fatalErrorThreshold is -1"},
 		{"balance", func(c *Config) { c.Balance = 7 }, "invalid Balance BalanceMode(7)"},
+		{"balance policy", func(c *Config) { c.BalancePolicy = 9 }, "invalid BalancePolicy BalancePolicy(9): must be LeastLoad or LeastConnections"},
 		{"sorter name", func(c *Config) { c.ExceptionSorter = "nosuch" }, `exceptionSorter="nosuch": no sorter registered`},
 		{"warmup", func(c *Config) { c.Warmup = -time.Second }, "warmup is -1s; it must be from 0 (off)"},
 		{"weight range", func(c *Config) { c.Weights = map[string]int{"127.0.0.1:1": 0} }, `Weights["127.0.0.1:1"] is 0; it must be from 1 to 65535`},

@@ -138,6 +138,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Rand:               run.randN,
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),
 		OnTransition:       c.queueTransition,
+		LeastLoad:          run.BalancePolicy == LeastLoad,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)

@@ -89,6 +89,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		CheckHealthInterval:  DefaultCheckHealthInterval,
 		CheckHealthTimeout:   DefaultCheckHealthTimeout,
 		CheckBalanceInterval: DefaultCheckBalanceInterval,
+		BalancePolicy:        DefaultBalancePolicy,
 		RecoverCheckCount:    DefaultRecoverCheckCount,
 		FatalErrorThreshold:  DefaultFatalErrorThreshold,
 		FatalErrorWindow:     DefaultFatalErrorWindow,

@@ -224,6 +224,27 @@ var dsnCases = []struct {
 	{name: "misspelt balance", dsn: "u:p@lb(10.0.0.1:1)/db?Balance=statement", wantErr: `did you mean "balance"`},
 	{name: "bad bool", dsn: "u:p@lb(10.0.0.1:1)/db?logStats=yes", wantErr: `logStats="yes": must be true or false`},
 	{name: "empty sorter", dsn: "u:p@lb(10.0.0.1:1)/db?exceptionSorter=", wantErr: "exceptionSorter"},
+	{name: "bad balancePolicy", dsn: "u:p@lb(10.0.0.1:1)/db?balancePolicy=least-latency", wantErr: `balancePolicy="least-latency": must be least-load or least-connections`},
+	{
+		name: "balance policy least-connections",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?balance=statement&balancePolicy=least-connections",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "balancePolicy", c.BalancePolicy, LeastConnections)
+			if !strings.Contains(c.FormatDSN(), "balancePolicy=least-connections") {
+				t.Errorf("FormatDSN() = %q lost balancePolicy=least-connections", c.FormatDSN())
+			}
+		},
+	},
+	{
+		name: "balance policy default",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?balancePolicy=least-load",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "balancePolicy", c.BalancePolicy, DefaultBalancePolicy)
+			if strings.Contains(c.FormatDSN(), "balancePolicy") {
+				t.Errorf("FormatDSN() = %q writes the default balancePolicy", c.FormatDSN())
+			}
+		},
+	},
 	{name: "bad unsupportedMethodBehavior", dsn: "u:p@lb(10.0.0.1:1)/db?unsupportedMethodBehavior=explode", wantErr: "unsupportedMethodBehavior"},
 	{name: "misspelt parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkhealthintervalseconds=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
 	{name: "near-miss parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthIntervalSecond=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},

@@ -57,6 +57,10 @@ func (c *Connector) startLoops() error {
 		c.loops.Add(1)
 		go c.warmupLoop()
 	}
+	if c.cfg.BalancePolicy == LeastLoad {
+		c.loops.Add(1)
+		go c.loadLoop()
+	}
 	c.loops.Add(1)
 	go c.watchStalls()
 	if c.cfg.LogStats {
@@ -234,5 +238,24 @@ func (c *Connector) warmupLoop() {
 		}
 		c.table.Tick(c.cfg.clock.Now())
 		t.Reset(step)
+	}
+}
+
+// loadLoop has the node table turn latency estimates into speed factors every
+// nodetable.LoadTick until Close (balancePolicy=least-load). The estimates measure real round
+// trips, so the table is given the monotonic time, not the Connector's clock; the clock only
+// schedules the ticks.
+func (c *Connector) loadLoop() {
+	defer c.loops.Done()
+	t := c.cfg.clock.NewTimer(nodetable.LoadTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		}
+		c.table.TickLoad(time.Now())
+		t.Reset(nodetable.LoadTick)
 	}
 }

@@ -224,6 +224,16 @@ var params = []param{
 			return c.UnsupportedMethodBehavior, c.UnsupportedMethodBehavior != ""
 		},
 	},
+	{
+		name: "balancePolicy",
+		parse: func(c *Config, v string) (err error) {
+			c.BalancePolicy, err = parseBalancePolicy(v)
+			return err
+		},
+		format: func(c *Config) (string, bool) {
+			return c.BalancePolicy.String(), c.BalancePolicy != DefaultBalancePolicy
+		},
+	},
 }
 
 // lookupParam finds a parameter by exact name.

@@ -36,6 +36,9 @@ type Stats struct {
 	// ErrFailoverWaitersFull because maxFailoverWaiters already waited.
 	FailoverWaiting int
 	FailoverRefused uint64
+
+	// BalancePolicy is the Connector's balance policy (balancePolicy).
+	BalancePolicy BalancePolicy
 }
 
 // Open returns the open physical connections over all nodes.
@@ -105,10 +108,17 @@ type NodeStats struct {
 	// Weight is the node's weight from its source or the DSN (nodes.DefaultWeight when none
 	// was given); Warmup is its slow-start progress, from 0 as it comes up to 1 once warm (1
 	// for nodes listed at start and with slow start off); EffectiveWeight is what new
-	// connections go by: Weight × max(Warmup, 0.1).
+	// connections go by: Weight × max(Warmup, 0.1) × Speed.
 	Weight          int
 	Warmup          float64
 	EffectiveWeight float64
+
+	// Latency is the node's latency estimate: a moving average of its statements' round trips
+	// over about half a second, decaying toward 0 while the node answers none; 0 before its
+	// first statement. Speed is the factor balancePolicy=least-load scales EffectiveWeight by
+	// for that latency, from 1/16 to 1 (1 under least-connections); see BalancePolicy.
+	Latency time.Duration
+	Speed   float64
 
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
@@ -118,6 +128,7 @@ type NodeStats struct {
 // allocates the result; it is meant for monitoring, not for every statement.
 func (c *Connector) Stats() Stats {
 	views := c.table.Snapshot(nil)
+	now := time.Now() // latency estimates are on the monotonic clock (loadLoop)
 	out := make([]NodeStats, len(views))
 	for i, v := range views {
 		n := nodeOf(v.Node.Payload())
@@ -141,6 +152,7 @@ func (c *Connector) Stats() Stats {
 			s.RoleError = (*e).Error()
 		}
 		s.Idle, _ = n.phys.ConnCounts()
+		s.Latency, s.Speed = c.table.Latency(v.Node, now), v.Speed
 		if c.cfg.Balance == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
@@ -148,6 +160,7 @@ func (c *Connector) Stats() Stats {
 	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
 		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats()),
 		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load()}
+	st.BalancePolicy = c.cfg.BalancePolicy
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

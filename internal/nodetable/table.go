@@ -115,6 +115,11 @@ type Config[P any] struct {
 	// call caused it). It may call the table; it should hand slow work to a goroutine of its
 	// own, since the table call that runs it waits for it.
 	OnTransition func(Transition[P])
+	// LeastLoad makes the picks load-aware (lbd's balancePolicy=least-load): a node's
+	// effective weight is also scaled by its speed factor, which TickLoad derives from the
+	// latency estimates Observe keeps (see load.go). Without it the picks go by counts and
+	// weights alone; the estimates are kept either way.
+	LeastLoad bool
 }
 
 // Table is the node table. Create one with New; it is safe for concurrent use.
@@ -152,6 +157,10 @@ type Table[P any] struct {
 	upNodes atomic.Int32 // nodes in state up, whatever their role or standby flag
 
 	cfg Config[P]
+
+	// TickLoad's scratch, reused; only its one caller touches them.
+	loadNodes []*Node[P]
+	loadSlow  []uint8
 }
 
 // New returns an empty table, or an error naming the setting of cfg that is out of range (by
@@ -237,6 +246,9 @@ type Node[P any] struct {
 	transitions          atomic.Uint64
 	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause; CauseRole counts role changes, which transitions does not
 	lastProbe            atomic.Int64             // nanoseconds
+
+	lat  latency // the latency estimate (load.go), written by Observe without the mutex
+	slow uint8   // speed steps below full speed TickLoad gave the node (0: full speed); guarded by the mutex
 }
 
 // Addr returns the node's "host:port".
