@@ -139,6 +139,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),
 		OnTransition:       c.queueTransition,
 		LeastLoad:          run.BalancePolicy == LeastLoad,
+		LocalZone:          run.LocalZone,
+		ZoneMinUpPercent:   run.ZoneMinUpPercent,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)

@@ -119,10 +119,14 @@ type rebalanceCluster struct {
 func (r *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	r.mu.Lock()
 	r.views = r.c.table.Snapshot(r.views[:0])
+	_, _, local := r.c.table.Zones()
 	start := len(buf)
 	for _, v := range r.views {
 		if v.State == nodetable.Up {
-			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
+			// Outside the local zone while the picks stay in it, a node's share is none: its
+			// pooled connections move back into the zone as the rounds retire them.
+			out := local && v.Zone != r.c.cfg.LocalZone
+			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective, Out: out})
 		}
 	}
 	clear(r.views) // drop node handles until the next round

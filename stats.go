@@ -39,6 +39,13 @@ type Stats struct {
 
 	// BalancePolicy is the Connector's balance policy (balancePolicy).
 	BalancePolicy BalancePolicy
+
+	// LocalZone is the Connector's zone ("" when zones are off). ZoneLive counts that zone's
+	// nodes up or down, ZoneActive those of them taking connections, and ZoneLocal is true
+	// while picks stay in the zone (false while they spill to every zone).
+	LocalZone            string
+	ZoneLive, ZoneActive int
+	ZoneLocal            bool
 }
 
 // Open returns the open physical connections over all nodes.
@@ -119,6 +126,8 @@ type NodeStats struct {
 	// for that latency, from 1/16 to 1 (1 under least-connections); see BalancePolicy.
 	Latency time.Duration
 	Speed   float64
+	// Zone is the node's zone from its source ("" when none; see Config.LocalZone).
+	Zone string
 
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
@@ -153,6 +162,7 @@ func (c *Connector) Stats() Stats {
 		}
 		s.Idle, _ = n.phys.ConnCounts()
 		s.Latency, s.Speed = c.table.Latency(v.Node, now), v.Speed
+		s.Zone = v.Zone
 		if c.cfg.Balance == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
@@ -161,6 +171,8 @@ func (c *Connector) Stats() Stats {
 		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats()),
 		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load()}
 	st.BalancePolicy = c.cfg.BalancePolicy
+	st.LocalZone = c.cfg.LocalZone
+	st.ZoneLive, st.ZoneActive, st.ZoneLocal = c.table.Zones()
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

@@ -19,6 +19,10 @@ type Report struct {
 	History History      `json:"history"`
 	// Policy is the balance policy: "least-load" or "least-connections".
 	Policy string `json:"balance_policy"`
+	// LocalZone is the client's zone ("" when zones are off) and ZoneLocal whether the picks
+	// stay in it now (see lbd.Stats.ZoneLocal).
+	LocalZone string `json:"local_zone"`
+	ZoneLocal bool   `json:"zone_local"`
 }
 
 // Node is one node's row of the table (see lbd.NodeStats). Role is nodes.Role's name
@@ -53,6 +57,8 @@ type Node struct {
 	// balancePolicy=least-load gives it (see lbd.NodeStats.Latency and Speed).
 	Latency float64 `json:"latency_seconds"`
 	Speed   float64 `json:"speed"`
+	// Zone is the node's zone ("" when none; see lbd.NodeStats.Zone).
+	Zone string `json:"zone"`
 }
 
 // Transition is one state change (see lbd.Transition). RoleFrom and RoleTo differ for a role
@@ -86,6 +92,7 @@ func report(st lbd.Stats, now time.Time) Report {
 	r := Report{Now: now, Balance: st.Balance.String(), Logical: st.Logical,
 		Nodes: make([]Node, len(st.Nodes)), Recent: make([]Transition, len(st.Recent))}
 	r.Policy = st.BalancePolicy.String()
+	r.LocalZone, r.ZoneLocal = st.LocalZone, st.ZoneLocal
 	for i, n := range st.Nodes {
 		r.Nodes[i] = Node{
 			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Role: n.Role.String(), RoleError: n.RoleError,
@@ -97,6 +104,7 @@ func report(st lbd.Stats, now time.Time) Report {
 			RetiredBy: make(map[string]uint64, lbd.NumRetireReasons), TransitionsBy: make(map[string]uint64, lbd.NumTransitionCauses),
 		}
 		r.Nodes[i].Latency, r.Nodes[i].Speed = n.Latency.Seconds(), n.Speed
+		r.Nodes[i].Zone = n.Zone
 		for why, v := range n.RetiredBy {
 			r.Nodes[i].RetiredBy[lbd.RetireReason(why).String()] = v
 		}

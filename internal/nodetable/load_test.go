@@ -162,3 +162,22 @@ func TestTickLoadOffWithoutLeastLoad(t *testing.T) {
 		t.Errorf("least-connections keeps estimates too; got %v for 100 ms samples", got)
 	}
 }
+
+// TestLoadBenchmarkSetupSlowsNodes keeps BenchmarkPickLeastLoad honest: its slow variant must
+// put the index in heap mode, which a benchmark cannot check itself.
+func TestLoadBenchmarkSetupSlowsNodes(t *testing.T) {
+	h := loadHarness(t, true)
+	now := h.now
+	for i, n := range h.tab.Nodes(nil) {
+		rtt := time.Millisecond
+		if i == 0 {
+			rtt = 3 * time.Millisecond
+		}
+		h.tab.Observe(n, now.Add(-LatencyWindow), rtt)
+		h.tab.Observe(n, now, rtt)
+	}
+	h.tab.TickLoad(now)
+	if !h.tab.byOpen[nodes.RoleUnknown].Weighted() {
+		t.Fatal("one node at 3 ms among nodes at 1 ms left the index unweighted")
+	}
+}

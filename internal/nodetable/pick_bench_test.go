@@ -209,6 +209,7 @@ func loadTable(b *testing.B, nodeCount, openPerNode int, slow bool) (*nodetable.
 		if slow && i%100 == 0 {
 			rtt = 3 * time.Millisecond
 		}
+		t.Observe(n, now.Add(-nodetable.LatencyWindow), rtt) // samples spanning a window: a settled estimate
 		t.Observe(n, now, rtt)
 	}
 	t.TickLoad(now)
@@ -271,5 +272,38 @@ func BenchmarkTickLoad(b *testing.B) {
 				t.TickLoad(now)
 			}
 		})
+	}
+}
+
+// BenchmarkPickLocalZone is pick + release with a local zone holding half the nodes, next to
+// the same table without zones: while the zone keeps the traffic the pick looks at its indexes
+// alone; spilled (the zone below its threshold) at both zones' indexes.
+func BenchmarkPickLocalZone(b *testing.B) {
+	for _, n := range []int{3, 50_000} {
+		for _, zone := range []string{"", "az1"} {
+			b.Run(fmt.Sprintf("nodes=%d/localZone=%q", n, zone), func(b *testing.B) {
+				t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second,
+					ProbeInterval: 5 * time.Second, LocalZone: zone, LeastLoad: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				list := make([]nodes.Node, n)
+				for i := range list {
+					list[i].Addr = fmt.Sprintf("10.0.%d.%d:2883", i/256, i%256)
+					list[i].AZ = []string{"az1", "az2"}[i%2]
+				}
+				if err := t.Start(list, func(*nodetable.Node[struct{}]) (struct{}, error) { return struct{}{}, nil }); err != nil {
+					b.Fatal(err)
+				}
+				for range n * 4 {
+					t.Pick(nil)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					pickAndRelease(t)
+				}
+			})
+		}
 	}
 }

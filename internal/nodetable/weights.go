@@ -112,6 +112,6 @@ func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	if n.warmth < 1 || n.slow != 0 {
 		w = int64(math.Round(float64(pick.Unit) * effective(n)))
 	}
-	t.byOpen[n.role].SetWeight(&n.byOpen, w)
-	t.byInUse[n.role].SetWeight(&n.byInUse, w)
+	t.byOpen[n.slot()].SetWeight(&n.byOpen, w)
+	t.byInUse[n.slot()].SetWeight(&n.byInUse, w)
 }
