@@ -246,3 +246,66 @@ func TestLeastLoadDoesNotHerd(t *testing.T) {
 		})
 	}
 }
+
+// TestLeastLoadRebalancesConnectionsOffASlowProxy: in connection mode the pool's connections
+// stay where they were dialled, so the load-aware pick alone would change little; the
+// rebalancer moves them by the same effective weights. One of three proxies is made three
+// times slower under 16 workers over a pool of 24 (8 per proxy); under least-load the
+// rebalancer must retire some of its connections and leave it at most three quarters of either
+// fast proxy's, while least-connections keeps the counts even.
+func TestLeastLoadRebalancesConnectionsOffASlowProxy(t *testing.T) {
+	const workers, pool = 16, 24
+	for _, policy := range []string{"least-load", "least-connections"} {
+		t.Run(policy, func(t *testing.T) {
+			cl := lbdtest.NewCluster(t, 3)
+			for _, p := range cl.Proxies() {
+				p.SetLatency(loadLatency)
+			}
+			db, c := openDB(t, cl, "balancePolicy="+policy, lbd.WithCheckHealthInterval(time.Hour),
+				lbd.WithCheckBalanceInterval(300*time.Millisecond))
+			db.SetMaxOpenConns(pool)
+			db.SetMaxIdleConns(pool)
+			for _, cn := range holdConns(t, db, pool) { // 24 connections at once, 8 per proxy
+				cn.Close()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			wait := selectLoop(ctx, t, db, workers)
+			defer wait()
+			defer cancel()
+			cl.Proxies()[2].SetLatency(3 * loadLatency)
+			if policy == "least-connections" {
+				// As long as least-load needs below, then a look: the counts stay even.
+				before := statementCounts(cl)
+				waitFor(t, 30*time.Second, "3000 statements", func() bool {
+					now := statementCounts(cl)
+					return now[0]+now[1]+now[2]-before[0]-before[1]-before[2] >= 3000
+				})
+				open := openCounts(c, cl)
+				t.Logf("least-connections: open per proxy %v", open)
+				if spread(open) > 1 {
+					t.Errorf("least-connections moved connections by latency: open per proxy %v", open)
+				}
+				return
+			}
+			start := time.Now()
+			waitFor(t, 10*time.Second, "the rebalancer to move connections off the slow proxy", func() bool {
+				open := openCounts(c, cl)
+				return 4*open[2] <= 3*min(open[0], open[1]) && retiredByRebalance(c, cl)[2] > 0
+			})
+			ns, _ := c.Stats().Node(cl.Addrs()[2])
+			t.Logf("least-load: open per proxy %v after %v; retired by the rebalancer %v; slow proxy's latency %v, speed %.2f",
+				openCounts(c, cl), time.Since(start), retiredByRebalance(c, cl), ns.Latency, ns.Speed)
+		})
+	}
+}
+
+// retiredByRebalance returns how many connections the rebalancer retired per proxy.
+func retiredByRebalance(c *lbd.Connector, cl *lbdtest.Cluster) []uint64 {
+	st := c.Stats()
+	out := make([]uint64, 0, len(cl.Addrs()))
+	for _, a := range cl.Addrs() {
+		ns, _ := st.Node(a)
+		out = append(out, ns.RetiredBy[lbd.RetireRebalance])
+	}
+	return out
+}
