@@ -43,8 +43,8 @@ func (t *Table[P]) PickInUseFor(target role.Target, skip []*Node[P]) *Node[P] {
 }
 
 // pickIn picks from the indexes of the target's first tier of roles, or of its second when the
-// first has no node: the least-loaded entry over at most three indexes (six while the local
-// zone spills), so O(1) in the number of nodes. While the local zone keeps the traffic
+// first has no node: the least-loaded entry over at most six indexes (a role's at full speed
+// and slowed; twelve while the local zone spills), so O(1) in the number of nodes. While the local zone keeps the traffic
 // (zones.go) a tier is looked for there first, and in every zone only when the local zone has
 // none of it.
 func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip []*Node[P], open bool) *Node[P] {
@@ -81,7 +81,7 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 func (t *Table[P]) bestLocked(byRole []pick.Index[*Node[P]], tier role.Set, skip []*Node[P], local bool) (e *pick.Entry[*Node[P]], x *pick.Index[*Node[P]], xr int) {
 	end := len(byRole)
 	if local || t.cfg.LocalZone == "" {
-		end = nodes.NumRoles
+		end = localSlots
 	}
 	for r := range end {
 		if !tier.Has(nodes.Role(r % nodes.NumRoles)) {

@@ -16,7 +16,9 @@ import (
 // the pick index, its O(1) buckets and O(log n) heap, stay as they are. The picks allocate
 // nothing and read no latency; the caller's TickLoad recomputes the factors every LoadTick or
 // so, in O(n) over the nodes (outside the table's mutex) plus O(log n) per node whose factor
-// changed.
+// changed. Slowed nodes sit in pick indexes of their own, so the nodes at full speed keep
+// their O(1) buckets and only the few slowed ones are ordered in a heap: a pick compares the
+// best of each.
 //
 // # The estimate
 //
@@ -200,7 +202,17 @@ func (t *Table[P]) TickLoad(now time.Time) {
 			k = n.slow - 1 // forget slowly
 		}
 		if n.slow != k && n.state != Draining {
+			// A node slowed, or back at full speed, moves between the indexes of the nodes at
+			// full speed (unweighted: O(1) buckets) and of the slowed ones (a heap as large as
+			// they are few).
+			move := (n.slow == 0) != (k == 0) && n.byOpen.Indexed()
+			if move {
+				t.unindexLocked(n)
+			}
 			n.slow = k
+			if move {
+				t.indexLocked(n)
+			}
 			t.applyWeightLocked(n)
 		}
 	}

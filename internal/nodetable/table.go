@@ -137,8 +137,8 @@ type Table[P any] struct {
 	order []*Node[P] // every known node in the order it became known
 	// The pick indexes, one per role: up, active nodes by open physical connections (where a
 	// new one goes) and by physical connections in use (where statement mode binds). The
-	// standby role's are always empty. The first NumRoles are the local zone's (every node's
-	// without Config.LocalZone), the others those of the other zones (see slot).
+	// standby role's are always empty. Each role has four: local zone or not, full speed or
+	// slowed by TickLoad (see slot).
 	byOpen  [numPickIndexes]pick.Index[*Node[P]]
 	byInUse [numPickIndexes]pick.Index[*Node[P]]
 	active  int                    // nodes in the byOpen indexes

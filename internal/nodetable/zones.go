@@ -29,8 +29,9 @@ import "github.com/lbd-go/lbd/nodes"
 const DefaultZoneMinUpPercent = 50
 
 // numPickIndexes is how many pick indexes of each kind a table keeps: one per role for the
-// local zone, one per role for the others.
-const numPickIndexes = 2 * nodes.NumRoles
+// local zone and one per role for the others, each twice: for the nodes at full speed and for
+// those TickLoad slowed (load.go).
+const numPickIndexes = 4 * nodes.NumRoles
 
 // otherZone reports whether a node of zone zone counts as outside the local zone.
 func (t *Table[P]) otherZone(zone string) bool {
@@ -38,13 +39,22 @@ func (t *Table[P]) otherZone(zone string) bool {
 }
 
 // slot is the place of n's pick entries in the byOpen and byInUse arrays: its role among the
-// local zone's indexes, or among the other zones'.
+// local zone's indexes or the other zones', at full speed or slowed. The local zone's come
+// first (localSlots of them).
 func (n *Node[P]) slot() int {
-	if n.other {
-		return nodes.NumRoles + int(n.role)
+	s := int(n.role)
+	if n.slow != 0 {
+		s += nodes.NumRoles
 	}
-	return int(n.role)
+	if n.other {
+		s += localSlots
+	}
+	return s
 }
+
+// localSlots is how many of the pick indexes are the local zone's (all a node uses without
+// Config.LocalZone).
+const localSlots = 2 * nodes.NumRoles
 
 // live reports whether a node in state s counts toward its zone's capacity: listed, up or
 // down.
