@@ -28,14 +28,18 @@ func zoneDSN(cl *lbdtest.Cluster, params string) string {
 }
 
 // busyLoop runs SELECT 1 on workers goroutines until ctx ends and counts the failures (a
-// proxy stopped under a statement fails it); it returns a wait for the workers.
+// proxy stopped or hung under a statement fails it; each statement has a second); it returns
+// a wait for the workers.
 func busyLoop(ctx context.Context, db *sql.DB, workers int, failed *atomic.Int64) (wait func()) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				var one int
-				if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil && ctx.Err() == nil {
+				sctx, cancel := context.WithTimeout(ctx, time.Second)
+				err := db.QueryRowContext(sctx, "SELECT 1").Scan(&one)
+				cancel()
+				if err != nil && ctx.Err() == nil {
 					failed.Add(1)
 					time.Sleep(time.Millisecond) // a failing proxy must not spin the worker
 				}
@@ -152,4 +156,59 @@ func TestLocalZoneKeepsTrafficAndSpills(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalZoneSpillsWhenItHangs hangs both proxies of the local zone instead of stopping
+// them: no dial fails, so it is the probes (every 300 ms, 200 ms timeout) and the stall
+// watch that must find them down, and the picks must spill within one probe interval and its
+// timeout; once resumed, the traffic must come back.
+func TestLocalZoneSpillsWhenItHangs(t *testing.T) {
+	const (
+		workers  = 8
+		interval = 300 * time.Millisecond
+		timeout  = 200 * time.Millisecond
+	)
+	cl := lbdtest.NewCluster(t, 4)
+	for _, p := range cl.Proxies() {
+		p.SetLatency(2 * time.Millisecond)
+	}
+	c, err := lbd.NewConnector(zoneDSN(cl, "balance=statement&localZone=az1"), lbd.WithLogger(discardLogger()),
+		lbd.WithCheckHealthInterval(interval), lbd.WithCheckHealthTimeout(timeout),
+		lbd.WithJitter(func(time.Duration) time.Duration { return 0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	mustBeReady(t, c)
+	db.SetMaxOpenConns(workers)
+	db.SetMaxIdleConns(workers)
+	var failed atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := busyLoop(ctx, db, workers, &failed)
+	defer wait()
+	defer cancel()
+	if share, d := zoneShare(t, cl, 1000); share < 0.9 {
+		t.Fatalf("with the local zone up it took %.1f%% of the statements (%v), want at least 90%%", share*100, d)
+	}
+
+	hung := time.Now()
+	cl.Proxy(0).Hang()
+	cl.Proxy(1).Hang()
+	waitFor(t, 10*time.Second, "the picks to spill out of the hung az1", func() bool { return !c.Stats().ZoneLocal })
+	took := time.Since(hung)
+	t.Logf("az1 hung: spilled after %v (probe interval %v, timeout %v)", took, interval, timeout)
+	if took > interval+timeout {
+		t.Errorf("the picks spilled %v after the local zone hung, want within one probe interval and its timeout (%v)", took, interval+timeout)
+	}
+	if _, d := zoneShare(t, cl, 500); d[2] == 0 || d[3] == 0 {
+		t.Errorf("with az1 hung the az2 proxies ran %v statements, want both to take some", d[2:])
+	}
+	cl.Proxy(0).Resume()
+	cl.Proxy(1).Resume()
+	waitFor(t, 15*time.Second, "90% of the statements back in az1", func() bool {
+		share, _ := zoneShare(t, cl, 500)
+		return share >= 0.9
+	})
+	t.Logf("az1 resumed: back after %v; %d statements failed in all", time.Since(hung)-took, failed.Load())
 }
