@@ -140,3 +140,65 @@ type CausalStats struct {
 	WaitTime  time.Duration // time spent in those waits, in all
 	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
 }
+
+// BalancePolicy is how a pick weighs the up nodes, in both balance modes. DSN parameter
+// balancePolicy=least-load|least-connections; option WithBalancePolicy; default
+// DefaultBalancePolicy.
+//
+// LeastConnections goes by counts alone: the node with the fewest open connections (connection
+// mode) or connections in use (statement mode) for its weight. LeastLoad goes by cost: that
+// count, once charged, times the node's latency estimate, as Finagle's and linkerd's peak-EWMA
+// balancers do, so a proxy that answers slower gets less new work and the rebalancer moves
+// pooled connections off it by the same cost. The estimate is a moving average of the answered
+// statements' round trips over about half a second; a slower estimate cuts the proxy's share
+// at the next tick (every 100 ms), a faster one gives it back over seconds (about 2.5 s after
+// a threefold slowdown). A proxy is slowed only by what it takes beyond the fastest proxy's
+// estimate plus half of it plus 500 µs, so proxies of the same speed keep sharing evenly and
+// many clients do not rush to whichever proxy measured fastest. The figures are
+// internal/nodetable's LoadBand, LoadFloor, LatencyWindow and LatencyDecay, and the measured
+// effect is in docs/reference.md (balancePolicy). NodeStats.Latency and NodeStats.Speed show
+// the estimate and its effect under either policy.
+type BalancePolicy uint8
+
+const (
+	// LeastConnections picks by counts and weights alone (the policy before LeastLoad).
+	LeastConnections BalancePolicy = iota
+	// LeastLoad picks by counts times latency estimates, with a tolerance band.
+	LeastLoad
+)
+
+// DefaultBalancePolicy is the policy a DSN without balancePolicy gets.
+const DefaultBalancePolicy = LeastLoad
+
+// String returns the DSN spelling: "least-connections" or "least-load".
+func (p BalancePolicy) String() string {
+	switch p {
+	case LeastConnections:
+		return "least-connections"
+	case LeastLoad:
+		return "least-load"
+	}
+	return fmt.Sprintf("BalancePolicy(%d)", uint8(p))
+}
+
+// parseBalancePolicy reads the balancePolicy DSN parameter; only the exact spellings count.
+func parseBalancePolicy(v string) (BalancePolicy, error) {
+	switch v {
+	case "least-load":
+		return LeastLoad, nil
+	case "least-connections":
+		return LeastConnections, nil
+	}
+	return 0, fmt.Errorf("must be least-load or least-connections")
+}
+
+// WithBalancePolicy sets the balance policy, overriding the balancePolicy DSN parameter.
+func WithBalancePolicy(p BalancePolicy) Option {
+	return func(c *Config) error {
+		if p != LeastConnections && p != LeastLoad {
+			return fmt.Errorf("lbd: WithBalancePolicy: unknown policy %v; use LeastLoad or LeastConnections", p)
+		}
+		c.BalancePolicy = p
+		return nil
+	}
+}

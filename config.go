@@ -50,6 +50,10 @@ type Config struct {
 	// canonical address; a node not in it has an unknown role. Without a RoleCheck these are
 	// the nodes' roles, which Target picks by; with one, the check's answers replace them.
 	Roles map[string]nodes.Role
+	// Zones holds the zone of each entry of Nodes written "host:port~zone" (after its weight
+	// and role, if any), keyed by its canonical address; a node not in it has no zone. See
+	// LocalZone.
+	Zones map[string]string
 	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
 	// a DNS name), trimmed, in DSN order; the source validates them.
 	SourceAddrs []string
@@ -61,6 +65,17 @@ type Config struct {
 	// checkout of a pooled connection (BalanceStatement); DSN parameter balance, option
 	// WithBalance.
 	Balance BalanceMode
+	// BalancePolicy is how a pick weighs the up nodes: LeastLoad (work in flight × latency
+	// estimate) or LeastConnections (counts alone); DSN parameter balancePolicy, option
+	// WithBalancePolicy, default DefaultBalancePolicy.
+	BalancePolicy BalancePolicy
+	// LocalZone is the client's zone (localZone, or the environment variable LBD_LOCAL_ZONE,
+	// which replaces it when set; "" turns zones off). While at least ZoneMinUpPercent of the
+	// local zone's listed proxies take connections, and at least one does, picks stay there;
+	// below, they spread over the up proxies of every zone (see docs/reference.md, localZone).
+	LocalZone string
+	// ZoneMinUpPercent is that share, from 1 to 100 (zoneMinUpPercent, default 50).
+	ZoneMinUpPercent int
 
 	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default
 	// 5 s; option WithCheckHealthInterval).
@@ -269,6 +284,7 @@ func cloneConfig(cfg *Config) *Config {
 	cp.Nodes = slices.Clone(cfg.Nodes)
 	cp.Weights = maps.Clone(cfg.Weights)
 	cp.Roles = maps.Clone(cfg.Roles)
+	cp.Zones = maps.Clone(cfg.Zones)
 	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
 	cp.SourceParams = maps.Clone(cfg.SourceParams)
 	return &cp
@@ -285,6 +301,9 @@ func (c *Config) settle() error {
 	}
 	if c.Balance != BalanceConnection && c.Balance != BalanceStatement {
 		return fmt.Errorf("lbd: invalid Balance %v: must be BalanceConnection or BalanceStatement", c.Balance)
+	}
+	if c.BalancePolicy != LeastConnections && c.BalancePolicy != LeastLoad {
+		return fmt.Errorf("lbd: invalid BalancePolicy %v: must be LeastLoad or LeastConnections", c.BalancePolicy)
 	}
 	for _, d := range []struct {
 		name, where string
@@ -337,6 +356,22 @@ func (c *Config) settle() error {
 	}
 	if c.PanicThresholdPercent < 0 || c.PanicThresholdPercent > 100 {
 		return fmt.Errorf("lbd: panicThresholdPercent is %d; it must be from 0 to 100 (DSN parameter panicThresholdPercent; 0 turns it off)", c.PanicThresholdPercent)
+	}
+	for addr, z := range c.Zones {
+		if !slices.Contains(c.Nodes, addr) {
+			return fmt.Errorf("lbd: Zones names %q, which is not in Nodes; give zones only to listed proxies", addr)
+		}
+		if err := nodes.CheckZone(z); err != nil {
+			return fmt.Errorf("lbd: Zones[%q]: %w (write the proxy as host:port~zone)", addr, err)
+		}
+	}
+	if c.LocalZone != "" {
+		if err := nodes.CheckZone(c.LocalZone); err != nil {
+			return fmt.Errorf("lbd: LocalZone: %w (DSN parameter localZone, environment variable %s)", err, EnvLocalZone)
+		}
+	}
+	if c.ZoneMinUpPercent < 1 || c.ZoneMinUpPercent > 100 {
+		return fmt.Errorf("lbd: zoneMinUpPercent is %d; it must be from 1 to 100 (DSN parameter zoneMinUpPercent)", c.ZoneMinUpPercent)
 	}
 	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {
 		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)

@@ -152,6 +152,9 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Rand:               run.randN,
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),
 		OnTransition:       c.queueTransition,
+		LeastLoad:          run.BalancePolicy == LeastLoad,
+		LocalZone:          run.LocalZone,
+		ZoneMinUpPercent:   run.ZoneMinUpPercent,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)

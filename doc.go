@@ -15,6 +15,12 @@
 // are retired; pooled connections are evened out when proxies come, go or recover. database/sql
 // keeps pooling; lbd decides where each physical connection goes.
 //
+// By default (balancePolicy=least-load) a pick also weighs each proxy's latency estimate, so a
+// proxy that slows down gets less new work, within a tolerance band that keeps proxies of one
+// speed sharing evenly (see BalancePolicy). With localZone (or LBD_LOCAL_ZONE) and zones on the
+// proxies (lb(10.0.0.1:2883~az1,...), or from the node source), picks stay in the client's zone
+// while it has capacity and spill to every zone when it has not (see Config.LocalZone).
+//
 // When no proxy is up, lbd does not fail closed (panic mode): Connect still dials the down proxy
 // that failed least recently, and one more when that fails, with at most one such dial of a
 // proxy in flight per Connector and one per spacing (a twentieth of CheckHealthInterval, within

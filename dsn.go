@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -125,6 +126,8 @@ func ParseDSN(dsn string) (*Config, error) {
 		Warmup:                DefaultWarmup,
 		PanicThresholdPercent: DefaultPanicThresholdPercent,
 		MinServingReplicas:    DefaultMinServingReplicas,
+		BalancePolicy:         DefaultBalancePolicy,
+		ZoneMinUpPercent:      DefaultZoneMinUpPercent,
 	}
 	switch {
 	case emptyAddr && isSource:
@@ -137,7 +140,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		my.Addr = strings.Join(cfg.SourceAddrs, ",")
 	default:
-		if cfg.Nodes, cfg.Weights, cfg.Roles, err = parseNodes(my.Addr); err != nil {
+		if cfg.Nodes, cfg.Weights, cfg.Roles, cfg.Zones, err = parseNodes(my.Addr); err != nil {
 			return nil, err
 		}
 		my.Addr = strings.Join(cfg.Nodes, ",")
@@ -168,6 +171,11 @@ func ParseDSN(dsn string) (*Config, error) {
 	}
 	if len(my.Params) == 0 {
 		my.Params = nil
+	}
+	if v, ok := os.LookupEnv(EnvLocalZone); ok {
+		if err := parseLocalZone(cfg, strings.TrimSpace(v)); err != nil {
+			return nil, fmt.Errorf("lbd: invalid environment variable %s=%q: %v", EnvLocalZone, v, err)
+		}
 	}
 	return cfg, nil
 }
@@ -206,24 +214,25 @@ func withPlaceholderAddr(dsn string) string {
 }
 
 // parseNodes splits the address list of an lb(...) DSN into validated, canonical host:port
-// entries (see nodes.Canonical), the weights of the entries written host:port*weight and the
-// roles of those written host:port#role or host:port*weight#role (nil when none is).
-func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, err error) {
+// entries (see nodes.Canonical), the weights of the entries written host:port*weight, the
+// roles of those written host:port#role or host:port*weight#role, and the zones of those
+// ending in ~zone (each nil when no entry has one).
+func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, zones map[string]string, err error) {
 	if err := nodes.CheckCount(strings.Count(addrs, ",") + 1); err != nil {
-		return nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
 	}
 	seen := make(map[string]bool)
 	for raw := range strings.SplitSeq(addrs, ",") {
 		entry := strings.TrimSpace(raw)
 		if entry == "" {
-			return nil, nil, nil, checkNodeAddr(entry)
+			return nil, nil, nil, nil, checkNodeAddr(entry)
 		}
 		n, err := nodes.ParseEntry(entry)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
 		}
 		if seen[n.Addr] {
-			return nil, nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
+			return nil, nil, nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
 		}
 		seen[n.Addr] = true
 		list = append(list, n.Addr)
@@ -239,15 +248,22 @@ func parseNodes(addrs string) (list []string, weights map[string]int, roles map[
 			}
 			roles[n.Addr] = n.Role
 		}
+		if n.AZ != "" {
+			if zones == nil {
+				zones = make(map[string]string)
+			}
+			zones[n.Addr] = n.AZ
+		}
 	}
-	return list, weights, roles, nil
+	return list, weights, roles, zones, nil
 }
 
-// staticList is the DSN's node list with its weights and roles, as a node source reports one.
+// staticList is the DSN's node list with its weights, roles and zones, as a node source
+// reports one.
 func staticList(c *Config) []nodes.Node {
 	out := make([]nodes.Node, len(c.Nodes))
 	for i, a := range c.Nodes {
-		out[i] = nodes.Node{Addr: a, Weight: c.Weights[a], Role: c.Roles[a]}
+		out[i] = nodes.Node{Addr: a, Weight: c.Weights[a], Role: c.Roles[a], AZ: c.Zones[a]}
 	}
 	return out
 }

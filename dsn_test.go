@@ -224,6 +224,50 @@ var dsnCases = []struct {
 	{name: "misspelt balance", dsn: "u:p@lb(10.0.0.1:1)/db?Balance=statement", wantErr: `did you mean "balance"`},
 	{name: "bad bool", dsn: "u:p@lb(10.0.0.1:1)/db?logStats=yes", wantErr: `logStats="yes": must be true or false`},
 	{name: "empty sorter", dsn: "u:p@lb(10.0.0.1:1)/db?exceptionSorter=", wantErr: "exceptionSorter"},
+	{
+		// '~' passes go-sql-driver's DSN parser inside lb(...), which splits only on '@', '/',
+		// '(' and ')'; each zone reaches Config.Zones, and FormatDSN writes it back.
+		name: "zones and the local zone",
+		dsn:  "u:p@lb(10.0.0.1:2883*2#replica~az1,[fd00::1]:2883~us-east-1a,10.0.0.3:2883)/db?localZone=az1&zoneMinUpPercent=60",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "10.0.0.1:2883", "[fd00::1]:2883", "10.0.0.3:2883")
+			eq(t, "zones", fmt.Sprint(c.Zones), "map[10.0.0.1:2883:az1 [fd00::1]:2883:us-east-1a]")
+			eq(t, "weights", fmt.Sprint(c.Weights), "map[10.0.0.1:2883:2]")
+			eq(t, "roles", fmt.Sprint(c.Roles), "map[10.0.0.1:2883:replica]")
+			eq(t, "localZone", c.LocalZone, "az1")
+			eq(t, "zoneMinUpPercent", c.ZoneMinUpPercent, 60)
+			for _, want := range []string{"lb(10.0.0.1:2883*2#replica~az1,[fd00::1]:2883~us-east-1a,10.0.0.3:2883)", "localZone=az1", "zoneMinUpPercent=60"} {
+				if !strings.Contains(c.FormatDSN(), want) {
+					t.Errorf("FormatDSN() = %q lost %s", c.FormatDSN(), want)
+				}
+			}
+		},
+	},
+	{name: "bad zone", dsn: "u:p@lb(10.0.0.1:1~az/1)/db", wantErr: `zone "az/1" has the character '/'`},
+	{name: "zone with a space", dsn: "u:p@lb(10.0.0.1:1~az%201)/db", wantErr: `zone "az%201" has the character '%'`},
+	{name: "bad localZone", dsn: "u:p@lb(10.0.0.1:1)/db?localZone=a%20z", wantErr: `localZone="a z": nodes: zone "a z" has the character ' '`},
+	{name: "zoneMinUpPercent 0", dsn: "u:p@lb(10.0.0.1:1)/db?zoneMinUpPercent=0", wantErr: "zoneMinUpPercent"},
+	{name: "bad balancePolicy", dsn: "u:p@lb(10.0.0.1:1)/db?balancePolicy=least-latency", wantErr: `balancePolicy="least-latency": must be least-load or least-connections`},
+	{
+		name: "balance policy least-connections",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?balance=statement&balancePolicy=least-connections",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "balancePolicy", c.BalancePolicy, LeastConnections)
+			if !strings.Contains(c.FormatDSN(), "balancePolicy=least-connections") {
+				t.Errorf("FormatDSN() = %q lost balancePolicy=least-connections", c.FormatDSN())
+			}
+		},
+	},
+	{
+		name: "balance policy default",
+		dsn:  "u:p@lb(10.0.0.1:1)/db?balancePolicy=least-load",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "balancePolicy", c.BalancePolicy, DefaultBalancePolicy)
+			if strings.Contains(c.FormatDSN(), "balancePolicy") {
+				t.Errorf("FormatDSN() = %q writes the default balancePolicy", c.FormatDSN())
+			}
+		},
+	},
 	{name: "bad unsupportedMethodBehavior", dsn: "u:p@lb(10.0.0.1:1)/db?unsupportedMethodBehavior=explode", wantErr: "unsupportedMethodBehavior"},
 	{name: "misspelt parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkhealthintervalseconds=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
 	{name: "near-miss parameter", dsn: "u:p@lb(10.0.0.1:1)/db?checkHealthIntervalSecond=5", wantErr: `did you mean "checkHealthIntervalSeconds"`},
@@ -385,5 +429,25 @@ func assertNoSecret(t *testing.T, dsn, text string) {
 func TestNoNodesAndNoSource(t *testing.T) {
 	if _, err := NewConnector("u:p@lb()/db", WithLogger(discardLogger())); !errors.Is(err, errNoNodes) {
 		t.Fatalf("no nodes and no source: %v, want errNoNodes", err)
+	}
+}
+
+// TestLocalZoneFromTheEnvironment: LBD_LOCAL_ZONE replaces localZone when set, and set but
+// empty turns zones off, so that machines in several zones share one DSN.
+func TestLocalZoneFromTheEnvironment(t *testing.T) {
+	const dsn = "u:p@lb(10.0.0.1:1~az1,10.0.0.2:1~az2)/db?localZone=az1"
+	for _, c := range []struct{ env, want string }{{"az2", "az2"}, {"", ""}, {" az3 ", "az3"}} {
+		t.Setenv(EnvLocalZone, c.env)
+		cfg, err := ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.LocalZone != c.want {
+			t.Errorf("%s=%q: LocalZone %q, want %q", EnvLocalZone, c.env, cfg.LocalZone, c.want)
+		}
+	}
+	t.Setenv(EnvLocalZone, "a z")
+	if _, err := ParseDSN(dsn); err == nil || !strings.Contains(err.Error(), EnvLocalZone) {
+		t.Errorf("a bad %s: ParseDSN = %v, want an error naming it", EnvLocalZone, err)
 	}
 }

@@ -68,6 +68,10 @@ func (c *Connector) startLoops() error {
 		c.loops.Add(1)
 		go c.warmupLoop()
 	}
+	if c.cfg.BalancePolicy == LeastLoad {
+		c.loops.Add(1)
+		go c.loadLoop()
+	}
 	c.loops.Add(1)
 	go c.watchStalls()
 	if c.cfg.LogStats {
@@ -132,11 +136,15 @@ type rebalanceCluster struct {
 func (r *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 	r.mu.Lock()
 	r.views = r.c.table.Snapshot(r.views[:0])
+	_, _, local := r.c.table.Zones()
 	start := len(buf)
 	total, fullWeight := 0, 0.0
 	for _, v := range r.views {
 		if v.State == nodetable.Up || r.c.table.InRotation(v.Node) { // down ones serve below the panic threshold
-			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective})
+			// Outside the local zone while the picks stay in it, a node's share is none: its
+			// pooled connections move back into the zone as the rounds retire them.
+			out := local && v.Zone != r.c.cfg.LocalZone
+			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective, Out: out})
 			total += v.Open
 			fullWeight += float64(v.Weight)
 		}
@@ -315,5 +323,24 @@ func (c *Connector) warmupLoop() {
 		}
 		c.table.Tick(c.cfg.clock.Now())
 		t.Reset(step)
+	}
+}
+
+// loadLoop has the node table turn latency estimates into speed factors every
+// nodetable.LoadTick until Close (balancePolicy=least-load). The estimates measure real round
+// trips, so the table is given the monotonic time, not the Connector's clock; the clock only
+// schedules the ticks.
+func (c *Connector) loadLoop() {
+	defer c.loops.Done()
+	t := c.cfg.clock.NewTimer(nodetable.LoadTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		}
+		c.table.TickLoad(time.Now())
+		t.Reset(nodetable.LoadTick)
 	}
 }

@@ -284,6 +284,35 @@ var params = []param{
 		parse:  func(c *Config, v string) error { return parseBool(v, &c.RoutingHints) },
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.RoutingHints), c.RoutingHints },
 	},
+	{
+		name: "balancePolicy",
+		parse: func(c *Config, v string) (err error) {
+			c.BalancePolicy, err = parseBalancePolicy(v)
+			return err
+		},
+		format: func(c *Config) (string, bool) {
+			return c.BalancePolicy.String(), c.BalancePolicy != DefaultBalancePolicy
+		},
+	},
+	{
+		name:   "localZone",
+		parse:  func(c *Config, v string) error { return parseLocalZone(c, v) },
+		format: func(c *Config) (string, bool) { return c.LocalZone, c.LocalZone != "" },
+	},
+	{
+		name: "zoneMinUpPercent",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return errors.New("must be a whole number from 1 to 100")
+			}
+			c.ZoneMinUpPercent = n
+			return nil
+		},
+		format: func(c *Config) (string, bool) {
+			return strconv.Itoa(c.ZoneMinUpPercent), c.ZoneMinUpPercent != DefaultZoneMinUpPercent
+		},
+	},
 }
 
 // lookupParam finds a parameter by exact name.

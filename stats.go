@@ -40,6 +40,16 @@ type Stats struct {
 	// Retries counts what lbd ran again on its own and what the retry budget refused
 	// (retryBudgetPercent, retryBudgetPerSecond).
 	Retries RetryStats
+
+	// BalancePolicy is the Connector's balance policy (balancePolicy).
+	BalancePolicy BalancePolicy
+
+	// LocalZone is the Connector's zone ("" when zones are off). ZoneLive counts that zone's
+	// nodes up or down, ZoneActive those of them taking connections, and ZoneLocal is true
+	// while picks stay in the zone (false while they spill to every zone).
+	LocalZone            string
+	ZoneLive, ZoneActive int
+	ZoneLocal            bool
 }
 
 // Open returns the open physical connections over all nodes.
@@ -118,10 +128,19 @@ type NodeStats struct {
 	// Weight is the node's weight from its source or the DSN (nodes.DefaultWeight when none
 	// was given); Warmup is its slow-start progress, from 0 as it comes up to 1 once warm (1
 	// for nodes listed at start and with slow start off); EffectiveWeight is what new
-	// connections go by: Weight × max(Warmup, 0.1).
+	// connections go by: Weight × max(Warmup, 0.1) × Speed.
 	Weight          int
 	Warmup          float64
 	EffectiveWeight float64
+
+	// Latency is the node's latency estimate: a moving average of its statements' round trips
+	// over about half a second, decaying toward 0 while the node answers none; 0 before its
+	// first statement. Speed is the factor balancePolicy=least-load scales EffectiveWeight by
+	// for that latency, from 1/16 to 1 (1 under least-connections); see BalancePolicy.
+	Latency time.Duration
+	Speed   float64
+	// Zone is the node's zone from its source ("" when none; see Config.LocalZone).
+	Zone string
 
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
@@ -131,6 +150,7 @@ type NodeStats struct {
 // allocates the result; it is meant for monitoring, not for every statement.
 func (c *Connector) Stats() Stats {
 	views := c.table.Snapshot(nil)
+	now := time.Now() // latency estimates are on the monotonic clock (loadLoop)
 	out := make([]NodeStats, len(views))
 	for i, v := range views {
 		n := nodeOf(v.Node.Payload())
@@ -154,6 +174,8 @@ func (c *Connector) Stats() Stats {
 			s.RoleError = (*e).Error()
 		}
 		s.Idle, _ = n.phys.ConnCounts()
+		s.Latency, s.Speed = c.table.Latency(v.Node, now), v.Speed
+		s.Zone = v.Zone
 		if c.cfg.Balance == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
@@ -161,6 +183,9 @@ func (c *Connector) Stats() Stats {
 	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
 		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats()),
 		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load(), Retries: c.retryStats()}
+	st.BalancePolicy = c.cfg.BalancePolicy
+	st.LocalZone = c.cfg.LocalZone
+	st.ZoneLive, st.ZoneActive, st.ZoneLocal = c.table.Zones()
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

@@ -3,6 +3,7 @@ package configserver
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lbd-go/lbd/nodes"
@@ -22,6 +23,28 @@ func azDocument() *nodes.Document {
 			"az2": {"127.0.0.3:3001", "127.0.0.2:3001"},
 		},
 		ProxyPolicy: nodes.PolicyAZ,
+	}
+}
+
+// zonedMD5 is the md5 of an answer listing list from azDocument: its entries carry the zone
+// of their az.proxy set ("addr~az1"), so the md5 is that of the entries, not of the bare list
+// (see newAnswer).
+func zonedMD5(list []string) string {
+	entries := make([]string, 0, len(list))
+	for _, n := range azDocument().Nodes(list) {
+		entries = append(entries, n.Entry())
+	}
+	slices.Sort(entries)
+	return nodes.ListMD5(entries)
+}
+
+func TestAZAnswersCarryZones(t *testing.T) {
+	m := mustMemory(t, azDocument())
+	s, _, _ := startServer(t, m, nil)
+	r := decode(t, serve(s, http.MethodGet, "/fetch_sql_proxy_list?schema=app&clientFeatureLevel=2&policy=default", "127.9.0.1:5000"))
+	const want = `"zone":{"127.0.0.1:3001":"az1","127.0.0.2:3001":"az2","127.0.0.3:3001":"az2"}`
+	if r.Code != 200 || !strings.Contains(r.raw, want) {
+		t.Errorf("full list: %s, want it to carry %s", r.raw, want)
 	}
 }
 
@@ -61,8 +84,8 @@ func TestAZChoice(t *testing.T) {
 			t.Errorf("%s: got %s, want %v", c.name, r.raw, c.want)
 			continue
 		}
-		if r.MD5 != nodes.ListMD5(c.want) {
-			t.Errorf("%s: md5 %s, want %s", c.name, r.MD5, nodes.ListMD5(c.want))
+		if r.MD5 != zonedMD5(c.want) {
+			t.Errorf("%s: md5 %s, want %s", c.name, r.MD5, zonedMD5(c.want))
 		}
 		md5s[r.MD5] = c.name
 	}
@@ -71,7 +94,7 @@ func TestAZChoice(t *testing.T) {
 	}
 
 	// Each variant has its own md5: az1's md5 is current for az1 only.
-	az1MD5 := nodes.ListMD5(az1)
+	az1MD5 := zonedMD5(az1)
 	if r := decode(t, serve(s, http.MethodGet, base+"&clientFeatureLevel=2&az=az1&md5="+az1MD5, "127.9.0.1:1")); r.raw != `{"code":304}` {
 		t.Errorf("az1 with az1's md5: %s", r.raw)
 	}

@@ -51,8 +51,9 @@ func (ss *schemaState) protected() bool {
 	return ss.doc.AuthEnable || len(ss.doc.APIKeys) > 0
 }
 
-// listBody is the 200 answer; the field order (code, md5, data) is the Java server's. weight and
-// role are lbd's: the weights and roles of the listed proxies that have one (Java clients skip
+// listBody is the 200 answer; the field order (code, md5, data) is the Java server's. weight,
+// role and zone are lbd's: the weights, roles and zones (the AZ whose az.proxy set lists them) of
+// the listed proxies that have one (Java clients skip
 // fields they do not know, and keep reading data as the plain list it always was).
 type listBody struct {
 	Code   int               `json:"code"`
@@ -60,17 +61,18 @@ type listBody struct {
 	Data   []string          `json:"data"`
 	Weight map[string]int    `json:"weight,omitempty"`
 	Role   map[string]string `json:"role,omitempty"`
+	Zone   map[string]string `json:"zone,omitempty"`
 }
 
-// newAnswer builds a variant's answer. Without weights and roles its md5 is the Java server's,
-// byte for byte; with them it is the MD5 of the entries spelled as a static list spells them,
-// "addr*weight#role" (nodes.Node.Entry), so a change of weight or role alone (a switchover) is a
-// new version and clients holding the old md5 get the new answer.
+// newAnswer builds a variant's answer. Without weights, roles and zones its md5 is the Java
+// server's, byte for byte; with them it is the MD5 of the entries spelled as a static list
+// spells them, "addr*weight#role~zone" (nodes.Node.Entry), so a change of weight, role or zone
+// alone (a switchover) is a new version and clients holding the old md5 get the new answer.
 func newAnswer(list []nodes.Node) answer {
 	addrs := make([]string, len(list))
 	entries := make([]string, len(list))
 	var weights map[string]int
-	var roles map[string]string
+	var roles, zones map[string]string
 	for i, n := range list {
 		addrs[i], entries[i] = n.Addr, n.Entry()
 		if n.Weight != 0 {
@@ -85,6 +87,12 @@ func newAnswer(list []nodes.Node) answer {
 			}
 			roles[n.Addr] = n.Role.String()
 		}
+		if n.AZ != "" {
+			if zones == nil {
+				zones = make(map[string]string)
+			}
+			zones[n.Addr] = n.AZ
+		}
 	}
 	sorted := slices.Clone(addrs)
 	slices.Sort(sorted)
@@ -93,7 +101,7 @@ func newAnswer(list []nodes.Node) answer {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(listBody{Code: 200, MD5: a.md5, Data: sorted, Weight: weights, Role: roles}) // strings and ints always encode
+	_ = enc.Encode(listBody{Code: 200, MD5: a.md5, Data: sorted, Weight: weights, Role: roles, Zone: zones}) // strings and ints always encode
 	a.body = bytes.TrimRight(b.Bytes(), "\n")
 	return a
 }

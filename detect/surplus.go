@@ -23,6 +23,10 @@ type Load struct {
 	// warm-up factor (slow start). Shares are proportional to it. Values of 0
 	// or less, and NaN, count as 1, so a Cluster without weights leaves it 0.
 	Weight float64
+	// Out says the node should hold no connection: every one of its Open is surplus, and it
+	// takes no part in the others' shares (lbd: a node outside the local zone while the
+	// picks stay in the zone).
+	Out bool
 }
 
 // Surplus reports, for each entry of loads, how many connections that node
@@ -42,6 +46,9 @@ type Load struct {
 // and with it what the rounds move into it, grows with its warm-up rather
 // than arriving in one round.
 //
+// A node marked Out has all its connections as surplus, and the others' shares are computed
+// as if it were not there.
+//
 // Surplus returns nil when loads has fewer than two entries or when every
 // node's distance from its exact share (Open - T*w_i/W) is within one
 // connection of every other's (with equal weights: the fullest and the
@@ -60,10 +67,17 @@ func Surplus(loads []Load) []int {
 type surplusBuf struct {
 	out, order []int
 	over       []float64 // weighted: Open minus the exact share, per node
+	in         []Load    // withOut: the loads that are not Out
+	at, all    []int     // withOut: where each of in is in loads; the result over loads
 }
 
 // compute is Surplus; the result aliases b and is valid until the next call.
 func (b *surplusBuf) compute(loads []Load) []int {
+	for _, l := range loads {
+		if l.Out {
+			return b.withOut(loads)
+		}
+	}
 	k := len(loads)
 	if k < 2 {
 		return nil
@@ -106,6 +120,38 @@ func (b *surplusBuf) compute(loads []Load) []int {
 		}
 	}
 	return out
+}
+
+// withOut is compute for loads some of which are Out: those give up all they hold, and the
+// others share out what they hold among themselves as compute would without the Out ones.
+func (b *surplusBuf) withOut(loads []Load) []int {
+	in, at := b.in[:0], b.at[:0]
+	for i, l := range loads {
+		if !l.Out {
+			in, at = append(in, l), append(at, i)
+		}
+	}
+	b.in, b.at = in, at
+	inner := b.compute(in)
+	all := slices.Grow(b.all[:0], len(loads))[:len(loads)]
+	clear(all)
+	b.all = all
+	any := false
+	for j, i := range at {
+		if inner != nil && inner[j] > 0 {
+			all[i], any = inner[j], true
+		}
+	}
+	for i, l := range loads {
+		if l.Out && openOf(l) > 0 {
+			all[i], any = openOf(l), true
+		}
+	}
+	clear(in) // drop the Cluster's handles until the next round
+	if !any {
+		return nil
+	}
+	return all
 }
 
 func openOf(l Load) int { return max(l.Open, 0) }

@@ -159,3 +159,21 @@ func TestSurplusProperties(t *testing.T) {
 		}
 	}
 }
+
+func TestSurplusOut(t *testing.T) {
+	// Two nodes in the local zone hold 3 each, two outside it 1 each: the outside ones give up
+	// everything, the local ones are even among themselves.
+	got := Surplus([]Load{{Open: 3}, {Open: 3}, {Open: 1, Out: true}, {Open: 1, Out: true}})
+	if want := []int{0, 0, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("Surplus = %v, want %v", got, want)
+	}
+	// The local ones uneven too: both kinds of surplus at once.
+	got = Surplus([]Load{{Open: 5}, {Open: 1}, {Open: 2, Out: true}})
+	if want := []int{2, 0, 2}; !slices.Equal(got, want) {
+		t.Errorf("Surplus = %v, want %v", got, want)
+	}
+	// Nothing outside and the inside even: nothing to do.
+	if got := Surplus([]Load{{Open: 2}, {Open: 2}, {Open: 0, Out: true}}); got != nil {
+		t.Errorf("Surplus = %v, want nil", got)
+	}
+}

@@ -38,7 +38,10 @@ type Document struct {
 }
 
 // Nodes returns the entries of list (the document's proxy or one of its az.proxy lists) as
-// nodes with the weights and roles the document gives them. The document must be valid.
+// nodes with the weights and roles the document gives them, and as zone (Node.AZ) the AZ whose
+// az.proxy set lists them (the first by name when several do; none when none does), so that a
+// client reading the whole proxy list can keep to its own zone (lbd's localZone). The document
+// must be valid.
 func (d *Document) Nodes(list []string) []Node {
 	weights := make(map[string]int, len(d.Weight))
 	for a, w := range d.Weight {
@@ -50,10 +53,19 @@ func (d *Document) Nodes(list []string) []Node {
 		c, _ := Canonical(a)
 		roles[c], _ = ParseRole(name)
 	}
+	zones := make(map[string]string)
+	for _, az := range slices.Sorted(maps.Keys(d.AZProxy)) {
+		for _, a := range d.AZProxy[az] {
+			c, _ := Canonical(a)
+			if _, ok := zones[c]; !ok {
+				zones[c] = az
+			}
+		}
+	}
 	out := make([]Node, len(list))
 	for i, a := range list {
 		c, _ := Canonical(a)
-		out[i] = Node{Addr: a, Weight: weights[c], Role: roles[c]}
+		out[i] = Node{Addr: a, Weight: weights[c], Role: roles[c], AZ: zones[c]}
 	}
 	return out
 }
@@ -118,6 +130,9 @@ func (d *Document) Validate(wantSchema string) error {
 		return fmt.Errorf("nodes: schema %q: proxy: %w", d.Schema, err)
 	}
 	for az, list := range d.AZProxy {
+		if err := CheckZone(az); err != nil {
+			return fmt.Errorf("nodes: schema %q: az.proxy: the AZ name is the proxies' zone: %w", d.Schema, err)
+		}
 		if err := checkList(list); err != nil {
 			return fmt.Errorf("nodes: schema %q: az.proxy[%q]: %w", d.Schema, az, err)
 		}

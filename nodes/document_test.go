@@ -181,3 +181,23 @@ func TestDuplicatesAfterCanonicalForm(t *testing.T) {
 		}
 	}
 }
+
+func TestDocumentNodesCarryTheirZone(t *testing.T) {
+	d, err := ParseDocument([]byte(`{"schema":"s","proxy":["10.0.0.1:1","10.0.0.2:1","10.0.0.3:1"],
+		"az.proxy":{"az2":["10.0.0.2:1","10.0.0.3:1"],"az1":["10.0.0.1:1","10.0.0.3:1"]},"proxy.policy":"default"}`), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := d.Nodes(d.Proxy)
+	// 10.0.0.3 is in both sets: the first AZ by name wins.
+	want := []string{"az1", "az2", "az1"}
+	for i, n := range got {
+		if n.AZ != want[i] {
+			t.Errorf("%s: zone %q, want %q", n.Addr, n.AZ, want[i])
+		}
+	}
+	if _, err := ParseDocument([]byte(`{"schema":"s","proxy":["10.0.0.1:1"],"az.proxy":{"az 1":["10.0.0.1:1"]}}`), "s"); err == nil ||
+		!strings.Contains(err.Error(), "zone") {
+		t.Errorf("an AZ name with a space: error %v, want one about the zone's name", err)
+	}
+}

@@ -19,7 +19,11 @@ import (
 type Node struct {
 	// Addr is "host:port", or "[v6addr]:port".
 	Addr string
-	// AZ is the node's availability zone, "" when the source does not know it.
+	// AZ is the node's availability zone (its zone, for lbd's localZone), "" when the source
+	// does not know it. A static list spells it "host:port~zone" (see ZoneSep); the
+	// config-server and etcd documents give each proxy the AZ whose az.proxy set lists it; a
+	// DNS name written "name~zone" gives its zone to every node it resolves to (DNS records
+	// carry none).
 	AZ string
 	// Weight is the node's relative weight, from 0 to MaxWeight: a node of weight 2 holds twice
 	// the connections of a node of weight 1 (weighted least-connections). 0, what a source

@@ -17,17 +17,54 @@ const WeightSep = '*'
 // user and address, '/', '?', ',', '(' and ')').
 const RoleSep = '#'
 
+// ZoneSep separates an address, its weight or its role from its zone in an entry of a static
+// list, last: "10.0.0.1:2883~az1", "10.0.0.1:2883*3#replica~az1". '~' appears in no host name,
+// IPv6 address or port, and go-sql-driver's DSN parser passes it through inside lb(...) (it
+// splits only on '@', '/', '(' and ')'), where '@' and '%' would not do.
+const ZoneSep = '~'
+
+// MaxZoneLen bounds a zone's name.
+const MaxZoneLen = 64
+
+// CheckZone returns an error for a zone name that is not 1 to MaxZoneLen letters, digits, '-',
+// '_' or '.' (cloud zone names such as "us-east-1a" or "cn-hangzhou-h" are), saying what is
+// allowed.
+func CheckZone(z string) error {
+	if z == "" || len(z) > MaxZoneLen {
+		return fmt.Errorf("nodes: zone %s must be 1 to %d characters", quote(z), MaxZoneLen)
+	}
+	for i := 0; i < len(z); i++ {
+		c := z[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("nodes: zone %s has the character %q; use letters, digits, '-', '_' and '.'", quote(z), rune(c))
+		}
+	}
+	return nil
+}
+
 // ParseEntry reads one static-list entry, "host:port", "host:port*weight", "host:port#role" or
-// "host:port*weight#role" (the weight first), into a Node with a canonical address (see
+// "host:port*weight#role" (the weight first), each optionally followed by "~zone" (see ZoneSep
+// and CheckZone), into a Node with a canonical address (see
 // Canonical). The weight is a decimal number from 1 to MaxWeight; an entry without one has
 // Weight 0 (DefaultWeight). A weight of 0 is refused here, unlike from a source: written by hand
 // it would most likely mean "no traffic", which lbd has no weight for. The role is one ParseRole
 // reads other than "": primary, replica or standby; an entry without one has RoleUnknown.
 func ParseEntry(entry string) (Node, error) {
 	entry = strings.TrimSpace(entry)
-	rest, roleName, hasRole := strings.Cut(entry, string(RoleSep))
-	addr, w, hasWeight := strings.Cut(rest, string(WeightSep))
 	n := Node{}
+	rest, zone, hasZone := strings.Cut(entry, string(ZoneSep))
+	if hasZone {
+		if strings.ContainsAny(zone, string(WeightSep)+string(RoleSep)) {
+			return Node{}, fmt.Errorf("nodes: %s has its zone before its weight or role; write the zone last: host:port%cweight%crole%czone",
+				quote(entry), WeightSep, RoleSep, ZoneSep)
+		}
+		if err := CheckZone(zone); err != nil {
+			return Node{}, fmt.Errorf("%w (after %q in %s; leave \"%c...\" out when the zone is not known)", err, ZoneSep, quote(rest), ZoneSep)
+		}
+		n.AZ = zone
+	}
+	rest, roleName, hasRole := strings.Cut(rest, string(RoleSep))
+	addr, w, hasWeight := strings.Cut(rest, string(WeightSep))
 	if hasRole {
 		if strings.ContainsRune(roleName, WeightSep) {
 			return Node{}, fmt.Errorf("nodes: %s has its weight after its role; write the weight first: host:port%cweight%crole",
@@ -57,7 +94,7 @@ func ParseEntry(entry string) (Node, error) {
 }
 
 // Entry returns the static-list spelling of n that ParseEntry reads back: its address,
-// "*weight" when it has a weight, and "#role" when its role is known.
+// "*weight" when it has a weight, "#role" when its role is known, and "~zone" when it has one.
 func (n Node) Entry() string {
 	e := n.Addr
 	if n.Weight != 0 {
@@ -65,6 +102,9 @@ func (n Node) Entry() string {
 	}
 	if n.Role != RoleUnknown {
 		e += string(RoleSep) + n.Role.String()
+	}
+	if n.AZ != "" {
+		e += string(ZoneSep) + n.AZ
 	}
 	return e
 }

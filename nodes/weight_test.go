@@ -64,3 +64,28 @@ func TestParseEntry(t *testing.T) {
 		}
 	}
 }
+
+func TestParseEntryZone(t *testing.T) {
+	// Zones come last: after the address, the weight and the role.
+	for in, want := range map[string]string{
+		"10.0.0.1:2883~az1":                 "10.0.0.1:2883~az1",
+		"10.0.0.1:2883*2#replica~cn-hz.h_1": "10.0.0.1:2883*2#replica~cn-hz.h_1",
+		"[fe80::1%eth0]:1#primary~az2":      "[fe80::1%eth0]:1#primary~az2",
+	} {
+		n, err := ParseEntry(in)
+		if err != nil || n.Entry() != want {
+			t.Errorf("ParseEntry(%q) = %q, %v; want %q", in, n.Entry(), err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"10.0.0.1:2883~":           `zone "" must be 1 to 64 characters`,
+		"10.0.0.1:2883~az 1":       `zone "az 1" has the character ' '`,
+		"10.0.0.1:2883~az1*2":      "write the zone last",
+		"10.0.0.1:2883~az1#reader": "write the zone last",
+		"10.0.0.1:2883~a~b":        `zone "a~b" has the character '~'`,
+	} {
+		if _, err := ParseEntry(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseEntry(%q) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}

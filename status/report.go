@@ -26,6 +26,12 @@ type Report struct {
 	Nodes      []Node       `json:"nodes"`
 	Recent     []Transition `json:"recent"` // the latest state changes, oldest first
 	History    History      `json:"history"`
+	// Policy is the balance policy: "least-load" or "least-connections".
+	Policy string `json:"balance_policy"`
+	// LocalZone is the client's zone ("" when zones are off) and ZoneLocal whether the picks
+	// stay in it now (see lbd.Stats.ZoneLocal).
+	LocalZone string `json:"local_zone"`
+	ZoneLocal bool   `json:"zone_local"`
 }
 
 // Summary adds up every node of the Connector, on every page.
@@ -44,7 +50,7 @@ type Summary struct {
 // Node is one node's row of the table (see lbd.NodeStats). Role is nodes.Role's name
 // ("primary", "replica", "standby", "unknown"); RetiredBy and TransitionsBy are keyed by the
 // names lbd.RetireReason and lbd.TransitionCause give. Warmup is the slow-start progress from 0
-// to 1; EffectiveWeight is Weight × max(Warmup, 0.1), what new connections go by.
+// to 1; EffectiveWeight is Weight × max(Warmup, 0.1) × Speed, what new connections go by.
 type Node struct {
 	Addr            string            `json:"addr"`
 	State           string            `json:"state"`
@@ -69,6 +75,12 @@ type Node struct {
 	ProbeFailures   uint64            `json:"probe_failures"`
 	LastProbe       float64           `json:"last_probe_seconds"`
 	LastError       string            `json:"last_error"`
+	// Latency is the node's latency estimate in seconds and Speed the factor
+	// balancePolicy=least-load gives it (see lbd.NodeStats.Latency and Speed).
+	Latency float64 `json:"latency_seconds"`
+	Speed   float64 `json:"speed"`
+	// Zone is the node's zone ("" when none; see lbd.NodeStats.Zone).
+	Zone string `json:"zone"`
 }
 
 // Transition is one state change (see lbd.Transition). RoleFrom and RoleTo differ for a role
@@ -123,6 +135,8 @@ func report(st lbd.Stats, now time.Time, offset, limit int) Report {
 	r := Report{Now: now, Balance: st.Balance.String(), Logical: st.Logical,
 		NodesTotal: len(st.Nodes), Offset: offset, Summary: summarize(st.Nodes),
 		Nodes: make([]Node, len(page)), Recent: make([]Transition, len(st.Recent))}
+	r.Policy = st.BalancePolicy.String()
+	r.LocalZone, r.ZoneLocal = st.LocalZone, st.ZoneLocal
 	for i, n := range page {
 		r.Nodes[i] = Node{
 			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Role: n.Role.String(), RoleError: n.RoleError,
@@ -133,6 +147,8 @@ func report(st lbd.Stats, now time.Time, offset, limit int) Report {
 			LastProbe: n.LastProbe.Seconds(), LastError: n.LastError,
 			RetiredBy: make(map[string]uint64, lbd.NumRetireReasons), TransitionsBy: make(map[string]uint64, lbd.NumTransitionCauses),
 		}
+		r.Nodes[i].Latency, r.Nodes[i].Speed = n.Latency.Seconds(), n.Speed
+		r.Nodes[i].Zone = n.Zone
 		for why, v := range n.RetiredBy {
 			r.Nodes[i].RetiredBy[lbd.RetireReason(why).String()] = v
 		}

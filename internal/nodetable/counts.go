@@ -43,34 +43,20 @@ func (t *Table[P]) PickInUseFor(target role.Target, skip []*Node[P]) *Node[P] {
 }
 
 // pickIn picks from the indexes of the target's first tier of roles, or of its second when the
-// first has no node: the least-loaded entry over at most three indexes, so O(1) in the number
-// of nodes.
+// first has no node: the least-loaded entry over at most six indexes (a role's at full speed
+// and slowed; twelve while the local zone spills), so O(1) in the number of nodes. While the local zone keeps the traffic
+// (zones.go) a tier is looked for there first, and in every zone only when the local zone has
+// none of it.
 func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip []*Node[P], open bool) *Node[P] {
 	t.mu.Lock()
+	local := t.localOnlyLocked()
 	var e *pick.Entry[*Node[P]]
 	var x *pick.Index[*Node[P]]
-	xr := 0 // the role of x
+	xr := 0 // the place of x in byRole
 	for _, tier := range tiers {
-		for r := range byRole {
-			if !tier.Has(nodes.Role(r)) {
-				continue
-			}
-			c := byRole[r].FirstNotIn(skip)
-			if c == nil {
-				continue
-			}
-			if e == nil {
-				e, x, xr = c, &byRole[r], r
-				continue
-			}
-			// The smaller share of its weight once charged, (count+1)/weight, compared by
-			// cross-multiplication as the index does. Between roles at the same share, the
-			// role with the fewest picks per node so far goes next, so that ties are shared by
-			// node, not by role: one primary next to three replicas gets a quarter of them.
-			lc, le := int64(c.Count()+1)*e.Weight(), int64(e.Count()+1)*c.Weight()
-			if lc < le || lc == le && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
-				e, x, xr = c, &byRole[r], r
-			}
+		e, x, xr = t.bestLocked(byRole, tier, skip, local)
+		if e == nil && local {
+			e, x, xr = t.bestLocked(byRole, tier, skip, false)
 		}
 		if e != nil {
 			break
@@ -89,11 +75,43 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 	return e.Value
 }
 
+// bestLocked returns the least-loaded entry not in skip among the indexes of byRole whose role
+// tier has, the index it is in and that index's place in byRole; of the local zone's indexes
+// alone when local is true or zones are off.
+func (t *Table[P]) bestLocked(byRole []pick.Index[*Node[P]], tier role.Set, skip []*Node[P], local bool) (e *pick.Entry[*Node[P]], x *pick.Index[*Node[P]], xr int) {
+	end := len(byRole)
+	if local || t.cfg.LocalZone == "" {
+		end = localSlots
+	}
+	for r := range end {
+		if !tier.Has(nodes.Role(r % nodes.NumRoles)) {
+			continue
+		}
+		c := byRole[r].FirstNotIn(skip)
+		if c == nil {
+			continue
+		}
+		if e == nil {
+			e, x, xr = c, &byRole[r], r
+			continue
+		}
+		// The smaller share of its weight once charged, (count+1)/weight, compared by
+		// cross-multiplication as the index does. Between indexes at the same share, the one
+		// with the fewest picks per node so far goes next, so that ties are shared by node,
+		// not by role or zone: one primary next to three replicas gets a quarter of them.
+		lc, le := int64(c.Count()+1)*e.Weight(), int64(e.Count()+1)*c.Weight()
+		if lc < le || lc == le && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
+			e, x, xr = c, &byRole[r], r
+		}
+	}
+	return e, x, xr
+}
+
 // Charge counts one more open connection on n, which the caller is about to dial (statement
 // mode chose n by its in-use count). Release gives it back.
 func (t *Table[P]) Charge(n *Node[P]) {
 	t.mu.Lock()
-	t.byOpen[n.role].Adjust(&n.byOpen, +1)
+	t.byOpen[n.slot()].Adjust(&n.byOpen, +1)
 	t.total.Add(1)
 	t.mu.Unlock()
 }
@@ -102,7 +120,7 @@ func (t *Table[P]) Charge(n *Node[P]) {
 // last connection this was leaves the table (a Forgot transition).
 func (t *Table[P]) Release(n *Node[P]) {
 	t.mu.Lock()
-	t.byOpen[n.role].Adjust(&n.byOpen, -1)
+	t.byOpen[n.slot()].Adjust(&n.byOpen, -1)
 	t.total.Add(-1)
 	if n.state == Draining && n.byOpen.Count() == 0 {
 		t.forgetLocked(n)
@@ -120,7 +138,7 @@ func (t *Table[P]) Unclaim(n *Node[P]) { t.adjustInUse(n, -1) }
 
 func (t *Table[P]) adjustInUse(n *Node[P], delta int) {
 	t.mu.Lock()
-	t.byInUse[n.role].Adjust(&n.byInUse, delta)
+	t.byInUse[n.slot()].Adjust(&n.byInUse, delta)
 	t.mu.Unlock()
 }
 
@@ -145,11 +163,14 @@ func (t *Table[P]) indexLocked(n *Node[P]) {
 		return
 	}
 	if !n.byOpen.Indexed() {
-		t.byOpen[n.role].Insert(&n.byOpen)
+		t.byOpen[n.slot()].Insert(&n.byOpen)
 		t.active++
+		if !n.other && t.cfg.LocalZone != "" {
+			t.zoneActive++
+		}
 	}
 	if !n.byInUse.Indexed() {
-		t.byInUse[n.role].Insert(&n.byInUse)
+		t.byInUse[n.slot()].Insert(&n.byInUse)
 	}
 	t.ups.Store(int32(t.active))
 }
@@ -158,11 +179,14 @@ func (t *Table[P]) indexLocked(n *Node[P]) {
 func (t *Table[P]) unindexLocked(n *Node[P]) {
 	t.panicUnindexLocked(n)
 	if n.byOpen.Indexed() {
-		t.byOpen[n.role].Remove(&n.byOpen)
+		t.byOpen[n.slot()].Remove(&n.byOpen)
 		t.active--
+		if !n.other && t.cfg.LocalZone != "" {
+			t.zoneActive--
+		}
 	}
 	if n.byInUse.Indexed() {
-		t.byInUse[n.role].Remove(&n.byInUse)
+		t.byInUse[n.slot()].Remove(&n.byInUse)
 	}
 	t.ups.Store(int32(t.active))
 }

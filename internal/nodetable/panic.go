@@ -65,10 +65,10 @@ func (t *Table[P]) panicPick(skip []*Node[P], now time.Time, open bool) *Node[P]
 	}
 	best.panicBusy, best.panicAt = true, now
 	if open {
-		t.byOpen[best.role].Adjust(&best.byOpen, +1)
+		t.byOpen[best.slot()].Adjust(&best.byOpen, +1)
 		t.total.Add(1)
 	} else {
-		t.byInUse[best.role].Adjust(&best.byInUse, +1)
+		t.byInUse[best.slot()].Adjust(&best.byInUse, +1)
 	}
 	return best
 }

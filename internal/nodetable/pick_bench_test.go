@@ -186,3 +186,124 @@ func BenchmarkPickTarget(b *testing.B) {
 		}
 	}
 }
+
+// loadTable is newTable picking by load (balancePolicy=least-load), its latency estimates fed
+// and turned into speed factors: every node at 1 ms, or, with slow, one node in a hundred (at
+// least one) at 3 ms, which puts the index in its heap order.
+func loadTable(b *testing.B, nodeCount, openPerNode int, slow bool) (*nodetable.Table[struct{}], time.Time) {
+	t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second,
+		ProbeInterval: 5 * time.Second, LeastLoad: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	list := make([]nodes.Node, nodeCount)
+	for i := range list {
+		list[i].Addr = fmt.Sprintf("10.0.%d.%d:2883", i/256, i%256)
+	}
+	if err := t.Start(list, func(*nodetable.Node[struct{}]) (struct{}, error) { return struct{}{}, nil }); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	for i, n := range t.Nodes(nil) {
+		rtt := time.Millisecond
+		if slow && i%100 == 0 {
+			rtt = 3 * time.Millisecond
+		}
+		t.Observe(n, now.Add(-nodetable.LatencyWindow), rtt) // samples spanning a window: a settled estimate
+		t.Observe(n, now, rtt)
+	}
+	t.TickLoad(now)
+	for range nodeCount * openPerNode {
+		t.Pick(nil)
+	}
+	return t, now
+}
+
+// BenchmarkPickLeastLoad is pick + release with balancePolicy=least-load, next to
+// least-connections on the same table code in the same run: with every node within the
+// tolerance band the pick is least-connections' own (O(1) buckets); with a slow node the heap
+// (O(log n)). The latency estimates cost the pick nothing: TickLoad folds them into weights.
+func BenchmarkPickLeastLoad(b *testing.B) {
+	for _, n := range []int{3, 50_000} {
+		b.Run(fmt.Sprintf("nodes=%d/least-connections", n), func(b *testing.B) {
+			t := newTable(b, n, 4)
+			b.ReportAllocs()
+			for b.Loop() {
+				pickAndRelease(t)
+			}
+		})
+		for _, slow := range []bool{false, true} {
+			name := "least-load/equal"
+			if slow {
+				name = "least-load/one-slow-in-100"
+			}
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, name), func(b *testing.B) {
+				t, _ := loadTable(b, n, 4, slow)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					pickAndRelease(t)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkObserve is one latency sample, what every answered statement pays.
+func BenchmarkObserve(b *testing.B) {
+	t, now := loadTable(b, 3, 0, false)
+	n := t.Nodes(nil)[0]
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Microsecond)
+		t.Observe(n, now, time.Millisecond)
+	}
+}
+
+// BenchmarkTickLoad is one TickLoad with one node in a hundred slow: what the load loop pays
+// every LoadTick, off the pick path (O(n), mostly outside the table's mutex).
+func BenchmarkTickLoad(b *testing.B) {
+	for _, n := range []int{3, 50_000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			t, now := loadTable(b, n, 4, true)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				t.TickLoad(now)
+			}
+		})
+	}
+}
+
+// BenchmarkPickLocalZone is pick + release with a local zone holding half the nodes, next to
+// the same table without zones: while the zone keeps the traffic the pick looks at its indexes
+// alone; spilled (the zone below its threshold) at both zones' indexes.
+func BenchmarkPickLocalZone(b *testing.B) {
+	for _, n := range []int{3, 50_000} {
+		for _, zone := range []string{"", "az1"} {
+			b.Run(fmt.Sprintf("nodes=%d/localZone=%q", n, zone), func(b *testing.B) {
+				t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second,
+					ProbeInterval: 5 * time.Second, LocalZone: zone, LeastLoad: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				list := make([]nodes.Node, n)
+				for i := range list {
+					list[i].Addr = fmt.Sprintf("10.0.%d.%d:2883", i/256, i%256)
+					list[i].AZ = []string{"az1", "az2"}[i%2]
+				}
+				if err := t.Start(list, func(*nodetable.Node[struct{}]) (struct{}, error) { return struct{}{}, nil }); err != nil {
+					b.Fatal(err)
+				}
+				for range n * 4 {
+					t.Pick(nil)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					pickAndRelease(t)
+				}
+			})
+		}
+	}
+}

@@ -39,6 +39,7 @@ func (t *Table[P]) Start(list []nodes.Node, build Build[P]) error {
 
 func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], error) {
 	n := &Node[P]{addr: want.Addr, standby: want.Standby, role: want.Role, claimed: want.Role, warmth: 1, warmIdx: -1}
+	n.zone, n.other = want.AZ, t.otherZone(want.AZ)
 	n.roleNow.Store(uint32(want.Role))
 	n.byOpen.Value, n.byInUse.Value = n, n
 	t.setWeightLocked(n, want.Weight)
@@ -144,6 +145,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 			added = append(added, n)
 		}
 		t.setStandbyLocked(n, want.Standby)
+		t.setZoneLocked(n, want.AZ)
 		t.setWeightLocked(n, want.Weight)
 		if !t.cfg.RoleCheck {
 			t.claimLocked(n, want.Role, "node list: "+want.Role.String())

@@ -130,6 +130,19 @@ type Config[P any] struct {
 	// call caused it). It may call the table; it should hand slow work to a goroutine of its
 	// own, since the table call that runs it waits for it.
 	OnTransition func(Transition[P])
+	// LeastLoad makes the picks load-aware (lbd's balancePolicy=least-load): a node's
+	// effective weight is also scaled by its speed factor, which TickLoad derives from the
+	// latency estimates Observe keeps (see load.go). Without it the picks go by counts and
+	// weights alone; the estimates are kept either way.
+	LeastLoad bool
+	// LocalZone is the client's zone (lbd's localZone). While at least ZoneMinUpPercent of the
+	// nodes of that zone (nodes.Node.AZ) that are up or down take connections, and at least
+	// one does, the picks choose among them alone, falling back to every zone only for a
+	// target whose roles the local zone has no node of; below that, they choose among the
+	// up nodes of every zone (see zones.go). "" turns zones off.
+	LocalZone string
+	// ZoneMinUpPercent is that share, from 1 to 100; 0 means DefaultZoneMinUpPercent.
+	ZoneMinUpPercent int
 }
 
 // Table is the node table. Create one with New; it is safe for concurrent use.
@@ -139,11 +152,12 @@ type Table[P any] struct {
 	order []*Node[P] // every known node in the order it became known
 	// The pick indexes, one per role: up, active nodes by open physical connections (where a
 	// new one goes) and by physical connections in use (where statement mode binds). The
-	// standby role's are always empty.
-	byOpen  [nodes.NumRoles]pick.Index[*Node[P]]
-	byInUse [nodes.NumRoles]pick.Index[*Node[P]]
+	// standby role's are always empty. Each role has four: local zone or not, full speed or
+	// slowed by TickLoad (see slot).
+	byOpen  [numPickIndexes]pick.Index[*Node[P]]
+	byInUse [numPickIndexes]pick.Index[*Node[P]]
 	active  int                    // nodes in the byOpen indexes
-	turns   [nodes.NumRoles]uint64 // picks per role, for sharing ties between roles (pickIn)
+	turns   [numPickIndexes]uint64 // picks per index, for sharing ties between roles (pickIn)
 	tiers   [2]role.Set            // Config.Target's tiers
 	warming []*Node[P]             // nodes whose warm-up has not ended, in no order; see Tick
 	// desired is the node list last asked for while part of it could not be applied (a
@@ -173,6 +187,14 @@ type Table[P any] struct {
 	upNodes atomic.Int32 // nodes in state up, whatever their role or standby flag
 
 	cfg Config[P]
+
+	// The local zone's nodes in state up or down, and of them those in the pick indexes
+	// (zones.go).
+	zoneLive, zoneActive int
+
+	// TickLoad's scratch, reused; only its one caller touches them.
+	loadNodes []*Node[P]
+	loadSlow  []uint8
 }
 
 // New returns an empty table, or an error naming the setting of cfg that is out of range (by
@@ -201,6 +223,8 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 		return nil, fmt.Errorf("panicThresholdPercent is %d; it must be from 0 to 100", cfg.PanicThreshold)
 	case cfg.BaseEjectionTime < 0:
 		return nil, fmt.Errorf("baseEjectionTime is %v; it must not be negative", cfg.BaseEjectionTime)
+	case cfg.ZoneMinUpPercent < 0 || cfg.ZoneMinUpPercent > 100:
+		return nil, fmt.Errorf("zoneMinUpPercent is %d; it must be from 1 to 100", cfg.ZoneMinUpPercent)
 	}
 	t := &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}
 	t.tiers[0], t.tiers[1] = cfg.Target.Tiers()
@@ -278,6 +302,12 @@ type Node[P any] struct {
 	transitions          atomic.Uint64
 	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause; CauseRole counts role changes, which transitions does not
 	lastProbe            atomic.Int64             // nanoseconds
+
+	lat  latency // the latency estimate (load.go), written by Observe without the mutex
+	slow uint8   // speed steps below full speed TickLoad gave the node (0: full speed); guarded by the mutex
+
+	zone  string // the node's zone from its source ("" when none); guarded by the mutex
+	other bool   // zone is not Config.LocalZone (always false without one): see slot
 }
 
 // Addr returns the node's "host:port".
@@ -366,6 +396,7 @@ func (t *Table[P]) putStateLocked(n *Node[P], to State) {
 	case n.state != Up && to == Up:
 		t.upNodes.Add(1)
 	}
+	t.zoneStateLocked(n, n.state, to)
 	n.state = to
 	n.stateNow.Store(int32(to))
 }

@@ -21,7 +21,9 @@ type View[P any] struct {
 	LastErr    error      // the latest dial or probe failure held against the node; nil when none
 	Weight     int        // the source's weight (nodes.DefaultWeight when it reported none)
 	Warmth     float64    // warm-up progress as of the latest Tick, from 0 to 1 (1: warm)
-	Effective  float64    // the weight the picks use: Weight × max(Warmth, WarmupFloor)
+	Effective  float64    // the weight the picks use: Weight × max(Warmth, WarmupFloor) × Speed
+	Speed      float64    // the speed factor TickLoad gave the node, from 1/16 to 1 (1 without Config.LeastLoad)
+	Zone       string     // the node's zone from its source ("" when none)
 
 	Dials         uint64            // successful dials
 	DialFailures  uint64            // failed dials, refused ones included
@@ -47,7 +49,7 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 		buf = append(buf, View[P]{
 			Node: n, State: n.state, Standby: n.standby, Role: n.role, Lagging: n.lagging, LagFloor: n.floorServing, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
 			GoodProbes: n.goodProbes, LastErr: n.lastErr,
-			Weight: n.weight, Warmth: n.warmth, Effective: effective(n),
+			Weight: n.weight, Warmth: n.warmth, Effective: effective(n), Speed: speedOf(n.slow), Zone: n.zone,
 		})
 	}
 	t.mu.Unlock()

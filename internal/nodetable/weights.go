@@ -103,18 +103,19 @@ func (t *Table[P]) setWeightLocked(n *Node[P], w int) {
 	t.applyWeightLocked(n)
 }
 
-// effective is n's effective weight in units of pick.Unit per weight 1.
+// effective is n's effective weight in units of pick.Unit per weight 1 (times its speed
+// factor under Config.LeastLoad: load.go).
 func effective[P any](n *Node[P]) float64 {
-	return float64(n.weight) * max(n.warmth, WarmupFloor)
+	return float64(n.weight) * max(n.warmth, WarmupFloor) * speedOf(n.slow)
 }
 
 // applyWeightLocked gives n's pick entries its current effective weight. A warm node of the
 // default weight gets exactly pick.Unit, so a fleet without weights stays in the O(1) buckets.
 func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	w := pick.Unit * int64(n.weight)
-	if n.warmth < 1 {
+	if n.warmth < 1 || n.slow != 0 {
 		w = int64(math.Round(float64(pick.Unit) * effective(n)))
 	}
-	t.byOpen[n.role].SetWeight(&n.byOpen, w)
-	t.byInUse[n.role].SetWeight(&n.byInUse, w)
+	t.byOpen[n.slot()].SetWeight(&n.byOpen, w)
+	t.byInUse[n.slot()].SetWeight(&n.byInUse, w)
 }

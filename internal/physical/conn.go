@@ -239,8 +239,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
-	c.node.Flight.depart()
-	defer c.node.Flight.land(&err)
+	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
 	if err != nil {
@@ -286,8 +285,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
-	c.node.Flight.depart()
-	defer c.node.Flight.land(&err)
+	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
 	if err != nil {
@@ -304,8 +302,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.enterText(query); err != nil {
 		return nil, err
 	}
-	c.node.Flight.depart()
-	defer c.node.Flight.land(&err)
+	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	res, err := c.dc.ExecContext(ctx, query, args)
 	return res, c.observeText(ctx, err, query)
@@ -343,8 +340,7 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	c.node.Flight.depart()
-	defer c.node.Flight.land(&err)
+	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
@@ -420,8 +416,7 @@ func (c *Conn) Ping(ctx context.Context) (err error) {
 	if err := c.enter(); err != nil {
 		return err
 	}
-	c.node.Flight.depart()
-	defer c.node.Flight.land(&err)
+	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	return c.observe(ctx, c.dc.Ping(ctx))
 }

@@ -129,6 +129,25 @@ func (f *Flight) land(errp *error) {
 	}
 }
 
+// depart counts a statement going on the wire on n and returns when it left, for land.
+func (n *Node) depart() time.Time {
+	n.Flight.depart()
+	return time.Now()
+}
+
+// land counts the end of a statement that departed at start; one the server answered (nil, or
+// a server error) is progress, and the round trip of one that succeeded a sample of n's latency
+// estimate (the node table's Observe, on the monotonic clock: round trips are real time).
+// Errors are no sample: a proxy that fails every statement at once would otherwise measure
+// fastest and draw the most work.
+func (n *Node) land(errp *error, start time.Time) {
+	n.Flight.land(errp)
+	if *errp == nil {
+		now := time.Now()
+		n.table.Observe(n.tn, now, now.Sub(start))
+	}
+}
+
 func (n *Node) track(c *Conn) {
 	n.connsMu.Lock()
 	if n.conns == nil { // made at the first connection: a node that never has one costs no map

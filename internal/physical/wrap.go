@@ -73,8 +73,7 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
-	s.c.node.Flight.depart()
-	defer s.c.node.Flight.land(&err)
+	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	return res, s.c.observeText(context.Background(), err, s.query)
@@ -84,8 +83,7 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
-	s.c.node.Flight.depart()
-	defer s.c.node.Flight.land(&err)
+	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
 	r, err := s.st.Query(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	if err != nil {
@@ -98,8 +96,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
-	s.c.node.Flight.depart()
-	defer s.c.node.Flight.land(&err)
+	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
 	return res, s.c.observeText(ctx, err, s.query)
@@ -109,8 +106,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ dr
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
-	s.c.node.Flight.depart()
-	defer s.c.node.Flight.land(&err)
+	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
 	r, err := s.st.QueryContext(ctx, args)
 	if err != nil {
@@ -139,8 +135,7 @@ func (t *txWrap) end(do func() error) (err error) {
 	if err := t.c.brokenErr(); err != nil {
 		return err
 	}
-	t.c.node.Flight.depart()
-	defer t.c.node.Flight.land(&err)
+	defer t.c.node.land(&err, t.c.node.depart())
 	defer t.c.contain(&err)
 	defer t.c.inTx.Store(false)
 	bound := t.c.sock.LimitTo(t.ctx)

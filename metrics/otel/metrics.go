@@ -91,6 +91,7 @@ type Metrics struct {
 	fatal, probes, probeFailures, transitions metric.Int64Observable
 	role, weight, passive                     metric.Int64Observable
 	warmup, effectiveWeight                   metric.Float64Observable
+	latency, speed                            metric.Float64Observable
 	createTime                                dbconv.ClientConnectionCreateTime
 	probeDuration                             metric.Float64Histogram
 }
@@ -144,7 +145,13 @@ func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics
 		metric.WithDescription("The node's slow-start progress: 0 as it comes up, 1 once warm (1 with slow start off)."))
 	check(err)
 	m.effectiveWeight, err = meter.Float64ObservableGauge("lbd.node.weight.effective", metric.WithUnit("1"),
-		metric.WithDescription("The weight new connections go by: lbd.node.weight times max(lbd.node.warmup, 0.1)."))
+		metric.WithDescription("The weight new connections go by: lbd.node.weight times max(lbd.node.warmup, 0.1) times lbd.node.speed."))
+	check(err)
+	m.latency, err = meter.Float64ObservableGauge("lbd.node.latency", metric.WithUnit("s"),
+		metric.WithDescription("The node's latency estimate: a moving average of its statements' round trips over about half a second, decaying toward 0 while it answers none."))
+	check(err)
+	m.speed, err = meter.Float64ObservableGauge("lbd.node.speed", metric.WithUnit("1"),
+		metric.WithDescription("The factor balancePolicy=least-load scales the node's weight by for its latency, from 1/16 to 1 (1 under least-connections)."))
 	check(err)
 	m.passive = counter("lbd.node.passive_signals", "{signal}",
 		"What the application's statements saw against the node (a lost connection, a statement timeout, stalled statements).")
@@ -165,7 +172,8 @@ func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics
 		return nil, fmt.Errorf("lbdotel: %w", errors.Join(errs...))
 	}
 	m.reg, err = meter.RegisterCallback(m.observe, m.count.Inst(), m.state, m.dials, m.dialFailures, m.retired,
-		m.fatal, m.probes, m.probeFailures, m.transitions, m.role, m.weight, m.warmup, m.effectiveWeight, m.passive)
+		m.fatal, m.probes, m.probeFailures, m.transitions, m.role, m.weight, m.warmup, m.effectiveWeight, m.passive,
+		m.latency, m.speed)
 	if err != nil {
 		return nil, fmt.Errorf("lbdotel: %w", err)
 	}
@@ -234,6 +242,8 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.weight, int64(n.Weight), with(a))
 		o.ObserveFloat64(m.warmup, n.Warmup, with(a))
 		o.ObserveFloat64(m.effectiveWeight, n.EffectiveWeight, with(a))
+		o.ObserveFloat64(m.latency, n.Latency.Seconds(), with(a))
+		o.ObserveFloat64(m.speed, n.Speed, with(a))
 		o.ObserveInt64(m.passive, int64(n.PassiveSignals), with(a))
 		o.ObserveInt64(m.dials, int64(n.Dials), with(a))
 		o.ObserveInt64(m.dialFailures, int64(n.DialFailures), with(a))

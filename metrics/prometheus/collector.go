@@ -58,6 +58,7 @@ type Collector struct {
 	dials, dialFailures, retired, fatal, probes    *prometheus.Desc
 	probeFailures, transitions                     *prometheus.Desc
 	info, weight, effectiveWeight, warmup, passive *prometheus.Desc
+	latency, speed                                 *prometheus.Desc
 	probeSeconds, dialSeconds                      *prometheus.HistogramVec
 
 	mu    sync.Mutex      // guards known
@@ -79,7 +80,9 @@ var _ prometheus.Collector = (*Collector)(nil)
 //	lbd_node_in_use_connections              gauge    of those, in use
 //	lbd_node_weight                          gauge    the node's weight from its source or the DSN
 //	lbd_node_warmup_ratio                    gauge    slow-start progress, 0 as the node comes up to 1 once warm
-//	lbd_node_effective_weight                gauge    what new connections go by: weight × max(warm-up, 0.1)
+//	lbd_node_effective_weight                gauge    what new connections go by: weight × max(warm-up, 0.1) × speed
+//	lbd_node_latency_seconds                 gauge    the node's latency estimate (lbd.NodeStats.Latency)
+//	lbd_node_speed_ratio                     gauge    the factor balancePolicy=least-load gives the node for its latency, 1/16 to 1
 //	lbd_node_dials_total                     counter  successful dials
 //	lbd_node_dial_failures_total             counter  failed dials
 //	lbd_node_retired_connections_total{reason} counter connections retired, by lbd.RetireReason
@@ -114,7 +117,11 @@ func NewCollector(c *lbd.Connector, opts Options) *Collector {
 		weight:  desc("lbd_node_weight", "The node's weight from its source or the DSN (1 when none was given)."),
 		warmup:  desc("lbd_node_warmup_ratio", "The node's slow-start progress: 0 as it comes up, 1 once warm (1 with slow start off)."),
 		effectiveWeight: desc("lbd_node_effective_weight",
-			"The weight new connections go by: lbd_node_weight times max(lbd_node_warmup_ratio, 0.1)."),
+			"The weight new connections go by: lbd_node_weight times max(lbd_node_warmup_ratio, 0.1) times lbd_node_speed_ratio."),
+		latency: desc("lbd_node_latency_seconds",
+			"The node's latency estimate: a moving average of its statements' round trips over about half a second, decaying toward 0 while it answers none."),
+		speed: desc("lbd_node_speed_ratio",
+			"The factor balancePolicy=least-load scales the node's weight by for its latency, from 1/16 to 1 (1 under least-connections)."),
 		passive: desc("lbd_node_passive_signals_total",
 			"What the application's statements saw against the node (a lost connection, a statement timeout, stalled statements)."),
 		dials: desc("lbd_node_dials_total", "Successful dials of application connections to the node."),
@@ -157,7 +164,7 @@ func (col *Collector) Close() { col.remove() }
 func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{col.logical, col.up, col.state, col.standby, col.open, col.idle, col.inUse,
 		col.dials, col.dialFailures, col.retired, col.fatal, col.probes, col.probeFailures, col.transitions,
-		col.info, col.weight, col.warmup, col.effectiveWeight, col.passive} {
+		col.info, col.weight, col.warmup, col.effectiveWeight, col.passive, col.latency, col.speed} {
 		ch <- d
 	}
 	col.probeSeconds.Describe(ch)
@@ -194,6 +201,8 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(col.weight, float64(n.Weight), a)
 		gauge(col.warmup, n.Warmup, a)
 		gauge(col.effectiveWeight, n.EffectiveWeight, a)
+		gauge(col.latency, n.Latency.Seconds(), a)
+		gauge(col.speed, n.Speed, a)
 		counter(col.dials, n.Dials, a)
 		counter(col.dialFailures, n.DialFailures, a)
 		for why, v := range n.RetiredBy {

@@ -48,11 +48,13 @@ func ExampleNewCollector() {
 	// lbd_node_idle_connections 2
 	// lbd_node_in_use_connections 2
 	// lbd_node_info 2
+	// lbd_node_latency_seconds 2
 	// lbd_node_open_connections 2
 	// lbd_node_passive_signals_total 2
 	// lbd_node_probe_failures_total 2
 	// lbd_node_probes_total 2
 	// lbd_node_retired_connections_total 12
+	// lbd_node_speed_ratio 2
 	// lbd_node_standby 2
 	// lbd_node_state 6
 	// lbd_node_transitions_total 16

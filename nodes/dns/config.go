@@ -58,6 +58,7 @@ type entry struct {
 	host string // the host to look up, for A/AAAA
 	port uint16 // for A/AAAA
 	srv  bool
+	zone string // written "name~zone": the zone of every node the name gives; "" when none
 }
 
 // parseEntry reads one name; errors say what is wrong with it, the caller says where it is.
@@ -65,6 +66,15 @@ func parseEntry(raw string) (entry, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return entry{}, errors.New("is empty")
+	}
+	raw, zone, hasZone := strings.Cut(raw, string(nodes.ZoneSep))
+	if hasZone {
+		if err := nodes.CheckZone(zone); err != nil {
+			return entry{}, fmt.Errorf("has a bad zone after %q: %s", nodes.ZoneSep, strings.TrimPrefix(err.Error(), "nodes: "))
+		}
+		e, err := parseEntry(raw)
+		e.zone = zone
+		return e, err
 	}
 	host, port, err := net.SplitHostPort(raw)
 	if err != nil {

@@ -22,6 +22,12 @@
 //     resolver when it dials, not with dnsServer. Priorities are not used: every target is a
 //     node. A target of "." (service not offered) is skipped.
 //
+// Either may end in "~zone" (nodes.ZoneSep): every node the name gives is in that zone
+// (nodes.Node.AZ), for lbd's localZone: "proxies-a.example:2883~az1,proxies-b.example:2883~az2",
+// one name per zone. DNS itself carries no zone: an A, AAAA or SRV record has no field for one,
+// and reading it from a target's name or a TXT record would be a naming convention of one
+// deployment, not of DNS; so the zone is the name's, written next to it.
+//
 // All entries are resolved and their nodes merged, without duplicates, sorted by address. The
 // set's Version is a hash of that sorted answer, so the same answer always has the same
 // version.

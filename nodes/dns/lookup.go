@@ -100,7 +100,7 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 			if r.Port == 0 {
 				return nil, fmt.Errorf("SRV record for %s has port 0", r.Target)
 			}
-			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight)})
+			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight), AZ: e.zone})
 		}
 		return out, nil
 	}
@@ -118,7 +118,7 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 		if a.Is6() && ip.Zone != "" {
 			a = a.WithZone(ip.Zone)
 		}
-		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String()})
+		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String(), AZ: e.zone})
 	}
 	return out, nil
 }

@@ -52,6 +52,9 @@ type cacheFile struct {
 	// without roles.
 	Roles   map[string]string `json:"roles,omitempty"`
 	SavedAt time.Time         `json:"savedAt"`
+	// Zones are the zones the config-server gave (canonical address → zone); absent in files
+	// of older releases and for lists without zones.
+	Zones map[string]string `json:"zones,omitempty"`
 
 	roles map[string]nodes.Role // Roles, read by load
 }
@@ -74,7 +77,7 @@ func (c *diskCache) path(variant string) string {
 // synced, then renamed over the old one (a symbolic link planted there is replaced, not
 // followed). The directory is created with mode 0700; one that others can write is refused
 // (errUnsafeCache). The list and md5 are checked as load checks them.
-func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, roles map[string]nodes.Role, now time.Time) error {
+func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, roles map[string]nodes.Role, zones map[string]string, now time.Time) error {
 	if err := checkCached(md5, list); err != nil {
 		return fmt.Errorf("refusing to cache an unusable list: %v", err)
 	}
@@ -93,6 +96,7 @@ func (c *diskCache) save(variant, md5 string, list []string, weights map[string]
 		Weights: weights,
 		Roles:   roleNames(roles),
 		SavedAt: now.UTC(),
+		Zones:   zones,
 	}, "", "  ")
 	if err != nil {
 		return err
@@ -207,6 +211,11 @@ func (c *diskCache) load(variant string) (cacheFile, string, error) {
 			cf.roles = make(map[string]nodes.Role, len(cf.Roles))
 		}
 		cf.roles[a] = r
+	}
+	for a, z := range cf.Zones {
+		if err := nodes.CheckZone(z); err != nil || !slices.Contains(cf.Nodes, a) {
+			return cacheFile{}, path, fmt.Errorf("holds a zone %q for %q, not a listed node's zone name", clip(z), clip(a))
+		}
 	}
 	// In the spelling answers are handed on in (a file of an older release may differ).
 	cf.Nodes = nodes.Set{Nodes: nodes.StaticAddrs(cf.Nodes...)}.Canonical().Addrs()

@@ -110,6 +110,7 @@ type answer struct {
 	list      []string              // code 200: the list, validated, in the server's order
 	weights   map[string]int        // code 200: canonical address → weight, for the listed nodes that have one; nil when none
 	roles     map[string]nodes.Role // code 200: canonical address → role, for the listed nodes that have one; nil when none
+	zones     map[string]string     // code 200: canonical address → zone, for the listed nodes that have one; nil when none
 }
 
 // wireAnswer is the JSON body; lb-driver's config-server writes code, md5 and data, and
@@ -123,6 +124,9 @@ type wireAnswer struct {
 	Weight map[string]json.RawMessage `json:"weight"`
 	// Role is lbd's config-server's: proxy address → role name (see nodes.Document.Role).
 	Role map[string]json.RawMessage `json:"role"`
+	// Zone is lbd's config-server's: proxy address → the AZ whose az.proxy set lists it (see
+	// nodes.Document.Nodes).
+	Zone map[string]json.RawMessage `json:"zone"`
 }
 
 // fetch asks one config-server for the schema's list. The request carries the md5 the client
@@ -250,13 +254,45 @@ func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *S
 	if err != nil {
 		return answer{}, newServerError(srv, ErrMalformedEntry, "role", err.Error())
 	}
+	zones, err := decodeZones(w.Zone, seen)
+	if err != nil {
+		return answer{}, newServerError(srv, ErrMalformedEntry, "zone", err.Error())
+	}
 	md5 := strings.TrimSpace(w.MD5)
 	if md5 == "" {
 		md5 = nodes.ListMD5(spelled) // what lb-driver's config-server would have sent
 	} else if err := checkMD5(md5); err != nil {
 		return answer{}, newServerError(srv, ErrBadAnswer, "md5", err.Error())
 	}
-	return answer{md5: md5, list: list, weights: weights, roles: roles}, nil
+	return answer{md5: md5, list: list, weights: weights, roles: roles, zones: zones}, nil
+}
+
+// decodeZones checks an answer's zone map against its list (seen: canonical address → spelling)
+// and returns it keyed by canonical address: every key a listed node, once, every value a zone
+// name nodes.CheckZone accepts.
+func decodeZones(raw map[string]json.RawMessage, seen map[string]string) (map[string]string, error) {
+	var out map[string]string
+	for a, v := range raw {
+		canon, err := nodes.Canonical(a)
+		if err != nil {
+			return nil, fmt.Errorf("zone for %q: %s", clip(a), clip(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
+		if _, listed := seen[canon]; !listed {
+			return nil, fmt.Errorf("zone for %q, which the answer does not list", clip(a))
+		}
+		var z string
+		if err := json.Unmarshal(v, &z); err != nil || nodes.CheckZone(z) != nil {
+			return nil, fmt.Errorf("zone %s for %q is not a name of letters, digits, '-', '_' and '.'", clip(string(bytes.TrimSpace(v))), clip(a))
+		}
+		if _, dup := out[canon]; dup {
+			return nil, fmt.Errorf("two zones for %q", clip(a))
+		}
+		if out == nil {
+			out = make(map[string]string)
+		}
+		out[canon] = z
+	}
+	return out, nil
 }
 
 // decodeWeights checks an answer's weight map against its list (seen: canonical address →

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lbd-go/lbd/internal/remotefake"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -101,6 +102,10 @@ func TestDecodeAnswer(t *testing.T) {
 			want: answer{md5: sum, list: list}},
 		{name: "unknown fields", status: 200, body: `{"code":200,"md5":"` + sum + `","data":["10.0.0.1:2883"],"az":"az1","extra":{}}`,
 			want: answer{md5: sum, list: []string{"10.0.0.1:2883"}}},
+		{name: "zones", status: 200, body: `{"code":200,"md5":"` + sum + `","data":["10.0.0.1:2883"],"zone":{"10.0.0.1:2883":"az1"}}`,
+			want: answer{md5: sum, list: []string{"10.0.0.1:2883"}, zones: map[string]string{"10.0.0.1:2883": "az1"}}},
+		{name: "zone with a space", status: 200, body: `{"code":200,"md5":"` + sum + `","data":["10.0.0.1:2883"],"zone":{"10.0.0.1:2883":"az 1"}}`, kind: ErrMalformedEntry},
+		{name: "zone of an unlisted node", status: 200, body: `{"code":200,"md5":"` + sum + `","data":["10.0.0.1:2883"],"zone":{"10.0.0.2:2883":"az1"}}`, kind: ErrMalformedEntry},
 		{name: "304", status: 200, body: `{"code":304}`, sentMD5: true, want: answer{unchanged: true}},
 		{name: "304 without md5", status: 200, body: `{"code":304}`, kind: ErrBadAnswer},
 		{name: "404", status: 200, body: `{"code":404}`, kind: ErrUnknownSchema},
@@ -135,7 +140,7 @@ func TestDecodeAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.unchanged != tc.want.unchanged || got.md5 != tc.want.md5 || !slices.Equal(got.list, tc.want.list) {
+			if got.unchanged != tc.want.unchanged || got.md5 != tc.want.md5 || !slices.Equal(got.list, tc.want.list) || !maps.Equal(got.zones, tc.want.zones) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func TestCacheRoleRoundTrip(t *testing.T) {
 	c := newDiskCache(t.TempDir(), "s", []server{{base: "http://cs:1"}})
 	list := []string{"10.0.0.1:1", "10.0.0.2:1"}
 	roles := map[string]nodes.Role{"10.0.0.1:1": nodes.RolePrimary, "10.0.0.2:1": nodes.RoleStandby}
-	if err := c.save("default", nodes.ListMD5(list), list, nil, roles, time.Now()); err != nil {
+	if err := c.save("default", nodes.ListMD5(list), list, nil, roles, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	cf, path, err := c.load("default")
@@ -66,6 +67,40 @@ func TestCacheRoleRoundTrip(t *testing.T) {
 		}
 		if _, _, err := c.load("default"); err == nil || !strings.Contains(err.Error(), "holds a role") {
 			t.Errorf("%s: load = %v, want an error about the role", name, err)
+		}
+	}
+}
+
+func TestCacheZoneRoundTrip(t *testing.T) {
+	c := newDiskCache(t.TempDir(), "s", []server{{base: "http://cs:1"}})
+	list := []string{"10.0.0.1:1", "10.0.0.2:1"}
+	zones := map[string]string{"10.0.0.1:1": "az1", "10.0.0.2:1": "az2"}
+	if err := c.save("default", nodes.ListMD5(list), list, nil, nil, zones, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cf, path, err := c.load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(cf.Zones, zones) {
+		t.Fatalf("loaded zones %v, want %v", cf.Zones, zones)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]string{
+		"name":     strings.Replace(string(data), `"az2"`, `"az 2"`, 1),
+		"unlisted": strings.Replace(string(data), `"10.0.0.2:1": "az2"`, `"10.0.0.9:1": "az2"`, 1),
+	} {
+		if bad == string(data) {
+			t.Fatalf("%s: the replacement did not apply to\n%s", name, data)
+		}
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.load("default"); err == nil || !strings.Contains(err.Error(), "holds a zone") {
+			t.Errorf("%s: load = %v, want an error about the zone", name, err)
 		}
 	}
 }

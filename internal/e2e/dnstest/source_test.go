@@ -255,6 +255,36 @@ func TestInjectedResolver(t *testing.T) {
 	}
 }
 
+// TestNamesCarryZones: a name written "name~zone" gives its zone to every node it resolves to,
+// A/AAAA and SRV alike; DNS records carry none of their own.
+func TestNamesCarryZones(t *testing.T) {
+	res := fakeResolver{
+		ips: map[string][]net.IPAddr{"a.test": {{IP: net.ParseIP("10.0.0.1")}, {IP: net.ParseIP("10.0.0.2")}}},
+		srv: map[string][]*net.SRV{"_mysql._tcp.b.test": {{Target: "p3.b.test.", Port: 2883, Weight: 2}}},
+	}
+	src, err := dns.New(dns.Config{Names: []string{"a.test:2883~az1", "_mysql._tcp.b.test~az2"}, Resolver: res, Logger: (&logs{}).Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	set, err := src.Start(context.Background(), func(nodes.Set) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"10.0.0.1:2883": "az1", "10.0.0.2:2883": "az1", "p3.b.test:2883": "az2"}
+	if len(set.Nodes) != len(want) {
+		t.Fatalf("nodes %v, want %v", set.Nodes, want)
+	}
+	for _, n := range set.Nodes {
+		if want[n.Addr] != n.AZ {
+			t.Errorf("%s: zone %q, want %q", n.Addr, n.AZ, want[n.Addr])
+		}
+	}
+	if _, err := dns.New(dns.Config{Names: []string{"a.test:2883~az 1"}}); err == nil || !strings.Contains(err.Error(), "zone") {
+		t.Errorf("a zone with a space: New = %v, want an error about the zone", err)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  dns.Config

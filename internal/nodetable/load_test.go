@@ -1,0 +1,184 @@
+package nodetable
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/lbd-go/lbd/nodes"
+)
+
+// loadHarness is a harness whose table picks by load, started with nodes a, b and c.
+func loadHarness(t *testing.T, leastLoad bool) *harness {
+	t.Helper()
+	h := &harness{t: t, now: time.Now()}
+	tab, err := New(Config[*payload]{
+		RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second, ProbeInterval: probeInterval,
+		LeastLoad: leastLoad,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tab = tab
+	if err := tab.Start([]nodes.Node{{Addr: "a:1"}, {Addr: "b:1"}, {Addr: "c:1"}}, build); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// feed advances the harness's clock by d, observing a sample of rtt on each of the named nodes
+// every step (the nodes' round trips, sampled together).
+func (h *harness) feed(d, step time.Duration, rtt map[string]time.Duration) {
+	for end := h.now.Add(d); h.now.Before(end); {
+		h.now = h.now.Add(step)
+		for addr, x := range rtt {
+			h.tab.Observe(h.node(addr), h.now, x)
+		}
+	}
+}
+
+func (h *harness) speed(addr string) float64 {
+	h.t.Helper()
+	v, _ := h.view(addr)
+	return v.Speed
+}
+
+func TestLatencyEstimate(t *testing.T) {
+	h := loadHarness(t, true)
+	a := h.node("a:1")
+	if got := h.tab.Latency(a, h.now); got != 0 {
+		t.Fatalf("latency before any sample is %v, want 0", got)
+	}
+	ms := time.Millisecond
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": ms})
+	if got := h.tab.Latency(a, h.now); got < 990*time.Microsecond || got > 1010*time.Microsecond {
+		t.Fatalf("steady 1 ms samples give an estimate of %v", got)
+	}
+	// One stalled statement moves it little: it counts as twice the estimate at most.
+	h.feed(ms, ms, map[string]time.Duration{"a:1": 500 * ms})
+	if got := h.tab.Latency(a, h.now); got > 1010*time.Microsecond {
+		t.Errorf("one 500 ms sample took the estimate to %v", got)
+	}
+	// A lasting slowdown to 3 ms: the estimate passes 2 ms within two windows.
+	h.feed(2*LatencyWindow, ms, map[string]time.Duration{"a:1": 3 * ms})
+	if got := h.tab.Latency(a, h.now); got < 2*ms || got > 3*ms {
+		t.Errorf("after %v of 3 ms samples the estimate is %v, want from 2 to 3 ms", 2*LatencyWindow, got)
+	}
+	// Idle, it decays toward 0 with LatencyDecay.
+	before := h.tab.Latency(a, h.now)
+	got := h.tab.Latency(a, h.now.Add(LatencyDecay))
+	if want := time.Duration(float64(before) / math.E); got < want-10*time.Microsecond || got > want+10*time.Microsecond {
+		t.Errorf("after %v without samples the estimate is %v, want about %v", LatencyDecay, got, want)
+	}
+	h.tab.Observe(a, h.now, 0) // ignored
+	h.tab.Observe(a, h.now, -ms)
+	if got := h.tab.Latency(a, h.now); got != before {
+		t.Errorf("round trips of 0 and below moved the estimate from %v to %v", before, got)
+	}
+}
+
+func TestTickLoadSlowsASlowNode(t *testing.T) {
+	h := loadHarness(t, true)
+	ms := time.Millisecond
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 11 * ms, "c:1": 30 * ms})
+	h.tab.TickLoad(h.now)
+	// a is the reference (10 ms); b is within the band; c is 30/(10×1.5+0.5) = 1.94 times
+	// over the limit: 16×log2(1.97) rounds up to 16 steps, a factor of 1/2.
+	if s := h.speed("a:1"); s != 1 {
+		t.Errorf("fastest node's speed factor %v, want 1", s)
+	}
+	if s := h.speed("b:1"); s != 1 {
+		t.Errorf("speed factor of a node 10%% slower than the fastest is %v, want 1 (within the band)", s)
+	}
+	if s := h.speed("c:1"); s != 0.5 {
+		t.Errorf("speed factor of a node three times slower is %v, want 0.5", s)
+	}
+	// The picks go by (count+1)/weight: c holds half of a fast node's connections.
+	got := h.counts(50)
+	if got["a:1"] != 20 || got["b:1"] != 20 || got["c:1"] != 10 {
+		t.Errorf("50 picks went %v, want a:20 b:20 c:10", got)
+	}
+	// Back to speed: the factor rises one step per tick, however fast the node is now.
+	h.feed(4*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 10 * ms})
+	for i := 1; i <= 16; i++ {
+		h.tab.TickLoad(h.now)
+		if want := math.Exp2(-float64(16-i) / SpeedSteps); math.Abs(h.speed("c:1")-want) > 1e-9 {
+			t.Fatalf("tick %d after recovery: speed factor %v, want %v", i, h.speed("c:1"), want)
+		}
+	}
+	if h.tab.byOpen[nodes.RoleUnknown].Weighted() {
+		t.Error("with every node back at full speed the index stayed weighted (heap); want the O(1) buckets")
+	}
+}
+
+func TestTickLoadEqualNodesStayUnweighted(t *testing.T) {
+	h := loadHarness(t, true)
+	us := time.Microsecond
+	// Within 50% plus 500 µs of the fastest: 2.0, 2.6 and 3.4 ms.
+	h.feed(2*time.Second, time.Millisecond, map[string]time.Duration{"a:1": 2000 * us, "b:1": 2600 * us, "c:1": 3400 * us})
+	h.tab.TickLoad(h.now)
+	for _, a := range []string{"a:1", "b:1", "c:1"} {
+		if s := h.speed(a); s != 1 {
+			t.Errorf("%s: speed factor %v within the band, want 1", a, s)
+		}
+	}
+	if h.tab.byInUse[nodes.RoleUnknown].Weighted() {
+		t.Error("nodes within the band put the index in heap mode")
+	}
+	got := h.counts(30)
+	if got["a:1"] != 10 || got["b:1"] != 10 || got["c:1"] != 10 {
+		t.Errorf("30 picks went %v, want 10 each", got)
+	}
+}
+
+func TestTickLoadIdleNodeIsTriedAgain(t *testing.T) {
+	h := loadHarness(t, true)
+	ms := time.Millisecond
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 40 * ms})
+	h.tab.TickLoad(h.now)
+	if s := h.speed("c:1"); s >= 1 {
+		t.Fatalf("slow node's speed factor %v", s)
+	}
+	// c gets no more samples; a and b keep answering. c's estimate decays toward zero, so c is
+	// at full speed again once it has decayed into the band and enough ticks have passed.
+	for range 200 {
+		h.feed(LoadTick, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms})
+		h.tab.TickLoad(h.now)
+	}
+	if s := h.speed("c:1"); s != 1 {
+		t.Errorf("after 20 s without samples the slow node's speed factor is %v, want 1 (tried again)", s)
+	}
+}
+
+func TestTickLoadOffWithoutLeastLoad(t *testing.T) {
+	h := loadHarness(t, false)
+	ms := time.Millisecond
+	h.feed(time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 100 * ms})
+	h.tab.TickLoad(h.now)
+	if s := h.speed("c:1"); s != 1 {
+		t.Errorf("least-connections: speed factor %v, want 1", s)
+	}
+	if got := h.tab.Latency(h.node("c:1"), h.now); got < 90*ms {
+		t.Errorf("least-connections keeps estimates too; got %v for 100 ms samples", got)
+	}
+}
+
+// TestLoadBenchmarkSetupSlowsNodes keeps BenchmarkPickLeastLoad honest: its slow variant must
+// put the index in heap mode, which a benchmark cannot check itself.
+func TestLoadBenchmarkSetupSlowsNodes(t *testing.T) {
+	h := loadHarness(t, true)
+	now := h.now
+	for i, n := range h.tab.Nodes(nil) {
+		rtt := time.Millisecond
+		if i == 0 {
+			rtt = 3 * time.Millisecond
+		}
+		h.tab.Observe(n, now.Add(-LatencyWindow), rtt)
+		h.tab.Observe(n, now, rtt)
+	}
+	h.tab.TickLoad(now)
+	slowed := h.node(h.tab.Nodes(nil)[0].Addr()).slot()
+	if slowed == int(nodes.RoleUnknown) || !h.tab.byOpen[slowed].Weighted() || h.tab.byOpen[nodes.RoleUnknown].Weighted() {
+		t.Fatal("one node at 3 ms among nodes at 1 ms is not alone in a weighted index of slowed nodes")
+	}
+}
