@@ -79,6 +79,7 @@ func (cc *credentialsConnector) Connect(ctx context.Context) (driver.Conn, error
 	if err != nil {
 		return nil, err
 	}
+	physical.SetDialPassword(ctx, password) // a TLS login may send it itself (physical's login.go)
 	return conn.Connect(ctx)
 }
 

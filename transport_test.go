@@ -280,9 +280,15 @@ func TestTLSLoginPlugins(t *testing.T) {
 			for _, tc := range []struct {
 				password string
 				want     uint16 // the server's error number; 0: logged in
-			}{{"s3cret", 0}, {"wrong", 1045}} {
+				creds    string // a credentials provider's password for every dial; "" for none
+			}{{"s3cret", 0, ""}, {"wrong", 1045, ""}, {"wrong", 0, "s3cret"}} {
 				dsn := "app:" + tc.password + "@lb(" + srv.Addr() + ")/db?timeout=5s&" + params
-				c, err := NewConnector(dsn, append(quiet(), WithLogger(discardLogger()))...)
+				opts := append(quiet(), WithLogger(discardLogger()))
+				if tc.creds != "" {
+					// The provider's password, not the DSN's, is the one the TLS login sends.
+					opts = append(opts, WithCredentials(func(context.Context, string) (string, string, error) { return "app", tc.creds, nil }))
+				}
+				c, err := NewConnector(dsn, opts...)
 				if err != nil {
 					t.Fatal(err)
 				}

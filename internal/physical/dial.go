@@ -20,6 +20,18 @@ type ticket struct {
 	counted bool    // false for a probe connection, which is not application load
 	dialed  bool    // go-sql-driver called Dial: whatever failed before (BeforeConnect, credentials) did not reach the node
 	sock    *Socket // set when the dial succeeded; a counted one owns the node's count from then on
+	// password, when set (SetDialPassword), is this dial's password: a credentials provider's
+	// answer, which the TLS login may have to send itself (login.go).
+	password *string
+}
+
+// SetDialPassword tells the dial under way in ctx (one Connect made) the password its login
+// uses, when that is not the node's configured one (a credentials provider gave it for this
+// dial). Without a dial in ctx it does nothing.
+func SetDialPassword(ctx context.Context, password string) {
+	if t, ok := ctx.Value(ticketKey{}).(*ticket); ok {
+		t.password = &password
+	}
 }
 
 type ticketKey struct{}
@@ -51,7 +63,10 @@ func Dial(ctx context.Context, addr string) (net.Conn, error) {
 		nc.Close()
 		return nil, errors.New("lbd: dial returned a non-TCP connection")
 	}
-	s := &Socket{TCPConn: tcp, conn: tcp, node: t.node, counted: t.counted}
+	s := &Socket{TCPConn: tcp, conn: tcp, node: t.node, counted: t.counted, password: t.node.transport.password}
+	if t.password != nil {
+		s.password = *t.password
+	}
 	s.guard.Init(wire.Limits{})
 	t.sock = s
 	greeting, err := readGreeting(ctx, tcp)

@@ -62,7 +62,7 @@ func (s *Socket) readLoginPacket() error {
 // sendPassword sends the password, NUL-terminated, as the login's packet number seq; from
 // then on the server's numbers run one further ahead of go-sql-driver's.
 func (s *Socket) sendPassword(seq byte) error {
-	pw := s.node.transport.password
+	pw := s.password
 	pkt := append([]byte{byte(len(pw) + 1), byte((len(pw) + 1) >> 8), byte((len(pw) + 1) >> 16), seq}, pw...)
 	pkt = append(pkt, 0)
 	if _, err := s.conn.Write(pkt); err != nil {
@@ -87,7 +87,7 @@ func (s *Socket) loginWrite(b []byte) []byte {
 		}
 	case s.sentLogin && whole && s.tlsOn && s.guard.Plugin() == pluginSHA256:
 		// An auth switch response for sha256_password: its whole payload is the auth data.
-		pw := s.node.transport.password
+		pw := s.password
 		out = append(append(out[:4], pw...), 0)
 		n := len(out) - 4
 		out[0], out[1], out[2] = byte(n), byte(n>>8), byte(n>>16)
@@ -141,7 +141,7 @@ func (s *Socket) sha256Response(out []byte, caps uint32) []byte {
 	if nul < 0 || string(p[pos:pos+nul]) != pluginSHA256 {
 		return out
 	}
-	pw := s.node.transport.password
+	pw := s.password
 	if len(pw)+1 >= 0xfb {
 		return out // go-sql-driver's own choice stands; the server refuses it with a clear error
 	}

@@ -36,6 +36,7 @@ type Socket struct {
 	zAfterLogin bool              // turn compression on after the login
 	addCaps     uint32            // flags lbd adds to go-sql-driver's handshake response
 	sentLogin   bool              // the handshake response went out
+	password    string            // the login's password, for the TLS login's own sends (login.go)
 	loggedIn    bool              // the login's answer has passed
 	srvSeq      wire.SeqWalker    // packet headers of what go-sql-driver reads
 	cliSeq      wire.SeqWalker    // and of what it writes
