@@ -65,20 +65,41 @@ func (c *Connector) startLoops() error {
 	c.loops.Add(1)
 	go c.transitionLoop()
 	if c.table.WarmupStep() > 0 {
-		c.loops.Add(1)
-		go c.warmupLoop()
+		// The node table reads no clock of its own: a tick here keeps pick and release free
+		// of time, and a node warming up (slow start) rises in steps of 5 % of the window.
+		c.every(max(c.table.WarmupStep(), minWarmupStep), func() { c.table.Tick(c.cfg.clock.Now()) })
 	}
 	if c.cfg.BalancePolicy == LeastLoad {
-		c.loops.Add(1)
-		go c.loadLoop()
+		// The latency estimates measure real round trips, so the table is given the monotonic
+		// time, not the Connector's clock; the clock only schedules the ticks.
+		c.every(nodetable.LoadTick, func() { c.table.TickLoad(time.Now()) })
 	}
 	c.loops.Add(1)
 	go c.watchStalls()
 	if c.cfg.LogStats {
-		c.loops.Add(1)
-		go c.logStatsLoop()
+		c.every(c.cfg.StatsInterval, c.logStats)
 	}
 	return nil
+}
+
+// every runs fn every d, on a goroutine of its own, until Close: the Connector's loops that
+// only tick (warm-up, load estimates, logStats).
+func (c *Connector) every(d time.Duration, fn func()) {
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		t := c.cfg.clock.NewTimer(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-t.C():
+			}
+			fn()
+			t.Reset(d)
+		}
+	}()
 }
 
 // onTransition reacts to a node state change, on transitionLoop's goroutine, in the order the
@@ -306,41 +327,3 @@ func (c *Connector) transitionLoop() {
 // minWarmupStep bounds how often the warm-up loop ticks, for windows set in code below a
 // second (WithWarmup): finer steps buy nothing and would keep a core busy.
 const minWarmupStep = 10 * time.Millisecond
-
-// warmupLoop tells the node table the time every Warmup/20 until Close, so that the weight of a
-// node warming up (slow start) rises in steps of 5% of the window. The table reads no clock of
-// its own: a tick here keeps pick and release free of time.
-func (c *Connector) warmupLoop() {
-	defer c.loops.Done()
-	step := max(c.table.WarmupStep(), minWarmupStep)
-	t := c.cfg.clock.NewTimer(step)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C():
-		}
-		c.table.Tick(c.cfg.clock.Now())
-		t.Reset(step)
-	}
-}
-
-// loadLoop has the node table turn latency estimates into speed factors every
-// nodetable.LoadTick until Close (balancePolicy=least-load). The estimates measure real round
-// trips, so the table is given the monotonic time, not the Connector's clock; the clock only
-// schedules the ticks.
-func (c *Connector) loadLoop() {
-	defer c.loops.Done()
-	t := c.cfg.clock.NewTimer(nodetable.LoadTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C():
-		}
-		c.table.TickLoad(time.Now())
-		t.Reset(nodetable.LoadTick)
-	}
-}

@@ -193,25 +193,14 @@ func (c *Connector) Stats() Stats {
 	return st
 }
 
-// logStatsLoop logs one line per node every stats interval until Close (logStats=true).
-func (c *Connector) logStatsLoop() {
-	defer c.loops.Done()
-	t := c.cfg.clock.NewTimer(c.cfg.StatsInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C():
-		}
-		for _, n := range c.Stats().Nodes {
-			c.cfg.Logger.Info("lbd stats",
-				"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle, "in_use", n.InUse,
-				"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
-				"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures,
-				"weight", n.Weight, "warmup", n.Warmup)
-		}
-		t.Reset(c.cfg.StatsInterval)
+// logStats logs one line per node (logStats=true, every stats interval).
+func (c *Connector) logStats() {
+	for _, n := range c.Stats().Nodes {
+		c.cfg.Logger.Info("lbd stats",
+			"node", n.Addr, "state", n.State.String(), "open", n.Open, "idle", n.Idle, "in_use", n.InUse,
+			"dials", n.Dials, "dial_failures", n.DialFailures, "retired", n.Retired,
+			"fatal_errors", n.FatalErrors, "probe_failures", n.ProbeFailures,
+			"weight", n.Weight, "warmup", n.Warmup)
 	}
 }
 
