@@ -466,6 +466,12 @@ func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.T
 // node up before the connection is adopted, so the connection is not retired at once.
 func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDial bool) (*physical.Conn, error) {
 	n := nodeOf(pn)
+	if !panicDial && !c.table.IsUp(n.tn) && !c.closed.Load() && !c.allowRetry(retryPanicDial) {
+		// A node below the panic threshold (down, served while too few are up) is dialed as
+		// panic mode dials one: a retry, from the budget.
+		c.table.Release(n.tn)
+		return nil, fmt.Errorf("%w: %s is down (served while fewer than panicThresholdPercent of the nodes are up), and dialing it would exceed the budget", ErrRetryBudget, n.addr)
+	}
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout

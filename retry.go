@@ -39,7 +39,7 @@ var ErrRetryBudget = errors.New("lbd: retry budget spent")
 // RetryStats counts what lbd ran again on its own, by kind, and what the retry budget refused.
 type RetryStats struct {
 	Reads      uint64 // reads run again after their node failed them (retryReads)
-	PanicDials uint64 // dials to a node marked down because none was up (panic mode)
+	PanicDials uint64 // dials to a node marked down: none was up (panic mode), or too few (panicThresholdPercent)
 	Waits      uint64 // Connects that waited for a node their target accepts (a switchover)
 	Refusals   uint64 // statements a demoted primary, or a server shutting down (1053), refused; handed back to run again
 	Prepares   uint64 // prepares a node failed, handed back to database/sql to prepare again (retryReads)
