@@ -163,7 +163,7 @@ var params = []param{
 		name:  "retryReads",
 		parse: func(c *Config, v string) error { return parseBool(v, &c.RetryReads) },
 		format: func(c *Config) (string, bool) {
-			return strconv.FormatBool(c.RetryReads), c.RetryReads != DefaultRetryReads
+			return strconv.FormatBool(c.RetryReads), !c.RetryReads // the default is on (DefaultRetryReads)
 		},
 	},
 	{
