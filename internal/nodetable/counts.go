@@ -155,10 +155,20 @@ func (t *Table[P]) UpNodes() int { return int(t.upNodes.Load()) }
 // mutex.
 func (t *Table[P]) Ups() int { return int(t.ups.Load()) }
 
-// indexLocked puts n in both pick indexes of its role; a standby role is in none. An indexed
-// entry is always in the index of its node's current role: setRoleLocked moves it.
+// indexLocked puts n, up, in both pick indexes of its slot (its role, zone and slowness); a
+// standby role is in none. An indexed entry is always in the index of its node's current slot:
+// whatever changes the slot takes it out first and puts it back with indexLocked.
 func (t *Table[P]) indexLocked(n *Node[P]) {
 	t.panicUnindexLocked(n)
+	if n.state != Up {
+		// A down node goes back where it was when a change of its slot (role, zone,
+		// slowness) took it out: among the nodes served below the panic threshold, if it is
+		// one of them; never among the nodes up.
+		if t.panicking && t.panicEligibleLocked(n) && !n.panicFailed {
+			t.panicIndexLocked(n)
+		}
+		return
+	}
 	if n.role == nodes.RoleStandby || (n.lagging && !n.floorServing) || n.refusedRead {
 		return
 	}

@@ -64,10 +64,10 @@ func (t *Table[P]) panicIndexLocked(n *Node[P]) {
 	n.panicIn = true
 	n.panicServing.Store(true)
 	if !n.byOpen.Indexed() {
-		t.byOpen[n.role].Insert(&n.byOpen)
+		t.byOpen[n.slot()].Insert(&n.byOpen)
 	}
 	if !n.byInUse.Indexed() {
-		t.byInUse[n.role].Insert(&n.byInUse)
+		t.byInUse[n.slot()].Insert(&n.byInUse)
 	}
 }
 
@@ -80,10 +80,10 @@ func (t *Table[P]) panicUnindexLocked(n *Node[P]) {
 	n.panicIn = false
 	n.panicServing.Store(false)
 	if n.byOpen.Indexed() {
-		t.byOpen[n.role].Remove(&n.byOpen)
+		t.byOpen[n.slot()].Remove(&n.byOpen)
 	}
 	if n.byInUse.Indexed() {
-		t.byInUse[n.role].Remove(&n.byInUse)
+		t.byInUse[n.slot()].Remove(&n.byInUse)
 	}
 }
 

@@ -2,6 +2,7 @@ package nodetable
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -69,5 +70,48 @@ func TestPanicThresholdOff(t *testing.T) {
 		if a != "a:1" {
 			t.Fatalf("picked %s with the threshold off, want a:1 only", a)
 		}
+	}
+}
+
+// TestPanicServedNodeSlowed: a down node served below the panic threshold is slowed by
+// least-load while it holds connections in use. Its pick entries must move with its slot, and
+// its in-use count come back to zero through the index it is in (a crash of the merged panic
+// and load indexes: the entry was inserted under the role's slot and adjusted under the slowed
+// one). Then the node's role changes: it stays served below the threshold, not put among the
+// nodes up.
+func TestPanicServedNodeSlowed(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config[*payload]) { c.PanicThreshold = 50; c.LeastLoad = true })
+	if err := h.tab.Start(nodes.StaticAddrs("a:1", "b:1", "c:1"), build); err != nil {
+		t.Fatal(err)
+	}
+	h.downByProbe("b:1")
+	h.downByProbe("c:1")
+	if !h.tab.Panicking() {
+		t.Fatal("not panicking with one of three up")
+	}
+	c := h.node("c:1")
+	var claimed []*Node[*payload]
+	for range 6 {
+		if n := h.tab.PickInUse(nil); n != nil {
+			claimed = append(claimed, n)
+		}
+	}
+	// c:1 answers three times slower than the others: the next tick slows it.
+	for end := h.now.Add(2 * time.Second); h.now.Before(end); {
+		h.now = h.now.Add(time.Millisecond)
+		h.tab.Observe(h.node("a:1"), h.now, time.Millisecond)
+		h.tab.Observe(h.node("b:1"), h.now, time.Millisecond)
+		h.tab.Observe(c, h.now, 30*time.Millisecond)
+	}
+	h.tab.TickLoad(h.now)
+	if c.slow == 0 {
+		t.Fatal("c:1 was not slowed: the case proves nothing")
+	}
+	for _, n := range claimed {
+		h.tab.Unclaim(n) // panicked in Adjust before the fix
+	}
+	h.tab.RoleChecked(c, nodes.RoleReplica, nil)
+	if h.state("c:1") != Down || !h.tab.InRotation(c) || h.tab.Ups() != 1 {
+		t.Fatalf("after a role change c:1 is %v, in rotation %v, ups %d; want down, served, one up", h.state("c:1"), h.tab.InRotation(c), h.tab.Ups())
 	}
 }
