@@ -79,7 +79,10 @@ func TestStatementModeSpreadsStatementsEvenly(t *testing.T) {
 		for _, p := range cl.Proxies() {
 			p.SetLatency(latency)
 		}
-		db, c := openDB(t, cl, "balance="+balance, quiet()...)
+		// The counting rule alone (least-connections): the load policy's own spread over equal
+		// proxies is TestLeastLoadSharesEquallyFastProxies'; here, with a real server
+		// behind the proxies (LBD_TEST_MYSQL_DSN), its latency noise would be measured too.
+		db, c := openDB(t, cl, "balance="+balance+"&balancePolicy=least-connections", quiet()...)
 		db.SetMaxOpenConns(pool)
 		db.SetMaxIdleConns(pool)
 		for _, cn := range holdConns(t, db, pool) { // 30 connections at once, then all idle
