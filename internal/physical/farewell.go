@@ -26,8 +26,12 @@ const (
 // It reads at most farewellMax bytes, waits at most farewellWait, and does not pass the bytes
 // through the guard (no command is outstanding; the connection is being dropped). The
 // connection cannot be used afterwards.
+//
+// Over lbd's TLS or compression the bytes waiting are a TLS record or a compressed packet, not
+// an ERR packet: nothing is read then, so that no chance bytes are taken for a farewell (a
+// 1053 would drain a healthy node).
 func (s *Socket) farewell() *mysql.MySQLError {
-	if s == nil || s.closed.Load() {
+	if s == nil || s.closed.Load() || s.tlsOn || s.z != nil || s.zAfterLogin {
 		return nil
 	}
 	var buf [farewellMax]byte
