@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +39,7 @@ import (
 // config holds the command-line settings.
 type config struct {
 	duration     time.Duration
+	turns        int // the measured time of a load phase is cut into this many turns
 	workers      []int
 	proxies      int
 	runs         int
@@ -79,6 +79,7 @@ func parseFlags(args []string) (config, error) {
 	var cfg config
 	var workers string
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "measured time of each load phase (the fault phase scales with it)")
+	fs.IntVar(&cfg.turns, "turns", 5, "turns each load phase is cut into: the setups take turns, so that a machine whose speed drifts over seconds slows them alike")
 	fs.StringVar(&workers, "workers", "1,4,16,64", "comma-separated worker counts")
 	fs.IntVar(&cfg.proxies, "proxies", 3, "number of proxies in the cluster")
 	fs.IntVar(&cfg.runs, "runs", 3, "repetitions; the report shows medians")
@@ -105,6 +106,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-proxies must be at least 2")
 	case cfg.runs < 1:
 		return cfg, errors.New("-runs must be at least 1")
+	case cfg.turns < 1:
+		return cfg, errors.New("-turns must be at least 1")
+	case cfg.duration/time.Duration(cfg.turns) < 100*time.Millisecond:
+		return cfg, fmt.Errorf("-duration %s in %d turns leaves %s a turn; a turn must measure at least 100ms", cfg.duration, cfg.turns, cfg.duration/time.Duration(cfg.turns))
 	case cfg.stmtTimeout <= 0:
 		return cfg, errors.New("-stmt-timeout must be positive")
 	case cfg.faultWorkers < 1:
@@ -142,7 +147,8 @@ type bench struct {
 	proxies []*lbdtest.Proxy
 	stmts   statements
 	haproxy *haproxyProc
-	warmup  time.Duration
+	turn    time.Duration // the measured time of one turn of a load phase
+	warmup  time.Duration // the unmeasured start of every turn, with a pool of its own
 	seed    uint64
 }
 
@@ -196,9 +202,10 @@ func run(ctx context.Context, cfg config) error {
 		cfg:     cfg,
 		cluster: cluster,
 		proxies: cluster.Proxies(),
-		warmup:  min(2*time.Second, max(cfg.duration/10, 200*time.Millisecond)),
+		turn:    cfg.duration / time.Duration(cfg.turns),
 		seed:    rand.Uint64(),
 	}
+	b.warmup = min(time.Second, max(b.turn/4, 200*time.Millisecond))
 
 	// The table is created and dropped on the backend itself, so setup statements do not show
 	// in the proxies' counters.
@@ -265,11 +272,12 @@ func run(ctx context.Context, cfg config) error {
 	}
 	for run := 1; run <= cfg.runs; run++ {
 		for _, w := range cfg.workers {
-			for _, t := range targets {
-				pr, err := b.runPhase(ctx, t, w, run, w == cdfWorkers(cfg.workers))
-				if err != nil {
-					return fmt.Errorf("run %d, %s, %d workers: %w", run, t.Label, w, err)
-				}
+			prs, err := b.runTurns(ctx, targets, w, run, w == cdfWorkers(cfg.workers))
+			if err != nil {
+				return fmt.Errorf("run %d, %d workers: %w", run, w, err)
+			}
+			for i, pr := range prs {
+				t := targets[i]
 				fmt.Printf("run %d/%d %3d workers %-22s %9.0f stmt/s  p50 %s  p99 %s  p99.9 %s ms  cpu %.1fs (%.1f µs/stmt)  allocs/stmt %.0f  cv %s  errors %d\n",
 					run, cfg.runs, w, t.Label, pr.Throughput, fmtMs(pr.P50), fmtMs(pr.P99), fmtMs(pr.P999),
 					pr.ClientCPU, pr.cpuPerStmt(), pr.mallocsPerStmt(), fmtPct(pr.ShareCV), pr.Errors)
@@ -523,9 +531,35 @@ func (b *bench) settle() {
 	}
 }
 
-// runPhase runs the workload on t with workers workers: a warm-up, then a measured window of
-// cfg.duration.
-func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLat bool) (phaseResult, error) {
+// runTurns measures every target at workers workers in cfg.turns turns of b.turn each: in
+// each turn every target runs once, the first of them rotating from turn to turn, so that no
+// setup always follows the same one and a machine that speeds up or slows down over seconds
+// (this one's neighbours do) moves every setup alike. Each turn opens a pool of its own and
+// closes it, so a setup's background work (lbd's loops, HAProxy's checks of its own) runs only
+// in its own turns and is charged to them. The results are in the order of targets, each the
+// sum of its turns.
+func (b *bench) runTurns(ctx context.Context, targets []target, workers, run int, keepLat bool) ([]phaseResult, error) {
+	out := make([]phaseResult, len(targets))
+	for turn := range b.cfg.turns {
+		for i := range targets {
+			k := (i + turn) % len(targets)
+			pr, err := b.runTurn(ctx, targets[k], workers, run, turn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", targets[k].Label, err)
+			}
+			out[k].add(pr)
+		}
+	}
+	for i := range out {
+		out[i].finish(keepLat)
+	}
+	return out, nil
+}
+
+// runTurn runs the workload on t with workers workers on a new pool: a warm-up, then a
+// measured window of b.turn. The result holds sums and raw latencies; phaseResult.finish
+// derives the rest once the turns are added up.
+func (b *bench) runTurn(ctx context.Context, t target, workers, run, turn int) (phaseResult, error) {
 	db, conn, err := t.open(workers)
 	if err != nil {
 		return phaseResult{}, err
@@ -541,8 +575,9 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 		workers:     workers,
 		stmtTimeout: b.cfg.stmtTimeout,
 		from:        now.Add(b.warmup),
-		to:          now.Add(b.warmup + b.cfg.duration),
-		seed:        b.seed + uint64(run),
+		to:          now.Add(b.warmup + b.turn),
+		// Every setup runs the same statements in the same turn.
+		seed: b.seed + uint64(run)<<16 + uint64(turn),
 	}
 	l.until = l.to
 	l.start()
@@ -550,7 +585,7 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 	if err := sleepUntil(ctx, l.from); err != nil {
 		return phaseResult{}, err
 	}
-	stopProfile, err := b.startProfile(fmt.Sprintf("%s-w%d-r%d", t.Key, workers, run))
+	stopProfile, err := b.startProfile(fmt.Sprintf("%s-w%d-r%d-t%d", t.Key, workers, run, turn+1))
 	if err != nil {
 		return phaseResult{}, err
 	}
@@ -567,15 +602,10 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 	l.finish()
 
 	ok, errs, _, samples := l.totals()
-	lat := l.latencies()
-	slices.Sort(lat)
 	per := make([]int64, len(st0))
-	share := make([]float64, len(st0))
 	for i := range st0 {
 		per[i] = st1[i] - st0[i]
-		share[i] = float64(per[i])
 	}
-	secs := l.to.Sub(l.from).Seconds()
 	var markdowns []string
 	if conn != nil {
 		for _, x := range conn.Stats().Recent {
@@ -584,30 +614,22 @@ func (b *bench) runPhase(ctx context.Context, t target, workers, run int, keepLa
 			}
 		}
 	}
-	pr := phaseResult{
+	return phaseResult{
 		Markdowns:    markdowns,
 		Target:       t.Key,
 		Workers:      workers,
 		Run:          run,
-		Seconds:      secs,
+		Seconds:      l.to.Sub(l.from).Seconds(),
 		Statements:   ok,
 		Errors:       errs,
-		Throughput:   float64(ok) / secs,
-		P50:          num(percentile(lat, 50)),
-		P99:          num(percentile(lat, 99)),
-		P999:         num(percentile(lat, 99.9)),
 		ClientCPU:    cpu1 - cpu0,
 		Mallocs:      mallocs1 - mallocs0,
 		HAProxyCPU:   ha1 - ha0,
 		PerProxy:     per,
-		ShareCV:      num(cv(share)),
 		Conns:        conns,
 		ErrorSamples: samples,
-	}
-	if keepLat {
-		pr.lat = lat
-	}
-	return pr, nil
+		lat:          l.latencies(),
+	}, nil
 }
 
 // haproxyCPU is HAProxy's CPU time when t goes through it, else 0.

@@ -27,14 +27,14 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.duration != 20*time.Second || cfg.runs != 3 || cfg.proxies != 3 || cfg.out != "bench/results" ||
-		!slices.Equal(cfg.workers, []int{1, 4, 16, 64}) || cfg.stmtTimeout != time.Second || cfg.faultWorkers != 16 {
+		!slices.Equal(cfg.workers, []int{1, 4, 16, 64}) || cfg.stmtTimeout != time.Second || cfg.faultWorkers != 16 || cfg.turns != 5 {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	cfg, err = parseFlags([]string{"-duration", "2s", "-runs", "1", "-workers", "1,4"})
 	if err != nil || cfg.duration != 2*time.Second || cfg.runs != 1 || !slices.Equal(cfg.workers, []int{1, 4}) {
 		t.Errorf("smoke flags: %+v, %v", cfg, err)
 	}
-	for _, bad := range [][]string{{"-runs", "0"}, {"-proxies", "1"}, {"-duration", "0s"}, {"-workers", "0"}} {
+	for _, bad := range [][]string{{"-runs", "0"}, {"-proxies", "1"}, {"-duration", "0s"}, {"-workers", "0"}, {"-turns", "0"}, {"-duration", "1s", "-turns", "20"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%v) should fail", bad)
 		}
@@ -108,5 +108,52 @@ func TestBehindTextCountsRuns(t *testing.T) {
 	got := behindText(r)
 	if !strings.Contains(got, "10 % fewer statements/s (900 vs 1000) [2 of 3 runs]") {
 		t.Errorf("expected a finding held in 2 of 3 runs:\n%s", got)
+	}
+}
+
+func TestTurnsAddUp(t *testing.T) {
+	var p phaseResult
+	p.add(phaseResult{Target: "lbd", Workers: 4, Run: 1, Seconds: 2, Statements: 300, Errors: 1, ClientCPU: 0.5,
+		Mallocs: 30, PerProxy: []int64{100, 200, 0}, Conns: []int{1, 3, 0}, ErrorSamples: map[string]int{"x": 1},
+		Markdowns: []string{"stall: a"}, lat: []float64{3, 1, 2}})
+	p.add(phaseResult{Target: "lbd", Workers: 4, Run: 1, Seconds: 2, Statements: 100, ClientCPU: 0.25,
+		Mallocs: 10, PerProxy: []int64{0, 0, 100}, Conns: []int{2, 2, 0}, ErrorSamples: map[string]int{"x": 2, "y": 1},
+		lat: []float64{4}})
+	p.finish(false)
+	if p.Seconds != 4 || p.Statements != 400 || p.Errors != 1 || p.Throughput != 100 || p.ClientCPU != 0.75 || p.Mallocs != 40 {
+		t.Errorf("sums: %+v", p)
+	}
+	if !slices.Equal(p.PerProxy, []int64{100, 200, 100}) || !slices.Equal(p.Conns, []int{2, 2, 0}) {
+		t.Errorf("per proxy %v, conns %v: want the sums and the last turn's connections", p.PerProxy, p.Conns)
+	}
+	if p.ErrorSamples["x"] != 3 || p.ErrorSamples["y"] != 1 || len(p.Markdowns) != 1 {
+		t.Errorf("samples %v, markdowns %v", p.ErrorSamples, p.Markdowns)
+	}
+	// Percentiles over the pooled latencies of both turns: 1, 2, 3, 4.
+	if p.P50 != 2 || p.P99 != 4 || p.lat != nil {
+		t.Errorf("p50 %v, p99 %v, latencies kept %v", p.P50, p.P99, p.lat)
+	}
+	if !slices.Equal(p.TurnRates, []float64{150, 50}) || !slices.Equal(p.TurnCPU, []float64{0.5 / 300 * 1e6, 2500}) {
+		t.Errorf("turn rates %v, turn CPU %v", p.TurnRates, p.TurnCPU)
+	}
+	if want := cv([]float64{100, 200, 100}); float64(p.ShareCV) != want {
+		t.Errorf("share CV %v, want %v", p.ShareCV, want)
+	}
+}
+
+func TestPairedRatios(t *testing.T) {
+	r := &results{
+		Config:  config{workers: []int{16}, runs: 3},
+		Targets: []target{{Key: "direct", Label: "direct"}, {Key: "lbd", Label: "lbd"}},
+	}
+	// Run 2 is slow for both setups: paired, lbd is at 0.9, 1.0 and 1.1 of direct.
+	for run, tp := range map[int][2]float64{1: {900, 1000}, 2: {500, 500}, 3: {1100, 1000}} {
+		for i, key := range []string{"lbd", "direct"} {
+			r.Phases = append(r.Phases, phaseResult{Target: key, Workers: 16, Run: run, Throughput: tp[i], Statements: int64(tp[i]), ClientCPU: 1})
+		}
+	}
+	got := pairedText(r)
+	if !strings.Contains(got, "| 16 | direct | 1.00 (0.90–1.10) | 1.00 (0.91–1.11) |") {
+		t.Errorf("paired ratios:\n%s", got)
 	}
 }

@@ -56,8 +56,62 @@ type phaseResult struct {
 	// "cause: reason" (lbd setups only): under steady load with every proxy healthy, any is a
 	// false alarm.
 	Markdowns []string `json:"lbd_markdowns,omitempty"`
+	// TurnRates and TurnCPU are each turn's statements/s and CPU µs per statement, in the
+	// order the turns ran: a turn far off the others is the machine, not the setup.
+	TurnRates []float64 `json:"turn_statements_per_second"`
+	TurnCPU   []float64 `json:"turn_cpu_us_per_statement"`
 
 	lat []float64 // sorted latencies in ms, kept only for the CDF chart
+}
+
+// add sums the turn q into p (the first turn is taken as it is): counts, times and CPU add
+// up, latencies are pooled, and the connections are the last turn's.
+func (p *phaseResult) add(q phaseResult) {
+	p.TurnRates = append(p.TurnRates, float64(q.Statements)/q.Seconds)
+	p.TurnCPU = append(p.TurnCPU, q.cpuPerStmt())
+	if p.Target == "" {
+		rates, cpu := p.TurnRates, p.TurnCPU
+		*p = q
+		p.TurnRates, p.TurnCPU = rates, cpu
+		p.lat = slices.Clone(q.lat)
+		return
+	}
+	p.Seconds += q.Seconds
+	p.Statements += q.Statements
+	p.Errors += q.Errors
+	p.ClientCPU += q.ClientCPU
+	p.HAProxyCPU += q.HAProxyCPU
+	p.Mallocs += q.Mallocs
+	for i := range p.PerProxy {
+		p.PerProxy[i] += q.PerProxy[i]
+	}
+	p.Conns = q.Conns
+	p.Markdowns = append(p.Markdowns, q.Markdowns...)
+	if p.ErrorSamples == nil {
+		p.ErrorSamples = map[string]int{}
+	}
+	for k, v := range q.ErrorSamples {
+		p.ErrorSamples[k] += v
+	}
+	p.lat = append(p.lat, q.lat...)
+}
+
+// finish derives the rates, percentiles and share spread from the sums; the latencies are kept
+// (sorted) only with keepLat, for the CDF chart.
+func (p *phaseResult) finish(keepLat bool) {
+	slices.Sort(p.lat)
+	if p.Seconds > 0 {
+		p.Throughput = float64(p.Statements) / p.Seconds
+	}
+	p.P50, p.P99, p.P999 = num(percentile(p.lat, 50)), num(percentile(p.lat, 99)), num(percentile(p.lat, 99.9))
+	share := make([]float64, len(p.PerProxy))
+	for i, n := range p.PerProxy {
+		share[i] = float64(n)
+	}
+	p.ShareCV = num(cv(share))
+	if !keepLat {
+		p.lat = nil
+	}
 }
 
 // mallocsPerStmt is the heap objects this process allocated per successful statement (the
@@ -87,7 +141,7 @@ type results struct {
 	Targets     []target      // setups of the load phases
 	FaultTarget []target      // setups of the fault phase
 	FaultTiming faultTiming   // lengths of the fault phase's parts
-	Warmup      time.Duration // unmeasured start of every load phase
+	Warmup      time.Duration // unmeasured start of every turn of a load phase
 	Phases      []phaseResult // every load phase of every run
 	Faults      []faultResult // every fault phase of every run
 }
@@ -320,7 +374,7 @@ func commandLine(c config) string {
 	for i, w := range c.workers {
 		ws[i] = strconv.Itoa(w)
 	}
-	s := fmt.Sprintf("go run ./bench/compare -duration %s -runs %d -workers %s -proxies %d", c.duration, c.runs, strings.Join(ws, ","), c.proxies)
+	s := fmt.Sprintf("go run ./bench/compare -duration %s -turns %d -runs %d -workers %s -proxies %d", c.duration, c.turns, c.runs, strings.Join(ws, ","), c.proxies)
 	if c.mysqlDSN != "" {
 		s += " -mysql-dsn '<dsn>'"
 	}
@@ -349,12 +403,13 @@ func renderReadme(r *results) string {
 	w("| machine | %d CPUs, %s/%s, %s |\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, model)
 	w("| Go | %s |\n", runtime.Version())
 	w("| runs | %d; every figure below is the median over the runs |\n", cfg.runs)
-	w("| load phases | %s measured after %s of warm-up, per setup and worker count |\n", cfg.duration, r.Warmup)
+	w("| load phases | %s measured per setup and worker count, in %d turns of %s each after %s of warm-up on a new pool; the setups take turns, the first rotating |\n",
+		cfg.duration, cfg.turns, cfg.duration/time.Duration(cfg.turns), r.Warmup)
 	w("| backend | %s |\n", r.Backend.Desc)
 	w("| proxies | %d lbdtest relays on loopback, inside the measuring process |\n", cfg.proxies)
 	w("| HAProxy | %s |\n", ha)
 	w("| lbd | steady load: DSN defaults (probe every 5 s, 3 s probe timeout, rebalance every 10 s, passive outlier detection with `maxEjectionPercent=10`); turns among equally loaded proxies start at the first, the one the direct setup uses |\n")
-	w("| pool | `SetMaxOpenConns(workers)`, `SetMaxIdleConns(workers)`, no lifetime or idle limit, a new pool per phase |\n")
+	w("| pool | `SetMaxOpenConns(workers)`, `SetMaxIdleConns(workers)`, no lifetime or idle limit, a new pool per turn |\n")
 	w("| client | go-sql-driver with `%s`; every statement under a %s context deadline |\n", clientParams, cfg.stmtTimeout)
 	w("| workload | %d %% point selects by primary key (over %d rows), %d %% `SELECT 1`, %d %% single-row `INSERT … ON DUPLICATE KEY UPDATE` (over %d other keys, so the %d-row table never grows), on a table made for the run and dropped after |\n",
 		pctPointSelect, readRows, pctSelectOne, 100-pctPointSelect-pctSelectOne, writeRows, prefillRows)
@@ -459,6 +514,8 @@ func renderReadme(r *results) string {
 		w("A pool of long-lived connections only moves to a returning proxy when something closes connections: lbd's rebalancer does; HAProxy balances only when a TCP connection opens, and this pool (no `ConnMaxLifetime`) opens none while the load is steady.\n\n")
 	}
 
+	w("## lbd against the others, run by run\n\n")
+	w("%s\n", pairedText(r))
 	w("## Where lbd is behind\n\n")
 	w("%s\n\n", behindText(r))
 
@@ -748,4 +805,49 @@ func falseAlarms(r *results) string {
 	slices.Sort(causes)
 	return fmt.Sprintf("**false alarms**: lbd took a healthy proxy down %d times over its %d steady load phases (%s); for example %s.",
 		total, phases, strings.Join(causes, ", "), example)
+}
+
+// pairedText tabulates lbd's throughput and CPU per statement as ratios to each other setup's
+// in the same run, whose turns alternated with lbd's: the median over runs of those paired
+// ratios, then the lowest and highest. A ratio taken within one run cancels what the machine
+// did to that run; the medians of the table above can pair a fast run of one setup with a slow
+// run of another.
+func pairedText(r *results) string {
+	var b strings.Builder
+	b.WriteString("| workers | against | statements/s, lbd / other | CPU µs/stmt, lbd / other |\n|--:|---|--:|--:|\n")
+	rows := 0
+	for _, wk := range r.Config.workers {
+		for _, t := range r.Targets {
+			if t.Key == "lbd" {
+				continue
+			}
+			var tput, cpu []float64
+			for run := 1; run <= max(r.Config.runs, 1); run++ {
+				l, ok1 := r.phaseOf("lbd", wk, run)
+				o, ok2 := r.phaseOf(t.Key, wk, run)
+				if ok1 && ok2 && o.Throughput > 0 {
+					tput = append(tput, l.Throughput/o.Throughput)
+					cpu = append(cpu, l.cpuPerStmt()/o.cpuPerStmt())
+				}
+			}
+			if len(tput) == 0 {
+				continue
+			}
+			rows++
+			fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", wk, t.Label, fmtRatioRange(tput), fmtRatioRange(cpu))
+		}
+	}
+	if rows == 0 {
+		return "No run measured lbd beside another setup.\n"
+	}
+	return b.String()
+}
+
+// fmtRatioRange formats the median of ratios, then their lowest and highest when they differ.
+func fmtRatioRange(vs []float64) string {
+	s := fmt.Sprintf("%.2f", median(vs))
+	if len(vs) > 1 {
+		s += fmt.Sprintf(" (%.2f–%.2f)", slices.Min(vs), slices.Max(vs))
+	}
+	return s
 }
