@@ -66,14 +66,28 @@ func Proxy(dc any) (addr string, ok bool) {
 // pinned reports whether the logical connection must keep its physical connection.
 func (l *logicalConn) pinned() bool { return l.session || l.sqlTx || l.apiTx }
 
+// onReplica says whether a statement may run on a replica connection that holds the logical
+// connection's session: always (a ping, a read-only BEGIN), or, for a text, when
+// sqlclass.ReplicaSession accepts it. bind asks only when a pin holds a replica connection, so
+// that no other statement pays for reading its text again.
+type onReplica struct {
+	always bool
+	text   string
+}
+
+func (r onReplica) allowed() bool { return r.always || sqlclass.ReplicaSession(r.text) }
+
+// replicaText is the onReplica of a statement with text query.
+func replicaText(query string) onReplica { return onReplica{text: query} }
+
 // bind returns the physical connection to run a statement with effects eff on, claiming one
-// when needed. replicaOK says the statement may run on a replica connection that holds this
-// logical connection's session (sqlclass.ReplicaSession, a ping, a read-only BEGIN). Errors are
-// those of Connect; ErrPinnedToReplica (nothing sent) when a pin holds a replica connection and
-// the statement is not replicaOK; or driver.ErrBadConn (nothing was sent, database/sql retries
-// elsewhere) when the physical connection a pin holds has closed: the session state it carried
-// is gone, as when a connection dies in the pool in connection mode.
-func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK bool) (*physical.Conn, error) {
+// when needed. replica says whether the statement may run on a replica connection that holds
+// this logical connection's session. Errors are those of Connect; ErrPinnedToReplica (nothing
+// sent) when a pin holds a replica connection and replica does not allow the statement; or
+// driver.ErrBadConn (nothing was sent, database/sql retries elsewhere) when the physical
+// connection a pin holds has closed: the session state it carried is gone, as when a
+// connection dies in the pool in connection mode.
+func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onReplica) (*physical.Conn, error) {
 	if l.closed {
 		return nil, driver.ErrBadConn
 	}
@@ -82,7 +96,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 	}
 	if l.phys != nil {
 		if l.claimed && (l.pinned() || l.fits(l.phys)) {
-			if !replicaOK && l.strandedOnReplica() {
+			if l.strandedOnReplica() && !replica.allowed() {
 				return nil, l.strandedErr()
 			}
 			l.m.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
@@ -94,7 +108,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replicaOK b
 			l.m.GiveBack(p)
 		} else if l.pinned() || (l.produced && eff.Has(sqlclass.ReadsResult)) {
 			if l.reclaim(ctx) {
-				if !replicaOK && l.strandedOnReplica() {
+				if l.strandedOnReplica() && !replica.allowed() {
 					return nil, l.strandedErr() // claimed: database/sql's IsValid gives it back
 				}
 				if l.pinned() || l.fits(l.phys) {
@@ -253,7 +267,7 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 // ends.
 func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	l.want = l.m.txTarget(ctx, opts)
-	p, err := l.bind(ctx, 0, opts.ReadOnly) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
+	p, err := l.bind(ctx, 0, onReplica{always: opts.ReadOnly}) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
 	}
@@ -361,11 +375,10 @@ func (l *logicalConn) replicaRefused(rt routing, p *physical.Conn, err error) bo
 // bindFor binds the physical connection a statement with text query, effects eff and routing
 // rt runs on, after, for a causal read, its scope's position was reached there.
 func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff sqlclass.Effect) (*physical.Conn, error) {
-	replicaOK := sqlclass.ReplicaSession(query)
 	l.want = rt.target
-	p, err := l.bind(ctx, eff, replicaOK)
+	p, err := l.bind(ctx, eff, replicaText(query))
 	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff, replicaOK) })
+		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff, replicaText(query)) })
 	}
 	return p, err
 }
@@ -396,7 +409,7 @@ const keepsResult = sqlclass.ReadsResult
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
 	l.want = l.m.route(ctx, "SELECT 1").target
-	p, err := l.bind(ctx, keepsResult, true)
+	p, err := l.bind(ctx, keepsResult, onReplica{always: true})
 	if err != nil {
 		return err
 	}
@@ -417,7 +430,7 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
 	l.want = l.m.route(context.Background(), "").target // what the caller does with it is unknown: the primary
-	p, err := l.bind(context.Background(), 0, false)
+	p, err := l.bind(context.Background(), 0, onReplica{})
 	if err != nil {
 		return nil
 	}
