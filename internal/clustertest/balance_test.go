@@ -118,7 +118,9 @@ func nodesInUse(c *lbd.Connector) ([]int, int) {
 func TestStatementModeStats(t *testing.T) {
 	t.Run("statement", func(t *testing.T) {
 		cl := lbdtest.NewCluster(t, 3)
-		db, c := openDB(t, cl, "balance=statement", quiet()...)
+		// least-connections: the exact spread below is the counting rule's (see
+		// TestConnectionsSpreadEvenly).
+		db, c := openDB(t, cl, "balance=statement&balancePolicy=least-connections", quiet()...)
 		db.SetMaxOpenConns(10)
 		db.SetMaxIdleConns(10)
 		if st := c.Stats(); st.Balance != lbd.BalanceStatement || st.Logical != 0 {
