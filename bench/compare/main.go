@@ -2,8 +2,10 @@
 // selects, small inserts, SELECT 1) runs three ways over the same in-process lbdtest proxy
 // cluster: straight to one proxy (the floor: no balancing at all), through HAProxy in TCP mode
 // with leastconn and MySQL health checks (when haproxy is installed), and through lbd over every
-// proxy. A fault phase then hangs one proxy under load and measures how each balancer copes.
-// The results land in a README with PNG charts.
+// proxy. Each load phase is cut into turns that the setups take in rotation, each on a new pool,
+// so that a machine whose speed drifts moves them alike. A fault phase then hangs one proxy
+// under load and measures how each balancer copes. The results land in a README with PNG
+// charts.
 //
 //	go run ./bench/compare                                # in-memory backend
 //	go run ./bench/compare -mysql-dsn 'root:@tcp(127.0.0.1:3306)/test'
