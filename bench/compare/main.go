@@ -51,6 +51,7 @@ type config struct {
 	stmtTimeout  time.Duration
 	faultWorkers int
 	fault        bool
+	control      bool // -control: a second direct setup, to show the noise floor
 	verbose      bool
 	profile      string // -profile: directory for per-phase CPU and block profiles
 	only         string // "scaleout": run the scale-out phase alone (its own report; README.md untouched)
@@ -91,6 +92,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.stmtTimeout, "stmt-timeout", time.Second, "context deadline of every statement")
 	fs.IntVar(&cfg.faultWorkers, "fault-workers", 16, "workers during the fault phase")
 	fs.BoolVar(&cfg.fault, "fault", true, "run the fault phase")
+	fs.BoolVar(&cfg.control, "control", false, "add a second direct setup, identical to the first: its ratio to direct, run by run, is the noise floor of every other ratio")
 	fs.StringVar(&cfg.only, "only", "", `"scaleout": run only the scale-out phase, which writes `+scaleOutFile+` and leaves README.md alone`)
 	fs.StringVar(&cfg.profile, "profile", "", "directory for a CPU profile and block profiles of each steady phase's measured window (<setup>-w<workers>-r<run>.cpu.pprof; .block-start/.block-end.pprof, compare with pprof -diff_base)")
 	fs.BoolVar(&cfg.verbose, "v", false, "print the balancer's view of the hung proxy whenever it changes during the fault phase")
@@ -245,17 +247,18 @@ func run(ctx context.Context, cfg config) error {
 	direct := plainTarget("direct", "direct to one proxy", user, pass, b.proxies[0].Addr(), db)
 	lbdDefaults := lbdTarget("lbd", "lbd (defaults)", lbdDSN)
 	targets := []target{direct}
+	if cfg.control {
+		targets = append(targets, plainTarget(controlKey, "direct again (the noise floor)", user, pass, b.proxies[0].Addr(), db))
+	}
+	faultTargets := []target{}
 	if b.haproxy != nil {
 		t := plainTarget("haproxy", "HAProxy leastconn", user, pass, b.haproxy.Addr(), db)
 		t.haproxy = b.haproxy
 		targets = append(targets, t)
+		faultTargets = append(faultTargets, t)
 	}
 	targets = append(targets, lbdDefaults)
 
-	faultTargets := []target{}
-	if b.haproxy != nil {
-		faultTargets = append(faultTargets, targets[1])
-	}
 	faultTargets = append(faultTargets,
 		lbdTarget("lbd", "lbd (defaults: probe every 5 s, 3 s timeout, passive detection)", lbdDSN),
 		lbdTarget("lbd-tuned", "lbd (probe every 1 s, 500 ms timeout, passive detection)", lbdDSN,
@@ -310,6 +313,9 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Printf("wrote %s/README.md in %s\n", cfg.out, res.Took.Round(time.Second))
 	return nil
 }
+
+// controlKey is the key of -control's second direct setup.
+const controlKey = "direct-again"
 
 // adminDSN reaches the backend directly, bypassing every proxy.
 func adminDSN(c *lbdtest.Cluster) string {

@@ -157,3 +157,19 @@ func TestPairedRatios(t *testing.T) {
 		t.Errorf("paired ratios:\n%s", got)
 	}
 }
+
+func TestPairedNoiseFloor(t *testing.T) {
+	r := &results{
+		Config:  config{workers: []int{1}, runs: 2},
+		Targets: []target{{Key: "direct", Label: "direct"}, {Key: controlKey, Label: "direct again"}, {Key: "lbd", Label: "lbd"}},
+	}
+	for run, tp := range map[int][3]float64{1: {1000, 900, 950}, 2: {1000, 1100, 1000}} {
+		for i, key := range []string{"direct", controlKey, "lbd"} {
+			r.Phases = append(r.Phases, phaseResult{Target: key, Workers: 1, Run: run, Throughput: tp[i], Statements: int64(tp[i]), ClientCPU: 1})
+		}
+	}
+	got := pairedText(r)
+	if !strings.Contains(got, "Noise floor at 1 worker: the second direct setup, identical to the first, measured 1.00 (0.90–1.10)") {
+		t.Errorf("noise floor:\n%s", got)
+	}
+}

@@ -375,6 +375,9 @@ func commandLine(c config) string {
 		ws[i] = strconv.Itoa(w)
 	}
 	s := fmt.Sprintf("go run ./bench/compare -duration %s -turns %d -runs %d -workers %s -proxies %d", c.duration, c.turns, c.runs, strings.Join(ws, ","), c.proxies)
+	if c.control {
+		s += " -control"
+	}
 	if c.mysqlDSN != "" {
 		s += " -mysql-dsn '<dsn>'"
 	}
@@ -839,6 +842,23 @@ func pairedText(r *results) string {
 	}
 	if rows == 0 {
 		return "No run measured lbd beside another setup.\n"
+	}
+	// With -control, the same ratio between two identical direct setups: how far apart this
+	// machine puts setups that do not differ at all.
+	for _, wk := range r.Config.workers {
+		var tput, cpu []float64
+		for run := 1; run <= max(r.Config.runs, 1); run++ {
+			c, ok1 := r.phaseOf(controlKey, wk, run)
+			d, ok2 := r.phaseOf("direct", wk, run)
+			if ok1 && ok2 && d.Throughput > 0 {
+				tput = append(tput, c.Throughput/d.Throughput)
+				cpu = append(cpu, c.cpuPerStmt()/d.cpuPerStmt())
+			}
+		}
+		if len(tput) > 0 {
+			fmt.Fprintf(&b, "\nNoise floor at %s: the second direct setup, identical to the first, measured %s of its statements/s and %s of its CPU per statement, run by run.\n",
+				workersText(wk), fmtRatioRange(tput), fmtRatioRange(cpu))
+		}
 	}
 	return b.String()
 }
