@@ -133,11 +133,17 @@ func TestTurnsAddUp(t *testing.T) {
 	if p.P50 != 2 || p.P99 != 4 || p.lat != nil {
 		t.Errorf("p50 %v, p99 %v, latencies kept %v", p.P50, p.P99, p.lat)
 	}
-	if !slices.Equal(p.TurnRates, []float64{150, 50}) || !slices.Equal(p.TurnCPU, []float64{0.5 / 300 * 1e6, 2500}) {
+	if !slices.Equal(p.TurnRates, []num{150, 50}) || !slices.Equal(p.TurnCPU, []num{0.5 / 300 * 1e6, 2500}) {
 		t.Errorf("turn rates %v, turn CPU %v", p.TurnRates, p.TurnCPU)
 	}
 	if want := cv([]float64{100, 200, 100}); float64(p.ShareCV) != want {
 		t.Errorf("share CV %v, want %v", p.ShareCV, want)
+	}
+	// A turn in which every statement failed has no CPU per statement; results.json must still
+	// be written.
+	p.add(phaseResult{Target: "lbd", Seconds: 2, PerProxy: []int64{0, 0, 0}})
+	if _, err := json.Marshal(p); err != nil {
+		t.Errorf("a turn without statements: %v", err)
 	}
 }
 

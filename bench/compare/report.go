@@ -58,24 +58,21 @@ type phaseResult struct {
 	Markdowns []string `json:"lbd_markdowns,omitempty"`
 	// TurnRates and TurnCPU are each turn's statements/s and CPU µs per statement, in the
 	// order the turns ran: a turn far off the others is the machine, not the setup.
-	TurnRates []float64 `json:"turn_statements_per_second"`
-	TurnCPU   []float64 `json:"turn_cpu_us_per_statement"`
+	TurnRates []num `json:"turn_statements_per_second"`
+	TurnCPU   []num `json:"turn_cpu_us_per_statement"`
 
 	lat []float64 // sorted latencies in ms, kept only for the CDF chart
 }
 
-// add sums the turn q into p (the first turn is taken as it is): counts, times and CPU add
+// add sums the turn q into p, which starts as the zero phaseResult: counts, times and CPU add
 // up, latencies are pooled, and the connections are the last turn's.
 func (p *phaseResult) add(q phaseResult) {
-	p.TurnRates = append(p.TurnRates, float64(q.Statements)/q.Seconds)
-	p.TurnCPU = append(p.TurnCPU, q.cpuPerStmt())
 	if p.Target == "" {
-		rates, cpu := p.TurnRates, p.TurnCPU
-		*p = q
-		p.TurnRates, p.TurnCPU = rates, cpu
-		p.lat = slices.Clone(q.lat)
-		return
+		p.Target, p.Workers, p.Run = q.Target, q.Workers, q.Run
+		p.PerProxy = make([]int64, len(q.PerProxy))
 	}
+	p.TurnRates = append(p.TurnRates, num(float64(q.Statements)/q.Seconds))
+	p.TurnCPU = append(p.TurnCPU, num(q.cpuPerStmt()))
 	p.Seconds += q.Seconds
 	p.Statements += q.Statements
 	p.Errors += q.Errors
@@ -824,15 +821,7 @@ func pairedText(r *results) string {
 			if t.Key == "lbd" {
 				continue
 			}
-			var tput, cpu []float64
-			for run := 1; run <= max(r.Config.runs, 1); run++ {
-				l, ok1 := r.phaseOf("lbd", wk, run)
-				o, ok2 := r.phaseOf(t.Key, wk, run)
-				if ok1 && ok2 && o.Throughput > 0 {
-					tput = append(tput, l.Throughput/o.Throughput)
-					cpu = append(cpu, l.cpuPerStmt()/o.cpuPerStmt())
-				}
-			}
+			tput, cpu := r.pairedRatios("lbd", t.Key, wk)
 			if len(tput) == 0 {
 				continue
 			}
@@ -846,21 +835,26 @@ func pairedText(r *results) string {
 	// With -control, the same ratio between two identical direct setups: how far apart this
 	// machine puts setups that do not differ at all.
 	for _, wk := range r.Config.workers {
-		var tput, cpu []float64
-		for run := 1; run <= max(r.Config.runs, 1); run++ {
-			c, ok1 := r.phaseOf(controlKey, wk, run)
-			d, ok2 := r.phaseOf("direct", wk, run)
-			if ok1 && ok2 && d.Throughput > 0 {
-				tput = append(tput, c.Throughput/d.Throughput)
-				cpu = append(cpu, c.cpuPerStmt()/d.cpuPerStmt())
-			}
-		}
-		if len(tput) > 0 {
+		if tput, cpu := r.pairedRatios(controlKey, "direct", wk); len(tput) > 0 {
 			fmt.Fprintf(&b, "\nNoise floor at %s: the second direct setup, identical to the first, measured %s of its statements/s and %s of its CPU per statement, run by run.\n",
 				workersText(wk), fmtRatioRange(tput), fmtRatioRange(cpu))
 		}
 	}
 	return b.String()
+}
+
+// pairedRatios returns, for every run in which both setups a and b answered statements at
+// workers, a's throughput and CPU per statement as ratios to b's.
+func (r *results) pairedRatios(a, b string, workers int) (tput, cpu []float64) {
+	for run := 1; run <= max(r.Config.runs, 1); run++ {
+		x, ok1 := r.phaseOf(a, workers, run)
+		y, ok2 := r.phaseOf(b, workers, run)
+		if ok1 && ok2 && x.Statements > 0 && y.Statements > 0 {
+			tput = append(tput, x.Throughput/y.Throughput)
+			cpu = append(cpu, x.cpuPerStmt()/y.cpuPerStmt())
+		}
+	}
+	return tput, cpu
 }
 
 // fmtRatioRange formats the median of ratios, then their lowest and highest when they differ.

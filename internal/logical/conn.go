@@ -77,9 +77,6 @@ type onReplica struct {
 
 func (r onReplica) allowed() bool { return r.always || sqlclass.ReplicaSession(r.text) }
 
-// replicaText is the onReplica of a statement with text query.
-func replicaText(query string) onReplica { return onReplica{text: query} }
-
 // bind returns the physical connection to run a statement with effects eff on, claiming one
 // when needed. replica says whether the statement may run on a replica connection that holds
 // this logical connection's session. Errors are those of Connect; ErrPinnedToReplica (nothing
@@ -376,9 +373,9 @@ func (l *logicalConn) replicaRefused(rt routing, p *physical.Conn, err error) bo
 // rt runs on, after, for a causal read, its scope's position was reached there.
 func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff sqlclass.Effect) (*physical.Conn, error) {
 	l.want = rt.target
-	p, err := l.bind(ctx, eff, replicaText(query))
+	p, err := l.bind(ctx, eff, onReplica{text: query})
 	if err == nil {
-		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff, replicaText(query)) })
+		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff, onReplica{text: query}) })
 	}
 	return p, err
 }

@@ -123,7 +123,7 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.
 	l.want = l.m.route(ctx, query).target
 	// Preparing runs nothing, but a text that may not run where a pin holds the logical
 	// connection is refused now rather than at its first execution.
-	p, err := l.bind(ctx, eff|keepsResult, replicaText(query))
+	p, err := l.bind(ctx, eff|keepsResult, onReplica{text: query})
 	if err != nil {
 		return nil, err
 	}
