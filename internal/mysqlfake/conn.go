@@ -109,10 +109,10 @@ func (c *conn) run() {
 		if err != nil || len(p) == 0 {
 			return
 		}
-		c.srv.commands.Add(1)
 		if p[0] == ComQuit {
 			return
 		}
+		c.srv.commands.Add(1)
 		if p[0] == ComStmtClose {
 			if len(p) >= 5 {
 				delete(c.stmts, binary.LittleEndian.Uint32(p[1:]))
