@@ -51,12 +51,11 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 	t.mu.Lock()
 	local := t.localOnlyLocked()
 	var e *pick.Entry[*Node[P]]
-	var x *pick.Index[*Node[P]]
-	xr := 0 // the place of x in byRole
+	xr := 0 // the place of e's index in byRole
 	for _, tier := range tiers {
-		e, x, xr = t.bestLocked(byRole, tier, skip, local)
+		e, _, xr = t.bestLocked(byRole, tier, skip, local)
 		if e == nil && local {
-			e, x, xr = t.bestLocked(byRole, tier, skip, false)
+			e, _, xr = t.bestLocked(byRole, tier, skip, false)
 		}
 		if e != nil {
 			break
@@ -67,9 +66,11 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 		return nil
 	}
 	t.turns[xr]++
-	x.Adjust(e, +1)
 	if open {
+		t.chargeLocked(kindOpen, e.Value)
 		t.total.Add(1)
+	} else {
+		t.chargeLocked(kindInUse, e.Value)
 	}
 	t.mu.Unlock()
 	return e.Value
@@ -95,12 +96,12 @@ func (t *Table[P]) bestLocked(byRole []pick.Index[*Node[P]], tier role.Set, skip
 			e, x, xr = c, &byRole[r], r
 			continue
 		}
-		// The smaller share of its weight once charged, (count+1)/weight, compared by
-		// cross-multiplication as the index does. Between indexes at the same share, the one
-		// with the fewest picks per node so far goes next, so that ties are shared by node,
-		// not by role or zone: one primary next to three replicas gets a quarter of them.
-		lc, le := int64(c.Count()+1)*e.Weight(), int64(e.Count()+1)*c.Weight()
-		if lc < le || lc == le && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
+		// The lighter load for its weight (pick.Compare, as the index orders). Between
+		// indexes at the same load, the one with the fewest picks per node so far goes next,
+		// so that ties are shared by node, not by role or zone: one primary next to three
+		// replicas gets a quarter of them.
+		cmp := pick.Compare(c, e)
+		if cmp < 0 || cmp == 0 && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
 			e, x, xr = c, &byRole[r], r
 		}
 	}
@@ -111,16 +112,17 @@ func (t *Table[P]) bestLocked(byRole []pick.Index[*Node[P]], tier role.Set, skip
 // mode chose n by its in-use count). Release gives it back.
 func (t *Table[P]) Charge(n *Node[P]) {
 	t.mu.Lock()
-	t.byOpen[n.slot()].Adjust(&n.byOpen, +1)
+	t.chargeLocked(kindOpen, n)
 	t.total.Add(1)
 	t.mu.Unlock()
 }
 
-// Release gives back one open connection charged to n by Pick or Charge. A draining node whose
-// last connection this was leaves the table (a Forgot transition).
+// Release gives back one open connection charged to n by Pick or Charge; it stays a recent unit
+// of n's for a while (recent.go). A draining node whose last connection this was leaves the
+// table (a Forgot transition).
 func (t *Table[P]) Release(n *Node[P]) {
 	t.mu.Lock()
-	t.byOpen[n.slot()].Adjust(&n.byOpen, -1)
+	t.finishLocked(kindOpen, n)
 	t.total.Add(-1)
 	if n.state == Draining && n.byOpen.Count() == 0 {
 		t.forgetLocked(n)
@@ -131,14 +133,17 @@ func (t *Table[P]) Release(n *Node[P]) {
 
 // Claim counts one more connection in use on n: a parked physical connection taken up again by
 // its logical connection. Unclaim gives it back.
-func (t *Table[P]) Claim(n *Node[P]) { t.adjustInUse(n, +1) }
-
-// Unclaim gives back one in-use connection claimed on n by PickInUse or Claim.
-func (t *Table[P]) Unclaim(n *Node[P]) { t.adjustInUse(n, -1) }
-
-func (t *Table[P]) adjustInUse(n *Node[P], delta int) {
+func (t *Table[P]) Claim(n *Node[P]) {
 	t.mu.Lock()
-	t.byInUse[n.slot()].Adjust(&n.byInUse, delta)
+	t.chargeLocked(kindInUse, n)
+	t.mu.Unlock()
+}
+
+// Unclaim gives back one in-use connection claimed on n by PickInUse or Claim; it stays a
+// recent unit of n's for a while (recent.go).
+func (t *Table[P]) Unclaim(n *Node[P]) {
+	t.mu.Lock()
+	t.finishLocked(kindInUse, n)
 	t.mu.Unlock()
 }
 

@@ -65,10 +65,10 @@ func (t *Table[P]) panicPick(skip []*Node[P], now time.Time, open bool) *Node[P]
 	}
 	best.panicBusy, best.panicAt = true, now
 	if open {
-		t.byOpen[best.slot()].Adjust(&best.byOpen, +1)
+		t.chargeLocked(kindOpen, best)
 		t.total.Add(1)
 	} else {
-		t.byInUse[best.slot()].Adjust(&best.byInUse, +1)
+		t.chargeLocked(kindInUse, best)
 	}
 	return best
 }

@@ -192,6 +192,9 @@ type Table[P any] struct {
 	// (zones.go).
 	zoneLive, zoneActive int
 
+	// The windows of recent units of open and in-use connections (recent.go).
+	recent [numKinds]recentRing[P]
+
 	// TickLoad's scratch, reused; only its one caller touches them.
 	loadNodes []*Node[P]
 	loadSlow  []uint8

@@ -103,19 +103,37 @@ func (t *Table[P]) setWeightLocked(n *Node[P], w int) {
 	t.applyWeightLocked(n)
 }
 
-// effective is n's effective weight in units of pick.Unit per weight 1 (times its speed
-// factor under Config.LeastLoad: load.go).
+// effective is n's effective weight in units of pick.Unit per weight 1: what its share of
+// picks is in proportion to, when no unit is in flight (times its speed factor under
+// Config.LeastLoad: load.go).
 func effective[P any](n *Node[P]) float64 {
 	return float64(n.weight) * max(n.warmth, WarmupFloor) * speedOf(n.slow)
 }
 
-// applyWeightLocked gives n's pick entries its current effective weight. A warm node of the
-// default weight gets exactly pick.Unit, so a fleet without weights stays in the O(1) buckets.
+// applyWeightLocked gives n's pick entries its current weights. A warm node of the default
+// weight at full speed gets exactly pick.Unit, so a fleet without weights stays in the O(1)
+// buckets.
+//
+// The speed factor (Config.LeastLoad) enters the two counts differently. Open connections are
+// held by database/sql's pool whatever the node's speed, so the open count's weight is the
+// whole effective weight: a node at half speed holds half the connections. Connections in use
+// are statements in flight, and a slow node's stay in flight longer by themselves (Little's
+// law): cutting its weight as well would charge its slowness twice and starve it at high
+// concurrency. So the in-use weight is the source's weight times the warm-up factor, and the
+// speed factor raises the cost of the node's recent units instead (recent.go), which decides
+// the picks while little is in flight.
 func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	w := pick.Unit * int64(n.weight)
 	if n.warmth < 1 || n.slow != 0 {
 		w = int64(math.Round(float64(pick.Unit) * effective(n)))
 	}
-	t.byOpen[n.slot()].SetWeight(&n.byOpen, w)
-	t.byInUse[n.slot()].SetWeight(&n.byInUse, w)
+	t.byOpen[n.slot()].SetWeights(&n.byOpen, w, pick.Unit)
+	w, c := pick.Unit*int64(n.weight), pick.Unit
+	if n.warmth < 1 {
+		w = int64(math.Round(float64(w) * max(n.warmth, WarmupFloor)))
+	}
+	if n.slow != 0 {
+		c = int64(math.Round(float64(pick.Unit) / speedOf(n.slow)))
+	}
+	t.byInUse[n.slot()].SetWeights(&n.byInUse, w, c)
 }

@@ -1,6 +1,6 @@
 package pick
 
-// Heap mode: a 4-ary min-heap by (count+1)/weight, ties to the lowest seq. See the package doc
+// Heap mode: a 4-ary min-heap by load/weight, ties to the lowest seq. See the package doc
 // for why a heap. Each slot carries a copy of its entry's load, so that sifting compares
 // contiguous memory instead of chasing a pointer per comparison (at 50 000 nodes the entries
 // do not fit in the caches the slots fit in), and four children per node halve the depth for
@@ -8,23 +8,22 @@ package pick
 
 // slot is one place in the heap: the entry and the copy of its load the order is kept by.
 type slot[T comparable] struct {
-	next   int64 // count + 1
-	weight int64
+	num    uint64 // Entry.load
+	weight uint64
 	seq    uint64
 	e      *Entry[T]
 }
 
 // load copies e's load into s.
 func (s *slot[T]) load(e *Entry[T]) {
-	s.next, s.weight, s.seq, s.e = int64(e.count)+1, e.Weight(), e.seq, e
+	s.num, s.weight, s.seq, s.e = e.load(), uint64(e.Weight()), e.seq, e
 }
 
-// before reports whether a goes before b: a smaller share of its weight once charged, or the
-// same share and charged longer ago. Weights are at most MaxWeight, so the products fit in int64.
+// before reports whether a goes before b: a smaller load for its weight, or the same and moved
+// longer ago.
 func before[T comparable](a, b *slot[T]) bool {
-	la, lb := a.next*b.weight, b.next*a.weight
-	if la != lb {
-		return la < lb
+	if c := lighter(a.num, a.weight, b.num, b.weight); c != 0 {
+		return c < 0
 	}
 	return a.seq < b.seq
 }
@@ -115,7 +114,7 @@ func (x *Index[T]) down(i int) bool {
 }
 
 // toHeap moves every entry from the buckets to the heap, in bucket order, so that the order
-// among equal counts carries over.
+// among equal loads carries over.
 func (x *Index[T]) toHeap() {
 	if x.size == 0 {
 		return

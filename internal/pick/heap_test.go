@@ -5,10 +5,13 @@ import (
 	"testing"
 )
 
-// share reports whether a goes no later than b in weighted order: (count+1)/weight, compared
-// in exact arithmetic.
+// noWorse reports whether a goes no later than b in weighted order:
+// (FlightUnits×count + 1 + recent×cost/Unit)/weight, computed in floats on its own (the index
+// compares in 128-bit integers).
 func noWorse(a, b *Entry[int]) bool {
-	return float64(a.count+1)/float64(a.Weight()) <= float64(b.count+1)/float64(b.Weight())
+	la := float64(FlightUnits*a.count+1) + float64(a.recent)*float64(a.Cost())/float64(Unit)
+	lb := float64(FlightUnits*b.count+1) + float64(b.recent)*float64(b.Cost())/float64(Unit)
+	return la/float64(a.Weight()) <= lb/float64(b.Weight())*(1+1e-12)
 }
 
 // TestWeightedShares charges 600 connections over weights 1, 2 and 3: they end up 100, 200 and
@@ -97,7 +100,7 @@ func TestModeSwitchKeepsOrder(t *testing.T) {
 }
 
 // TestWeightedAgainstModel drives the index with random charges, releases, removals and weight
-// changes and checks every pick against a brute-force scan by (count+1)/weight.
+// changes and checks every pick against a brute-force scan by the weighted order.
 func TestWeightedAgainstModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var x Index[int]
@@ -106,9 +109,10 @@ func TestWeightedAgainstModel(t *testing.T) {
 		x.Insert(e)
 	}
 	counts := make([]int, len(es))
+	recent := make([]int, len(es))
 	for step := range 200000 {
 		e := es[r.IntN(len(es))]
-		switch op := r.IntN(20); {
+		switch op := r.IntN(22); {
 		case op < 10:
 			p := x.First()
 			if p == nil {
@@ -116,22 +120,34 @@ func TestWeightedAgainstModel(t *testing.T) {
 			}
 			for _, o := range es {
 				if o.Indexed() && !noWorse(p, o) {
-					t.Fatalf("step %d: picked %d (%d/%d), but %d has (%d/%d)", step, p.Value, p.count, p.Weight(), o.Value, o.count, o.Weight())
+					t.Fatalf("step %d: picked %d (%d+%d/%d), but %d has (%d+%d/%d)", step, p.Value, p.count, p.recent, p.Weight(), o.Value, o.count, o.recent, o.Weight())
 				}
 			}
 			x.Adjust(p, +1)
 			counts[p.Value]++
-		case op < 17:
+		case op < 14:
 			if counts[e.Value] > 0 {
 				x.Adjust(e, -1)
 				counts[e.Value]--
 			}
+		case op < 17:
+			if counts[e.Value] > 0 {
+				x.Finish(e)
+				counts[e.Value]--
+				recent[e.Value]++
+			}
 		case op < 19:
-			w := Unit
+			x.Expire(e)
+			recent[e.Value] = max(recent[e.Value]-1, 0)
+		case op < 21:
+			w, c := Unit, Unit
 			if r.IntN(3) > 0 {
 				w = int64(1 + r.IntN(int(5*Unit)))
 			}
-			x.SetWeight(e, w)
+			if r.IntN(3) == 0 {
+				c = Unit + int64(r.IntN(int(15*Unit)))
+			}
+			x.SetWeights(e, w, c)
 		default:
 			if e.Indexed() {
 				x.Remove(e)
@@ -139,12 +155,12 @@ func TestWeightedAgainstModel(t *testing.T) {
 				x.Insert(e)
 			}
 		}
-		if e.Count() != counts[e.Value] {
-			t.Fatalf("step %d: entry %d count %d, model %d", step, e.Value, e.Count(), counts[e.Value])
+		if e.Count() != counts[e.Value] || e.Recent() != recent[e.Value] {
+			t.Fatalf("step %d: entry %d count %d recent %d, model %d and %d", step, e.Value, e.Count(), e.Recent(), counts[e.Value], recent[e.Value])
 		}
 		weighted := 0
 		for _, o := range es {
-			if o.Indexed() && o.Weight() != Unit {
+			if o.Indexed() && (o.Weight() != Unit || o.Cost() != Unit) {
 				weighted++
 			}
 		}
