@@ -240,6 +240,13 @@ type Config struct {
 	// application that builds SQL text from user input lets that user write a hint: see the
 	// reference's routingHints entry.
 	RoutingHints bool
+	// PrimaryReads lets ReadWriteSplit send reads proven replica-safe to the primary as to any
+	// replica, by load (primaryReads, default false; option WithPrimaryReads). By default such
+	// reads go to the replicas while one serves (up, within lag, of the target) and to the
+	// primary only when none does: a split is turned on to take reads off the primary.
+	// MaxScale's readwritesplit has the same default (master_accept_reads=false). It needs
+	// ReadWriteSplit.
+	PrimaryReads bool
 	// StatusURL is an HTTP status URL to ask on every probe of each node besides its SQL probe
 	// (statusURL; "" the default, asks none): a template in which {host} stands for the node's
 	// host and {port} for its SQL port, such as TiDB's "http://{host}:10080/status" (in a DSN,
@@ -407,6 +414,9 @@ func (c *Config) settle() error {
 	}
 	if c.ReadWriteSplit && sqlclass.ServerSchema(c.MySQL.DBName) {
 		return fmt.Errorf("lbd: readWriteSplit=true with the default database %s, whose tables differ from server to server: an unqualified table there cannot be told from one of another database, so a read of it could run on a replica; name an application database in the DSN and qualify %s's tables", c.MySQL.DBName, c.MySQL.DBName)
+	}
+	if c.PrimaryReads && !c.ReadWriteSplit {
+		return errors.New("lbd: primaryReads=true needs readWriteSplit=true (and balance=statement): it says whether the split's reads may go to the primary")
 	}
 	if c.RoutingHints && !c.ReadWriteSplit {
 		return errors.New("lbd: routingHints=true needs readWriteSplit=true (and balance=statement): a hint chooses between the split's primary and replicas")

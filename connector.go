@@ -173,6 +173,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Target:            roles.target,
 		Split:             run.ReadWriteSplit,
 		RoutingHints:      run.RoutingHints,
+		PrimaryReads:      run.PrimaryReads,
 		ReadAfterWrite:    run.ReadAfterWrite,
 		Causal:            run.ReadConsistency == "gtid",
 		CausalGalera:      roles.check == role.Galera,

@@ -270,6 +270,12 @@ func WithReadAfterWrite(d time.Duration) Option {
 	}
 }
 
+// WithPrimaryReads lets the read/write split send reads proven replica-safe to the primary as
+// to any replica (primaryReads); see Config.PrimaryReads.
+func WithPrimaryReads(on bool) Option {
+	return func(c *Config) error { c.PrimaryReads = on; return nil }
+}
+
 // WithRoutingHints lets a leading /* lbd:primary */ or /* lbd:replica */ comment choose where
 // one statement goes under the read/write split (routingHints); see Config.RoutingHints.
 func WithRoutingHints(on bool) Option {

@@ -280,6 +280,11 @@ var params = []param{
 		},
 	},
 	{
+		name:   "primaryReads",
+		parse:  func(c *Config, v string) error { return parseBool(v, &c.PrimaryReads) },
+		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.PrimaryReads), c.PrimaryReads },
+	},
+	{
 		name:   "routingHints",
 		parse:  func(c *Config, v string) error { return parseBool(v, &c.RoutingHints) },
 		format: func(c *Config) (string, bool) { return strconv.FormatBool(c.RoutingHints), c.RoutingHints },

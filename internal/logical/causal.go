@@ -139,7 +139,7 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	if !pos.Overflowed() {
 		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, m.cfg.ReadAfterWrite+causalWaitSlack)
-		answer, err := physical.OneValue(wctx, p, pos.WaitText(m.cfg.ReadAfterWrite.Seconds()))
+		answer, err := p.WaitValue(wctx, pos.WaitText(m.cfg.ReadAfterWrite.Seconds()))
 		cancel()
 		cs.waits.Add(1)
 		cs.waitTime.Add(int64(time.Since(start)))

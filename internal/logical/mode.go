@@ -49,6 +49,7 @@ type Config struct {
 	ReadAfterWrite time.Duration // read-your-writes window; 0: none
 	Causal         bool          // readConsistency=gtid (with Split)
 	RoutingHints   bool          // routingHints: a leading /* lbd:primary */ or /* lbd:replica */ routes one statement (with Split)
+	PrimaryReads   bool          // primaryReads: replica-safe reads may go to the primary as to any replica (with Split)
 	// CausalGalera says the nodes are Galera's (roleCheck=galera): positions are captured and
 	// waited for with Galera's functions (causal.Galera) rather than told MariaDB from MySQL
 	// by the first capture.

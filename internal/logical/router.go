@@ -38,6 +38,7 @@ import (
 type splitState struct {
 	on        bool
 	window    int64         // ReadAfterWrite, nanoseconds; 0: no read-your-writes
+	read      role.Target   // where replica-safe reads go: readTarget, or readTargetWithPrimary
 	lastWrite atomic.Int64  // the Connector-wide scope's latest write, unix nanoseconds
 	rywReads  atomic.Uint64 // reads sent to the primary by read-your-writes
 	causal    causalState   // readConsistency=gtid
@@ -46,6 +47,10 @@ type splitState struct {
 // init sets the split up from cfg; New calls it once, before any statement.
 func (s *splitState) init(cfg *Config) {
 	s.on, s.window = cfg.Split, int64(cfg.ReadAfterWrite)
+	s.read = readTarget
+	if cfg.PrimaryReads {
+		s.read = readTargetWithPrimary
+	}
 	s.causal.on = cfg.Split && cfg.Causal
 	s.causal.flavor.Store(-1)
 	if cfg.CausalGalera {
@@ -53,10 +58,16 @@ func (s *splitState) init(cfg *Config) {
 	}
 }
 
-// writeTarget is where writes go; readTarget where replica reads go.
+// writeTarget is where writes go.
+const writeTarget = role.PrimaryOnly
+
+// Where replica-safe reads go: the replicas while one serves, and the primary only when none
+// does (readTarget, the default: a split is turned on to take reads off the primary, and
+// MaxScale's readwritesplit keeps them off it by default, master_accept_reads=false); or every
+// node, the primary as one more reader (readTargetWithPrimary, primaryReads=true).
 const (
-	writeTarget = role.PrimaryOnly
-	readTarget  = role.Any
+	readTarget            = role.PreferReplica
+	readTargetWithPrimary = role.Any
 )
 
 // rywScope is one read-your-writes scope.
@@ -98,11 +109,14 @@ type routing struct {
 }
 
 // replicaHintTarget is where a replica-safe read hinted /* lbd:replica */ goes: the replicas,
-// and the primary when none is up.
+// and the primary when none is up (with primaryReads, where unhinted reads may go to the
+// primary too).
 const replicaHintTarget = role.PreferReplica
 
 // readRouted reports whether t is a target route gives replica-safe reads only.
-func readRouted(t role.Target) bool { return t == readTarget || t == replicaHintTarget }
+func readRouted(t role.Target) bool {
+	return t == readTarget || t == readTargetWithPrimary || t == replicaHintTarget
+}
 
 // route returns where a statement with text query goes. Without the split every statement has
 // the Connector's target and counts as nothing.
@@ -126,7 +140,7 @@ func (m *Mode) route(ctx context.Context, query string) routing {
 	if ctx.Value(primaryKey{}) != nil || hint == sqlclass.HintPrimary {
 		return routing{target: writeTarget}
 	}
-	read := readTarget
+	read := m.split.read
 	if hint == sqlclass.HintReplica {
 		read = replicaHintTarget
 	}
@@ -204,7 +218,7 @@ func (m *Mode) txTarget(ctx context.Context, opts driver.TxOptions) role.Target 
 		return m.cfg.Target
 	}
 	if opts.ReadOnly && ctx.Value(primaryKey{}) == nil {
-		return readTarget
+		return m.split.read
 	}
 	return writeTarget
 }

@@ -310,7 +310,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, query, args, false)
+	return c.query(ctx, query, args, appQuery)
 }
 
 // SessionValue runs query, a question about the session's own state that lbd asks right after a
@@ -322,17 +322,42 @@ func (c *Conn) SessionValue(ctx context.Context, query string) (string, error) {
 	return OneValue(ctx, sessionQueryer{c}, query)
 }
 
+// WaitValue runs query, a wait the server holds until something happens elsewhere (a replica
+// applying a GTID position), and returns its one value as OneValue does. Its round trip is no
+// sample of the node's latency estimate: it measures replication, not the node, and counting
+// it would starve a replica of plain reads while causal reads wait on it.
+func (c *Conn) WaitValue(ctx context.Context, query string) (string, error) {
+	return OneValue(ctx, waitQueryer{c}, query)
+}
+
 // sessionQueryer is a connection whose queries skip the role check (SessionValue).
 type sessionQueryer struct{ *Conn }
 
 // QueryContext implements driver.QueryerContext without the role check.
 func (s sessionQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return s.query(ctx, query, args, true)
+	return s.query(ctx, query, args, sessionQuery)
 }
 
-// query runs query; ownSession skips the role check of enterText (SessionValue).
-func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, ownSession bool) (_ driver.Rows, err error) {
-	if ownSession {
+// waitQueryer is a connection whose queries are no latency sample (WaitValue).
+type waitQueryer struct{ *Conn }
+
+// QueryContext implements driver.QueryerContext without a latency sample.
+func (w waitQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return w.query(ctx, query, args, waitQuery)
+}
+
+// queryKind says how query treats a query.
+type queryKind uint8
+
+const (
+	appQuery     queryKind = iota // the application's: role-checked (enterText), a latency sample
+	sessionQuery                  // SessionValue's: no role check
+	waitQuery                     // WaitValue's: role-checked, no latency sample
+)
+
+// query runs query as kind says.
+func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, kind queryKind) (_ driver.Rows, err error) {
+	if kind == sessionQuery {
 		err = c.enter()
 	} else {
 		err = c.enterText(query)
@@ -340,7 +365,11 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	defer c.node.land(&err, c.node.depart())
+	start := c.node.depart()
+	if kind == waitQuery {
+		start = time.Time{} // land takes no sample
+	}
+	defer c.node.land(&err, start)
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {

@@ -137,12 +137,13 @@ func (n *Node) depart() time.Time {
 
 // land counts the end of a statement that departed at start; one the server answered (nil, or
 // a server error) is progress, and the round trip of one that succeeded a sample of n's latency
-// estimate (the node table's Observe, on the monotonic clock: round trips are real time).
+// estimate (the node table's Observe, on the monotonic clock: round trips are real time),
+// unless start is zero (a wait: WaitValue).
 // Errors are no sample: a proxy that fails every statement at once would otherwise measure
 // fastest and draw the most work.
 func (n *Node) land(errp *error, start time.Time) {
 	n.Flight.land(errp)
-	if *errp == nil {
+	if *errp == nil && !start.IsZero() {
 		now := time.Now()
 		n.table.Observe(n.tn, now, now.Sub(start))
 	}
