@@ -16,19 +16,23 @@ import "github.com/lbd-go/lbd/internal/pick"
 //
 //   - with nothing in flight, picks follow the weights over every window: 3:1:1 gives
 //     60/20/20 at one worker, and equal nodes take exact turns;
-//   - a node the load policy slowed has costlier recent units (cost = 1/speed factor,
-//     applyWeightLocked), so at one worker it gets its speed factor's share of a full-speed
-//     node's picks and keeps being measured;
+//   - a node the load policy slowed has a lighter in-use weight and costlier recent units
+//     (each by the square root of its speed factor: applyWeightLocked), so at one worker it
+//     gets its speed factor's share of a full-speed node's picks and keeps being measured;
 //   - as units in flight fill the window, the order becomes weighted least-connections: a
-//     slow node holds the share its answers free up (its statements stay in flight longer,
-//     and its weight is not cut a second time), and a hung node, whose units never finish,
-//     draws about what least-connections gives it (a third of 16 workers over three nodes).
+//     slow node holds the share its answers free up (its statements stay in flight longer),
+//     cut by the square root of its speed factor only, and a hung node, whose units never
+//     finish, draws about what least-connections gives it (a third of 16 workers over three
+//     nodes).
 //
 // The figures were chosen by simulation (recent_test.go drives the table with 1 to 64
 // workers): with a unit in flight worth 16 recent units, two and four workers gave 3:1:1 only
 // 50/25/25 (a node with a statement in flight was never picked again until it ended); with a
-// window that did not shrink as units went in flight, a hung node drew 14 of 16 workers. 4 and
-// 24 give 3:1:1 within three points at 1 to 64 workers and cap a hung node at 7 of 16.
+// window that did not shrink as units went in flight, a hung node drew 14 of 16 workers; with
+// 32 per node, 8 of 16; with 24, a node ten times slower at a speed factor of 0.2 got 0.061 of a
+// full-speed node's picks at 16 workers. 4 and 28 give 3:1:1 within three points at 1 to 64
+// workers (57/21/21 at four), that slow node 0.22 at one worker and 0.065 at sixteen, and a
+// hung node 7 of 16 workers.
 //
 // Envoy's weighted least-request reaches shares at low concurrency with an EDF schedule over
 // weight/(active+1)^bias; a window of recent units keeps the integer order and the O(1)
@@ -36,9 +40,10 @@ import "github.com/lbd-go/lbd/internal/pick"
 // expiring).
 
 // RecentPerNode is how many units per node in the pick indexes the order counts, in flight
-// (pick.FlightUnits each) and recent. It bounds the least share a slowed node keeps: a node
-// at the least speed factor (1/16) is picked once its full-speed peers hold 16 recent units.
-const RecentPerNode = 24
+// (pick.FlightUnits each) and recent. It bounds the least share a slowed node keeps: at one
+// worker, a node at the least speed factor (1/16) is picked once its full-speed peers hold 15
+// recent units each.
+const RecentPerNode = 28
 
 // MaxRecent bounds the window, so that a table of 50 000 nodes keeps 32 KiB per kind of
 // count. Beyond MaxRecent/RecentPerNode nodes the window holds fewer than RecentPerNode units

@@ -61,6 +61,7 @@ func TestWeightsAreSharesAtEveryConcurrency(t *testing.T) {
 	for _, k := range []int{1, 2, 4, 16, 64} {
 		h := warmHarness(t, nodes.Node{Addr: "a:1", Weight: 3}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
 		got := runWorkers(t, h, k, 10000, nil)
+		t.Logf("%d workers, 3:1:1: %v", k, got)
 		for addr, want := range map[string]float64{"a:1": 0.6, "b:1": 0.2, "c:1": 0.2} {
 			if share := float64(got[addr]) / 10000; share < want-0.03 || share > want+0.03 {
 				t.Errorf("%d workers: %s has %.3f of the picks (%v), want %.2f", k, addr, share, got, want)
@@ -97,6 +98,7 @@ func TestSlowedNodeKeepsItsShare(t *testing.T) {
 		h.tab.mu.Unlock()
 		got := runWorkers(t, h, k, 20000, map[string]int{"c:1": 10})
 		ratio := float64(got["c:1"]) / float64(got["a:1"])
+		t.Logf("%d workers: slowed c:1 got %.3f of a full-speed node's picks (%v)", k, ratio, got)
 		lo, hi := 0.15, 0.25
 		if k > 1 {
 			lo, hi = 1.0/16, 1.0/3
@@ -112,6 +114,7 @@ func TestSlowedNodeKeepsItsShare(t *testing.T) {
 func TestHungNodeDrawsLikeLeastConnections(t *testing.T) {
 	h := warmHarness(t, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
 	got := runWorkers(t, h, 16, 20000, map[string]int{"c:1": 1 << 20})
+	t.Logf("16 workers, c:1 hung: %v", got)
 	if got["c:1"] > 16/3+2 {
 		t.Fatalf("a hung node drew %d of 16 workers (%v), want at most %d", got["c:1"], got, 16/3+2)
 	}

@@ -118,10 +118,13 @@ func effective[P any](n *Node[P]) float64 {
 // held by database/sql's pool whatever the node's speed, so the open count's weight is the
 // whole effective weight: a node at half speed holds half the connections. Connections in use
 // are statements in flight, and a slow node's stay in flight longer by themselves (Little's
-// law): cutting its weight as well would charge its slowness twice and starve it at high
-// concurrency. So the in-use weight is the source's weight times the warm-up factor, and the
-// speed factor raises the cost of the node's recent units instead (recent.go), which decides
-// the picks while little is in flight.
+// law): cutting its weight by the whole factor as well would charge its slowness twice and
+// starve it at high concurrency (peak-EWMA's latency × (in flight + 1) gave a ten-times-slower
+// proxy 0.05 of a fast one's statements at 16 workers). So the in-use weight takes the square
+// root of the speed factor, and the cost of the node's recent units the other square root
+// (recent.go): with nothing in flight, where recent units decide, the node's share follows
+// the whole factor; with many statements in flight, half of it, on top of what its slower
+// answers shed by themselves.
 func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	w := pick.Unit * int64(n.weight)
 	if n.warmth < 1 || n.slow != 0 {
@@ -129,11 +132,10 @@ func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	}
 	t.byOpen[n.slot()].SetWeights(&n.byOpen, w, pick.Unit)
 	w, c := pick.Unit*int64(n.weight), pick.Unit
-	if n.warmth < 1 {
-		w = int64(math.Round(float64(w) * max(n.warmth, WarmupFloor)))
-	}
-	if n.slow != 0 {
-		c = int64(math.Round(float64(pick.Unit) / speedOf(n.slow)))
+	if n.warmth < 1 || n.slow != 0 {
+		half := math.Sqrt(speedOf(n.slow))
+		w = int64(math.Round(float64(w) * max(n.warmth, WarmupFloor) * half))
+		c = int64(math.Round(float64(pick.Unit) / half))
 	}
 	t.byInUse[n.slot()].SetWeights(&n.byInUse, w, c)
 }
