@@ -50,9 +50,10 @@ func (c *Connector) startLoops() error {
 		return fmt.Errorf("lbd: %w", err)
 	}
 	c.rebal, err = detect.NewRebalancer(&rebalanceCluster{c: c}, detect.RebalancerConfig{
-		Interval: c.cfg.CheckBalanceInterval,
-		Clock:    c.cfg.clock,
-		Report:   c.logRebalance,
+		Interval:   c.cfg.CheckBalanceInterval,
+		TriggerGap: triggeredRebalanceGap,
+		Clock:      c.cfg.clock,
+		Report:     c.logRebalance,
 	})
 	if err != nil {
 		c.prober.Close()
@@ -72,7 +73,13 @@ func (c *Connector) startLoops() error {
 	if c.cfg.BalancePolicy == LeastLoad {
 		// The latency estimates measure real round trips, so the table is given the monotonic
 		// time, not the Connector's clock; the clock only schedules the ticks.
-		c.every(nodetable.LoadTick, func() { c.table.TickLoad(time.Now()) })
+		// A node slowed further brings the rebalancer's round forward (at most one a second),
+		// so that pooled connections leave a slow proxy within seconds, not a whole interval.
+		c.every(nodetable.LoadTick, func() {
+			if c.table.TickLoad(time.Now()) {
+				c.rebal.Trigger()
+			}
+		})
 	}
 	c.loops.Add(1)
 	go c.watchStalls()
@@ -81,6 +88,11 @@ func (c *Connector) startLoops() error {
 	}
 	return nil
 }
+
+// triggeredRebalanceGap is the least time between rebalancing rounds the load policy brings
+// forward: a node's speed factor falls at once, so a few rounds in the first seconds of a
+// slowdown follow it down.
+const triggeredRebalanceGap = time.Second
 
 // every runs fn every d, on a goroutine of its own, until Close: the Connector's loops that
 // only tick (warm-up, load estimates, logStats).

@@ -51,6 +51,9 @@ type RebalancerConfig struct {
 	// round order; it must not block for long and must not call RunOnce or
 	// Close.
 	Report func(retired []Retired)
+	// TriggerGap is the least time between a round Trigger asks for and the round before it
+	// (coalesced: triggers within it wait for its end and run one round). 0 means Interval/10.
+	TriggerGap time.Duration
 }
 
 // Rebalancer evens out the connections a Cluster holds to its up nodes. When
@@ -70,8 +73,10 @@ type RebalancerConfig struct {
 type Rebalancer struct {
 	cluster  Cluster
 	interval time.Duration
+	gap      time.Duration // RebalancerConfig.TriggerGap
 	clk      clock.Clock
 	report   func([]Retired)
+	wake     chan struct{} // capacity 1: Trigger asked for a round
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -99,8 +104,13 @@ func NewRebalancer(cluster Cluster, cfg RebalancerConfig) (*Rebalancer, error) {
 	r := &Rebalancer{
 		cluster:  cluster,
 		interval: cfg.Interval,
+		gap:      cfg.TriggerGap,
 		clk:      cfg.Clock,
 		report:   cfg.Report,
+		wake:     make(chan struct{}, 1),
+	}
+	if r.gap <= 0 {
+		r.gap = cfg.Interval / 10
 	}
 	if r.clk == nil {
 		r.clk = clock.Real
@@ -150,20 +160,45 @@ func (r *Rebalancer) Close() {
 	r.round.Unlock()
 }
 
+// Trigger asks the loop for a round now rather than at the end of the interval, when the loads'
+// weights changed (a node slowed: the load policy's speed factors), at most one per
+// TriggerGap. It never blocks; triggers before the round runs are one. Before Start or after
+// Close it does nothing.
+func (r *Rebalancer) Trigger() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (r *Rebalancer) loop() {
 	timer := r.clk.NewTimer(r.interval)
 	defer timer.Stop()
+	var last time.Time // the end of the latest round; zero before the first
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-timer.C():
+		case <-r.wake:
+			if wait := r.gap - r.clk.Now().Sub(last); wait > 0 {
+				// Too soon after the last round: the timer brings the next one no later.
+				if !timer.Stop() {
+					select {
+					case <-timer.C():
+					default:
+					}
+				}
+				timer.Reset(wait)
+				continue
+			}
 		}
 		r.round.Lock()
 		if r.ctx.Err() == nil {
 			r.roundLocked()
 		}
 		r.round.Unlock()
+		last = r.clk.Now()
 		timer.Reset(r.interval)
 	}
 }

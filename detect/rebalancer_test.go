@@ -416,3 +416,32 @@ func TestRebalancerBalancedRoundDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per round with nothing idle, want 0", n)
 	}
 }
+
+// Trigger runs a round at once, without waiting for the interval, and triggers within
+// TriggerGap of a round wait for the gap's end and run one round between them.
+func TestRebalancerTrigger(t *testing.T) {
+	clk := newFakeClock()
+	cluster := newFakeCluster([]int{4, 0}, []int{4, 0})
+	cluster.static = true
+	r := mustRebalancer(t, cluster, RebalancerConfig{Interval: time.Hour, TriggerGap: time.Second, Clock: clk})
+	r.Trigger() // before Start: nothing runs, and Start's loop takes it at once
+	r.Start()
+	testkit.WaitFor(t, waitWithin, "the triggered round", func() bool { return cluster.roundCount() == 1 })
+	r.Trigger()
+	r.Trigger()
+	r.Trigger()
+	testkit.WaitFor(t, waitWithin, "the loop to wait out the gap", func() bool { return clk.Armed() == 1 })
+	clk.Advance(999 * time.Millisecond)
+	if n := cluster.roundCount(); n != 1 {
+		t.Fatalf("%d rounds within the gap after a triggered round, want 1", n)
+	}
+	clk.Advance(time.Millisecond)
+	testkit.WaitFor(t, waitWithin, "one round for three triggers", func() bool { return cluster.roundCount() == 2 })
+	clk.Advance(10 * time.Second)
+	if n := cluster.roundCount(); n != 2 {
+		t.Fatalf("%d rounds, want 2: the triggers coalesced into one", n)
+	}
+	r.Close()
+	r.Trigger() // after Close: nothing
+	testkit.VerifyNone(t)
+}

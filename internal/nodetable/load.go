@@ -169,10 +169,12 @@ func slowness(est, limit float64) uint8 {
 // top of this file: lowered at once, raised by at most one step a call) and re-orders the pick indexes where one changed. Without Config.LeastLoad
 // it does nothing. It reads the estimates outside the table's mutex, O(n), and holds the mutex
 // only to copy the node list and to apply the factors that changed, O(log n) each. Calls must
-// not overlap (one loop calls it).
-func (t *Table[P]) TickLoad(now time.Time) {
+// not overlap (one loop calls it). It reports whether some node was slowed further: the
+// caller's rebalancer may want to move pooled connections off it now rather than at its next
+// round.
+func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 	if !t.cfg.LeastLoad {
-		return
+		return false
 	}
 	t.mu.Lock()
 	buf := append(t.loadNodes[:0], t.order...)
@@ -201,6 +203,9 @@ func (t *Table[P]) TickLoad(now time.Time) {
 		if k < n.slow {
 			k = n.slow - 1 // forget slowly
 		}
+		if k > n.slow && n.byOpen.Indexed() {
+			slowed = true
+		}
 		if n.slow != k && n.state != Draining {
 			// A node slowed, or back at full speed, moves between the indexes of the nodes at
 			// full speed (unweighted: O(1) buckets) and of the slowed ones (a heap as large as
@@ -219,4 +224,5 @@ func (t *Table[P]) TickLoad(now time.Time) {
 	t.mu.Unlock()
 	clear(buf)
 	t.loadNodes, t.loadSlow = buf[:0], slow[:0]
+	return slowed
 }

@@ -33,6 +33,11 @@ import (
 // WarmupFloor is the share of its weight a node gets at the start of its warm-up.
 const WarmupFloor = 0.1
 
+// InUseSpeedFloor is the least the speed factor cuts a node's weight for statements in flight
+// (statement mode's in-use count): beyond it, the cost of the node's recent units takes the cut
+// (see applyWeightLocked).
+const InUseSpeedFloor = 0.5
+
 // WarmupSteps is how many steps a warm-up takes when the caller ticks every Warmup/WarmupSteps.
 const WarmupSteps = 20
 
@@ -120,11 +125,13 @@ func effective[P any](n *Node[P]) float64 {
 // are statements in flight, and a slow node's stay in flight longer by themselves (Little's
 // law): cutting its weight by the whole factor as well would charge its slowness twice and
 // starve it at high concurrency (peak-EWMA's latency × (in flight + 1) gave a ten-times-slower
-// proxy 0.05 of a fast one's statements at 16 workers). So the in-use weight takes the square
-// root of the speed factor, and the cost of the node's recent units the other square root
-// (recent.go): with nothing in flight, where recent units decide, the node's share follows
-// the whole factor; with many statements in flight, half of it, on top of what its slower
-// answers shed by themselves.
+// proxy 0.05 of a fast one's statements at 16 workers). Not cutting it at all would trust the
+// counts in flight alone, and they undercount a slowdown: they also hold the client's own time
+// per statement, the same on every node (a proxy three times slower kept half of a fast one's
+// statements under least-connections). So the in-use weight takes the speed factor down to
+// InUseSpeedFloor and no further, and the cost of the node's recent units takes the rest
+// (recent.go): with nothing in flight, where recent units decide, the node's share follows the
+// whole factor.
 func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	w := pick.Unit * int64(n.weight)
 	if n.warmth < 1 || n.slow != 0 {
@@ -133,9 +140,10 @@ func (t *Table[P]) applyWeightLocked(n *Node[P]) {
 	t.byOpen[n.slot()].SetWeights(&n.byOpen, w, pick.Unit)
 	w, c := pick.Unit*int64(n.weight), pick.Unit
 	if n.warmth < 1 || n.slow != 0 {
-		half := math.Sqrt(speedOf(n.slow))
-		w = int64(math.Round(float64(w) * max(n.warmth, WarmupFloor) * half))
-		c = int64(math.Round(float64(pick.Unit) / half))
+		speed := speedOf(n.slow)
+		inUse := max(speed, InUseSpeedFloor)
+		w = int64(math.Round(float64(w) * max(n.warmth, WarmupFloor) * inUse))
+		c = int64(math.Round(float64(pick.Unit) * inUse / speed))
 	}
 	t.byInUse[n.slot()].SetWeights(&n.byInUse, w, c)
 }
