@@ -262,7 +262,6 @@ func TestSplitOffloadsThePrimary(t *testing.T) {
 	}
 }
 
-
 // TestSlowProxyLosesPooledConnections: in connection mode at the defaults, a proxy that adds
 // 10 ms to every statement (the others 1 ms) holds at most half a fast proxy's pooled
 // connections within 5 s: the load policy's slowdown brings the rebalancer's round forward
