@@ -253,7 +253,9 @@ type Config struct {
 	// write each '/' as %2F: go-sql-driver takes a bare '/' for the start of the database
 	// name). A 2xx answer passes; any other answer drains the node at once, as
 	// ER_SERVER_SHUTDOWN does (CauseShutdown); no answer within checkHealthTimeoutMillis fails
-	// the probe. Redirects are not followed.
+	// the probe. Redirects are not followed. The HTTP check lives in package statuscheck, so
+	// that programs without it do not link net/http: a program that sets StatusURL imports it
+	// (import _ "github.com/lbd-go/lbd/statuscheck"), or NewConnector refuses the Config.
 	StatusURL string
 	// UnsupportedMethodBehavior is accepted for lb-driver compatibility and has no effect: Go's
 	// database/sql has none of the JDBC methods it governs.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/ring"
 	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/internal/statushook"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -64,8 +64,8 @@ type Connector struct {
 
 	trq transitionQueue // state changes on their way to transitionLoop
 
-	statusClient *http.Client  // the statusURL checks' client; nil without statusURL
-	rebalRounds  atomic.Uint64 // rebalancing rounds that retired connections (logRebalance)
+	statusGet   statushook.Get // the statusURL checks' client; nil without statusURL
+	rebalRounds atomic.Uint64  // rebalancing rounds that retired connections (logRebalance)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -82,7 +82,8 @@ var (
 
 // NewConnector parses dsn (see ParseDSN), applies opts and starts the connector's probes and
 // rebalancer. Errors: a malformed DSN, a bad lbd parameter or option, an unknown
-// exceptionSorter name, a node source's bad parameter. No connection is made here, not even
+// exceptionSorter name, a node source's bad parameter, a statusURL in a program that did not
+// import package statuscheck. No connection is made here, not even
 // to a node source: a source (lbremote, lbetcd, lbdns, WithSource) fetches its first node list
 // in the background, Connect waits for it within its context, and Ready waits for it alone.
 func NewConnector(dsn string, opts ...Option) (*Connector, error) {
@@ -110,6 +111,13 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := run.settle(); err != nil {
 		return nil, err
 	}
+	var statusGet statushook.Get // the statusURL checks, refused unless a package provides them
+	if run.StatusURL != "" {
+		var err error
+		if statusGet, err = newStatusGet(run.CheckHealthTimeout); err != nil {
+			return nil, err
+		}
+	}
 	src := run.source // the Connector owns it from here; see Config.source
 	run.source = nil
 	if run.Balance == BalanceStatement && autocommitOff(run.MySQL.Params) {
@@ -129,9 +137,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		trq:         transitionQueue{wake: make(chan struct{}, 1)},
 		transitions: ring.New[Transition](recentTransitions),
 		retryBudget: budget.New(run.RetryBudgetPercent, run.RetryBudgetPerSecond),
-	}
-	if run.StatusURL != "" {
-		c.statusClient = newStatusClient(run.CheckHealthTimeout)
+		statusGet:   statusGet,
 	}
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/lbd-go/lbd/internal/statushook"
 )
 
 // The status check (statusURL): besides its SQL probe, each node's HTTP status endpoint is asked
@@ -19,6 +19,10 @@ import (
 // a redirect, which is not followed) says the node is not serving: it is drained at once as on
 // a 1053 (CauseShutdown). No answer within the probe's deadline, or no connection, fails the
 // probe as a failed SQL probe does.
+//
+// The HTTP client lives in package statuscheck, which registers it through internal/statushook
+// when a program imports it: the root does not link net/http, and a Connector with a statusURL
+// is refused when nothing registered a client (errNoStatusCheck).
 
 // Placeholders of a statusURL template.
 const (
@@ -26,12 +30,15 @@ const (
 	statusPortPlaceholder = "{port}" // the node's SQL port
 )
 
-// statusBodyLimit is how much of a status answer's body is read (and discarded) so that the
-// connection closes cleanly; the rest is not read.
-const statusBodyLimit = 4 << 10
+// statusCheckPackage is the package whose import provides the HTTP status check.
+const statusCheckPackage = "github.com/lbd-go/lbd/statuscheck"
 
 // errStatusNotServing is the probe error of a status check whose answer was not 2xx.
 var errStatusNotServing = errors.New("lbd: status check: the node says it is not serving")
+
+// errNoStatusCheck refuses a Connector with a statusURL in a program that did not import the
+// HTTP status check.
+var errNoStatusCheck = errors.New(`lbd: statusURL is set but the HTTP status check is not linked into this program: add import _ "` + statusCheckPackage + `" to it (it lives apart so that programs without statusURL do not link net/http)`)
 
 // checkStatusTemplate reports what is wrong with a statusURL template, or nil.
 func checkStatusTemplate(tmpl string) error {
@@ -59,27 +66,20 @@ func statusURLFor(tmpl, host, port string) string {
 	return strings.NewReplacer(statusHostPlaceholder, host, statusPortPlaceholder, port).Replace(tmpl)
 }
 
-// newStatusClient is the client of the status checks: no redirect is followed, no connection
-// is kept between checks (so that Close leaves no goroutine behind), and every phase is bounded
-// by timeout besides the probe's own deadline.
-func newStatusClient(timeout time.Duration) *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			DialContext:            (&net.Dialer{Timeout: timeout}).DialContext,
-			TLSHandshakeTimeout:    timeout,
-			ResponseHeaderTimeout:  timeout,
-			DisableKeepAlives:      true,
-			MaxResponseHeaderBytes: 16 << 10,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       timeout,
+// newStatusGet is the status check of a Connector whose probes time out after timeout, or
+// errNoStatusCheck when no package registered one.
+func newStatusGet(timeout time.Duration) (statushook.Get, error) {
+	n := statushook.Registered()
+	if n == nil {
+		return nil, errNoStatusCheck
 	}
+	return n(timeout), nil
 }
 
 // checkStatus asks the node's status URL under ctx; nil when there is none to ask.
 func (p *nodeProbe) checkStatus(ctx context.Context) error {
 	c := p.owner
-	if c.statusClient == nil {
+	if c.statusGet == nil {
 		return nil
 	}
 	host, port, err := net.SplitHostPort(p.n.addr)
@@ -87,18 +87,12 @@ func (p *nodeProbe) checkStatus(ctx context.Context) error {
 		return fmt.Errorf("lbd: status check: %w", err)
 	}
 	u := statusURLFor(c.cfg.StatusURL, host, port)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("lbd: status check: %w", err)
-	}
-	resp, err := c.statusClient.Do(req)
+	code, err := c.statusGet(ctx, u)
 	if err != nil {
 		return fmt.Errorf("lbd: status check %s: %w", redactURL(u), err)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, statusBodyLimit))
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("%w: %s answered %d", errStatusNotServing, redactURL(u), resp.StatusCode)
+	if code < 200 || code > 299 {
+		return fmt.Errorf("%w: %s answered %d", errStatusNotServing, redactURL(u), code)
 	}
 	return nil
 }

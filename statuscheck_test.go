@@ -1,8 +1,11 @@
 package lbd
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lbd-go/lbd/internal/statushook"
 )
 
 // TestStatusURLParameter: statusURL survives go-sql-driver's parser with '/' written %2F, is
@@ -35,5 +38,27 @@ func TestStatusURLParameter(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "statusURL") {
 			t.Errorf("statusURL=%s: %v; want an error naming statusURL and saying %q", tc.value, err, tc.want)
 		}
+	}
+}
+
+// TestStatusURLNeedsTheStatusCheckPackage: the root does not link net/http, so a Connector with
+// a statusURL in a program that did not import package statuscheck is refused, and the error
+// names the import. (No test of this package imports statuscheck: its init would register the
+// check for the whole test binary.)
+func TestStatusURLNeedsTheStatusCheckPackage(t *testing.T) {
+	if statushook.Registered() != nil {
+		t.Fatal("a status check is registered in this test binary: a test of the root package imports statuscheck")
+	}
+	const dsn = "u:p@lb(127.0.0.1:1)/db?statusURL=http:%2F%2F{host}:10080%2Fstatus"
+	c, err := NewConnector(dsn)
+	if err == nil {
+		c.Close()
+		t.Fatal("a Connector with a statusURL was built without the HTTP status check")
+	}
+	if !errors.Is(err, errNoStatusCheck) || !strings.Contains(err.Error(), `import _ "github.com/lbd-go/lbd/statuscheck"`) {
+		t.Fatalf("error %q does not name the import that provides the check", err)
+	}
+	if _, err := ParseDSN(dsn); err != nil {
+		t.Fatalf("ParseDSN, which builds nothing, refused the DSN: %v", err)
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	_ "github.com/lbd-go/lbd/statuscheck" // so that a -dsn may carry statusURL
 )
 
 // config is what one run of the demo needs.

@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/lbdtest"
+	_ "github.com/lbd-go/lbd/statuscheck" // statusURL's HTTP check
 )
 
 // TestRollingRestartAnnouncedShutdown restarts three proxies one after the other under 16

@@ -314,7 +314,7 @@ func (l *logicalConn) prepares(args []driver.NamedValue) bool {
 // primary (it did not run) runs once more, on the primary, and that replica takes no read until
 // a good probe a probe interval later (nodetable's RefusedRead).
 func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, do func(*physical.Conn) error) error {
-	rt := l.m.route(ctx, query)
+	rt := l.m.route(ctx, query, eff)
 	p, err := l.bindFor(ctx, rt, query, eff)
 	if err != nil {
 		return err
@@ -405,7 +405,7 @@ const keepsResult = sqlclass.ReadsResult
 
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
-	l.want = l.m.route(ctx, "SELECT 1").target
+	l.want = l.m.route(ctx, "SELECT 1", 0).target // a plain read: no effect
 	p, err := l.bind(ctx, keepsResult, onReplica{always: true})
 	if err != nil {
 		return err
@@ -426,7 +426,7 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
-	l.want = l.m.route(context.Background(), "").target // what the caller does with it is unknown: the primary
+	l.want = l.m.route(context.Background(), "", 0).target // what the caller does with it is unknown: the primary
 	p, err := l.bind(context.Background(), 0, onReplica{})
 	if err != nil {
 		return nil

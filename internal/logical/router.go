@@ -118,7 +118,8 @@ func readRouted(t role.Target) bool {
 	return t == readTarget || t == readTargetWithPrimary || t == replicaHintTarget
 }
 
-// route returns where a statement with text query goes. Without the split every statement has
+// route returns where a statement with text query and effects eff (its sqlclass.Classify, which
+// the caller holds already) goes. Without the split every statement has
 // the Connector's target and counts as nothing.
 //
 // With routingHints, a leading hint comment (sqlclass.RoutingHint) acts after the replica-safety
@@ -126,11 +127,11 @@ func readRouted(t role.Target) bool {
 // OnPrimary does; /* lbd:replica */ narrows where a replica-safe read goes, from any node to the
 // replicas first, and changes nothing else: OnPrimary, read-your-writes and the causal wait
 // still apply, and a text that is not proven replica-safe goes to the primary, hint or not.
-func (m *Mode) route(ctx context.Context, query string) routing {
+func (m *Mode) route(ctx context.Context, query string, eff sqlclass.Effect) routing {
 	if !m.split.on {
 		return routing{target: m.cfg.Target}
 	}
-	if !sqlclass.ReplicaRead(query) {
+	if !sqlclass.ReplicaReadClassified(query, eff) {
 		return routing{target: writeTarget, write: true}
 	}
 	hint := sqlclass.NoHint

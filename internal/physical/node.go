@@ -250,7 +250,7 @@ func (n *Node) PopFree() *Conn {
 		c := n.free[len(n.free)-1].c
 		n.free[len(n.free)-1] = parked{}
 		n.free = n.free[:len(n.free)-1]
-		if c.state.CompareAndSwap(stateIdle, stateInUse) {
+		if c.Claim() {
 			return c
 		}
 	}
@@ -271,7 +271,7 @@ func (n *Node) PopOldestFree(parkedBefore time.Time) *Conn {
 		copy(n.free, n.free[1:])
 		n.free[len(n.free)-1] = parked{}
 		n.free = n.free[:len(n.free)-1]
-		if f.c.state.CompareAndSwap(stateIdle, stateClosed) {
+		if f.c.takeIdleToClose() {
 			return f.c
 		}
 	}

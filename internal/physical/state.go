@@ -65,6 +65,11 @@ func (c *Conn) Claim() bool { return c.state.CompareAndSwap(stateIdle, stateInUs
 // lbd closed it during the dial (its node went down or started draining).
 func (c *Conn) ClaimFresh() bool { return c.state.CompareAndSwap(stateFresh, stateInUse) }
 
+// takeIdleToClose moves an idle connection to closed without closing its socket, and reports
+// whether it did: the caller (PopOldestFree, under the node's free-list lock) closes it with
+// ClosePhysical once out of that lock. False when it was not idle (lbd closed it meanwhile).
+func (c *Conn) takeIdleToClose() bool { return c.state.CompareAndSwap(stateIdle, stateClosed) }
+
 // Park moves a connection just dialed and not retired to idle, for PushFree, and reports
 // whether it did.
 func (c *Conn) Park() bool {

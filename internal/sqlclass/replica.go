@@ -27,8 +27,12 @@ package sqlclass
 // A table the connection's default database holds unqualified cannot be seen: a DSN whose
 // database is one of the schemas above must not use the split. ReplicaRead reads the text
 // twice at most, never panics and does not allocate.
-func ReplicaRead(query string) bool {
-	return Classify(query) == 0 && replicaText(query, false)
+func ReplicaRead(query string) bool { return ReplicaReadClassified(query, Classify(query)) }
+
+// ReplicaReadClassified is ReplicaRead for a caller that already holds eff, Classify(query):
+// it reads the text once, where ReplicaRead classifies it again.
+func ReplicaReadClassified(query string, eff Effect) bool {
+	return eff == 0 && replicaText(query, false)
 }
 
 // ReplicaSession reports whether query may run on a replica physical connection that already
