@@ -95,11 +95,11 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 		}
 		for _, workers := range []int{1, 4, 16} {
 			t.Run(fmt.Sprintf("%s/3:1:1/workers=%d", name, workers), func(t *testing.T) {
-				db, _ := openShareDB(t, weightedDSN(cl, []int{3, 1, 1}, policy+"balance=statement"))
+				db, c := openShareDB(t, weightedDSN(cl, []int{3, 1, 1}, policy+"balance=statement"))
 				db.SetMaxIdleConns(workers)
 				loopFor(t, cl, workers, shareRun/4, db) // the estimates settle
 				got := shares(loopFor(t, cl, workers, shareRun, db))
-				t.Logf("shares %.3f", got)
+				t.Logf("shares %.3f, speeds %v", got, speeds(c, cl))
 				for i, want := range []float64{0.6, 0.2, 0.2} {
 					if got[i] < want-0.05 || got[i] > want+0.05 {
 						t.Errorf("proxy %d has %.3f of the statements, want %.2f ± 0.05", i, got[i], want)

@@ -73,6 +73,11 @@ const (
 	SpeedSteps = 16
 	// MaxSlowness is the most steps a node is slowed by: a factor of 2^(-MaxSlowness/SpeedSteps).
 	MaxSlowness = 4 * SpeedSteps
+	// SlowAfterTicks is how many ticks in a row a node's estimate must call for a lower speed
+	// factor before it gets one: on a busy host a node with few samples (a light weight, one
+	// worker) sees its estimate jump for a moment when the host stalls a few of its statements,
+	// and a slowdown that lasts 0.3 s more is still shed within the second.
+	SlowAfterTicks = 3
 )
 
 // monoBase anchors the estimates' timestamps on the monotonic clock.
@@ -166,7 +171,8 @@ func slowness(est, limit float64) uint8 {
 }
 
 // TickLoad recomputes every node's speed factor from the latency estimates at now (see the
-// top of this file: lowered at once, raised by at most one step a call) and re-orders the pick indexes where one changed. Without Config.LeastLoad
+// top of this file: lowered once SlowAfterTicks calls in a row asked for it, raised by at most
+// one step a call) and re-orders the pick indexes where one changed. Without Config.LeastLoad
 // it does nothing. It reads the estimates outside the table's mutex, O(n), and holds the mutex
 // only to copy the node list and to apply the factors that changed, O(log n) each. Calls must
 // not overlap (one loop calls it). It reports whether some node was slowed further: the
@@ -200,11 +206,18 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 	t.mu.Lock()
 	for i, n := range buf {
 		k := slow[i]
-		if k < n.slow {
+		switch {
+		case k < n.slow:
 			k = n.slow - 1 // forget slowly
-		}
-		if k > n.slow && n.byOpen.Indexed() {
-			slowed = true
+			n.overTicks = 0
+		case k > n.slow:
+			if n.overTicks++; n.overTicks < SlowAfterTicks {
+				k = n.slow // not yet: it must last
+			} else if n.byOpen.Indexed() {
+				slowed = true
+			}
+		default:
+			n.overTicks = 0
 		}
 		if n.slow != k && n.state != Draining {
 			// A node slowed, or back at full speed, moves between the indexes of the nodes at

@@ -81,7 +81,7 @@ func TestTickLoadSlowsASlowNode(t *testing.T) {
 	h := loadHarness(t, true)
 	ms := time.Millisecond
 	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 11 * ms, "c:1": 30 * ms})
-	h.tab.TickLoad(h.now)
+	tickLoad(h.tab, h.now)
 	// a is the reference (10 ms); b is within the band; c is 30/(10×1.5+0.5) = 1.94 times
 	// over the limit: 16×log2(1.97) rounds up to 16 steps, a factor of 1/2.
 	if s := h.speed("a:1"); s != 1 {
@@ -116,7 +116,7 @@ func TestTickLoadEqualNodesStayUnweighted(t *testing.T) {
 	us := time.Microsecond
 	// Within 50% plus 500 µs of the fastest: 2.0, 2.6 and 3.4 ms.
 	h.feed(2*time.Second, time.Millisecond, map[string]time.Duration{"a:1": 2000 * us, "b:1": 2600 * us, "c:1": 3400 * us})
-	h.tab.TickLoad(h.now)
+	tickLoad(h.tab, h.now)
 	for _, a := range []string{"a:1", "b:1", "c:1"} {
 		if s := h.speed(a); s != 1 {
 			t.Errorf("%s: speed factor %v within the band, want 1", a, s)
@@ -135,7 +135,7 @@ func TestTickLoadIdleNodeIsTriedAgain(t *testing.T) {
 	h := loadHarness(t, true)
 	ms := time.Millisecond
 	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 40 * ms})
-	h.tab.TickLoad(h.now)
+	tickLoad(h.tab, h.now)
 	if s := h.speed("c:1"); s >= 1 {
 		t.Fatalf("slow node's speed factor %v", s)
 	}
@@ -154,7 +154,7 @@ func TestTickLoadOffWithoutLeastLoad(t *testing.T) {
 	h := loadHarness(t, false)
 	ms := time.Millisecond
 	h.feed(time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 100 * ms})
-	h.tab.TickLoad(h.now)
+	tickLoad(h.tab, h.now)
 	if s := h.speed("c:1"); s != 1 {
 		t.Errorf("least-connections: speed factor %v, want 1", s)
 	}
@@ -176,9 +176,44 @@ func TestLoadBenchmarkSetupSlowsNodes(t *testing.T) {
 		h.tab.Observe(n, now.Add(-LatencyWindow), rtt)
 		h.tab.Observe(n, now, rtt)
 	}
-	h.tab.TickLoad(now)
+	tickLoad(h.tab, now)
 	slowed := h.node(h.tab.Nodes(nil)[0].Addr()).slot()
 	if slowed == int(nodes.RoleUnknown) || !h.tab.byOpen[slowed].Weighted() || h.tab.byOpen[nodes.RoleUnknown].Weighted() {
 		t.Fatal("one node at 3 ms among nodes at 1 ms is not alone in a weighted index of slowed nodes")
+	}
+}
+
+// tickLoad calls TickLoad SlowAfterTicks times at now: a node over the limit all along is
+// slowed by then.
+func tickLoad[P any](t *Table[P], now time.Time) {
+	for range SlowAfterTicks {
+		t.TickLoad(now)
+	}
+}
+
+// TestTickLoadWaitsForALastingSlowdown: an estimate that calls for a lower speed factor at
+// fewer than SlowAfterTicks ticks in a row (a host's stall) slows nothing; one that lasts does.
+func TestTickLoadWaitsForALastingSlowdown(t *testing.T) {
+	h := loadHarness(t, true)
+	ms := time.Millisecond
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 40 * ms})
+	for i := 1; i < SlowAfterTicks; i++ {
+		h.tab.TickLoad(h.now)
+		if s := h.speed("c:1"); s != 1 {
+			t.Fatalf("tick %d over the limit: speed factor %v, want 1 until it lasts %d ticks", i, s, SlowAfterTicks)
+		}
+	}
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 10 * ms})
+	h.tab.TickLoad(h.now) // back within the band: the count starts again
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 40 * ms})
+	h.tab.TickLoad(h.now)
+	if s := h.speed("c:1"); s != 1 {
+		t.Fatalf("one tick over the limit after a tick within it slowed c:1 to %v", s)
+	}
+	for range SlowAfterTicks - 1 {
+		h.tab.TickLoad(h.now)
+	}
+	if s := h.speed("c:1"); s >= 1 {
+		t.Fatalf("%d ticks in a row over the limit left c:1 at full speed", SlowAfterTicks)
 	}
 }

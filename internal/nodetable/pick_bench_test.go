@@ -212,7 +212,9 @@ func loadTable(b *testing.B, nodeCount, openPerNode int, slow bool) (*nodetable.
 		t.Observe(n, now.Add(-nodetable.LatencyWindow), rtt) // samples spanning a window: a settled estimate
 		t.Observe(n, now, rtt)
 	}
-	t.TickLoad(now)
+	for range nodetable.SlowAfterTicks { // a node over the limit is slowed once it lasts
+		t.TickLoad(now)
+	}
 	for range nodeCount * openPerNode {
 		t.Pick(nil)
 	}

@@ -10,8 +10,9 @@ import "github.com/lbd-go/lbd/internal/pick"
 // it was never measured again. So a connection that closes, or a claim statement mode gives
 // back, leaves a recent unit behind on its node (pick.Index.Finish), which keeps counting in
 // the order until the window of recent units moves past it (pick.Index.Expire). The window
-// holds RecentPerNode units per node in the pick indexes, less pick.FlightUnits for each unit
-// in flight: the units the order counts stay about RecentPerNode per node, in flight first.
+// holds RecentPerNode units per node in the pick indexes, less FlightShrink for each unit in
+// flight: recent units decide while little is in flight, and give way to the counts in flight
+// as they grow.
 // The order is by (FlightUnits × in flight + 1 + recent × cost)/weight (internal/pick), so:
 //
 //   - with nothing in flight, picks follow the weights over every window: 3:1:1 gives
@@ -28,12 +29,14 @@ import "github.com/lbd-go/lbd/internal/pick"
 // The figures were chosen by simulation (recent_test.go drives the table with 1 to 64
 // workers): with a unit in flight worth 16 recent units, two and four workers gave 3:1:1 only
 // 50/25/25 (a node with a statement in flight was never picked again until it ended); with a
-// window that did not shrink as units went in flight, a hung node drew 14 of 16 workers; with
-// 32 per node, 8 of 16; with 24, a node ten times slower at a speed factor of 0.2 got 0.061 of a
-// full-speed node's picks at 16 workers. 4 and 28 give 3:1:1 within three points at 1 to 64
-// workers (57/21/21 at four), that slow node 0.22 at one worker and 0.065 at sixteen, and a
-// hung node 7 of 16 workers.
-//
+// window that did not shrink as units went in flight, a hung node drew 14 of 16 workers, and 8
+// with 32 units per node. With 4, 28 and a shrink of 8, 3:1:1 stays within three points at 1
+// to 64 workers (57/21/21 at four, 62/19/19 at sixteen, where integer counts in flight rule),
+// a node ten times slower at a speed factor of 0.2 gets 0.20 of a full-speed node's picks at
+// one worker and 0.046 at sixteen with no other noise (on a busy host, where every round trip
+// carries the host's delays too, 0.2 to 0.3: internal/clustertest's
+// TestSlowProxyShedsWithoutStarving), and a hung node 6 of 16 workers.
+
 // Envoy's weighted least-request reaches shares at low concurrency with an EDF schedule over
 // weight/(active+1)^bias; a window of recent units keeps the integer order and the O(1)
 // buckets, and costs each cycle of a pick and its release one more move of one entry (a unit
@@ -44,6 +47,16 @@ import "github.com/lbd-go/lbd/internal/pick"
 // worker, a node at the least speed factor (1/16) is picked once its full-speed peers hold 15
 // recent units each.
 const RecentPerNode = 28
+
+// FlightShrink is how many units of the window each unit in flight takes: twice what it weighs
+// in the order (pick.FlightUnits), so that from about three and a half units in flight per
+// node the window is empty and the order is plain weighted least-connections. Statement mode
+// keeps about one physical connection per statement in flight on each node; an order that
+// strays from the counts in flight at that concurrency sends statements to nodes whose
+// connections are all busy, and dials (with the window shrinking only by pick.FlightUnits, 10
+// workers over three nodes kept 14 or 15 physical connections open for 10 logical ones, one or
+// two above the goal).
+const FlightShrink = 2 * pick.FlightUnits
 
 // MaxRecent bounds the window, so that a table of 50 000 nodes keeps 32 KiB per kind of
 // count. Beyond MaxRecent/RecentPerNode nodes the window holds fewer than RecentPerNode units
@@ -132,8 +145,8 @@ func (t *Table[P]) expireLocked(k kind) {
 }
 
 // windowLocked is how many recent units the window holds with inflight units in flight:
-// RecentPerNode per node in the pick indexes, less pick.FlightUnits per unit in flight, at
-// most MaxRecent.
+// RecentPerNode per node in the pick indexes, less FlightShrink per unit in flight, at most
+// MaxRecent.
 func (t *Table[P]) windowLocked(inflight int) int {
-	return min(max(RecentPerNode*max(t.active, 1)-pick.FlightUnits*inflight, 0), MaxRecent)
+	return min(max(RecentPerNode*max(t.active, 1)-FlightShrink*inflight, 0), MaxRecent)
 }

@@ -80,7 +80,10 @@ func TestWeightsAreSharesAtEveryConcurrency(t *testing.T) {
 // TestSlowedNodeKeepsItsShare: a node the load policy slowed to a speed factor of about a
 // fifth still gets about a fifth of a full-speed node's picks at one worker (it went without
 // any under a strict minimum, so it was never measured again), and at sixteen workers, where
-// its statements also take ten times as long, it still gets some.
+// its statements also take ten times as long, least-connections sheds it to about 1/20 with
+// no other noise in the durations, and still measures it. (On a busy host, where the host's
+// delays ride on every round trip, internal/clustertest's TestSlowProxyShedsWithoutStarving
+// holds the same node to 1/16 to 1/3.)
 func TestSlowedNodeKeepsItsShare(t *testing.T) {
 	for _, k := range []int{1, 16} {
 		h := warmHarness(t, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
@@ -101,7 +104,7 @@ func TestSlowedNodeKeepsItsShare(t *testing.T) {
 		t.Logf("%d workers: slowed c:1 got %.3f of a full-speed node's picks (%v)", k, ratio, got)
 		lo, hi := 0.15, 0.25
 		if k > 1 {
-			lo, hi = 1.0/16, 1.0/3
+			lo, hi = 1.0/32, 1.0/3
 		}
 		if ratio < lo || ratio > hi {
 			t.Errorf("%d workers: slowed c:1 got %.3f of a full-speed node's picks (%v), want %.3f to %.3f", k, ratio, got, lo, hi)

@@ -308,6 +308,9 @@ type Node[P any] struct {
 
 	lat  latency // the latency estimate (load.go), written by Observe without the mutex
 	slow uint8   // speed steps below full speed TickLoad gave the node (0: full speed); guarded by the mutex
+	// overTicks counts TickLoad's calls in a row that asked for a lower speed factor
+	// (SlowAfterTicks); guarded by the mutex.
+	overTicks uint8
 
 	zone  string // the node's zone from its source ("" when none); guarded by the mutex
 	other bool   // zone is not Config.LocalZone (always false without one): see slot

@@ -103,7 +103,7 @@ func TestPanicServedNodeSlowed(t *testing.T) {
 		h.tab.Observe(h.node("b:1"), h.now, time.Millisecond)
 		h.tab.Observe(c, h.now, 30*time.Millisecond)
 	}
-	h.tab.TickLoad(h.now)
+	tickLoad(h.tab, h.now)
 	if c.slow == 0 {
 		t.Fatal("c:1 was not slowed: the case proves nothing")
 	}
