@@ -42,14 +42,15 @@ import (
 //
 // Nodes of the same speed must share evenly, and every client must not rush to whichever node
 // measured fastest a moment ago (go-redis's RouteByLatency, a strict minimum, put 590 times
-// more reads on one of five equal replicas). So the reference is the fastest estimate among up
-// nodes measured within LatencyDecay, and a node is slowed only by what exceeds that by more
+// more reads on one of five equal replicas). So the reference is the median estimate among up
+// nodes measured within LatencyDecay (the fastest of one or two: see reference), and a node is
+// slowed only by what exceeds that by more
 // than LoadBand of it plus LoadFloor: limit = ref × (1+LoadBand) + LoadFloor. A node whose
 // estimate is within limit keeps its full weight (factor 1: nodes of equal speed keep the
 // unit weight, so the pick stays in its O(1) buckets and takes turns exactly); a slower one
 // gets limit/estimate, rounded down to steps of 1/SpeedSteps of an octave, and at least
 // 2^-MaxSlowness/SpeedSteps (1/16) of its weight, so it keeps a share of new work and of its
-// own measurement.
+// own measurement. A lower factor takes effect once SlowAfterTicks ticks in a row asked for it.
 
 // Tuning of the load-aware pick.
 const (
@@ -153,6 +154,54 @@ func (t *Table[P]) Latency(n *Node[P], now time.Time) time.Duration {
 	return time.Duration(decayed(est, age))
 }
 
+// reference returns the estimate the others are judged against: the median of ests when there
+// are three or more (the lower median of an even count), the least otherwise, and +Inf when
+// there is none. It reorders ests. The least of several noisy estimates is biased low (on a
+// busy host, equal nodes' estimates scatter, and the fastest of three measured half as fast
+// as the others often enough to slow them); the median is not, and a node that is really slow
+// is still judged against a fast one while fewer than half the nodes are slow.
+func reference(ests []float64) float64 {
+	switch n := len(ests); {
+	case n == 0:
+		return math.Inf(1)
+	case n < 3:
+		return min(ests[0], ests[n-1])
+	}
+	return selectNth(ests, (len(ests)-1)/2)
+}
+
+// selectNth returns the k-th smallest of xs (from 0), reordering xs: Hoare's selection, O(n)
+// on average, without allocating.
+func selectNth(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		pivot := xs[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < pivot {
+				i++
+			}
+			for xs[j] > pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
+}
+
 // speedOf returns the speed factor of slowness steps.
 func speedOf(slow uint8) float64 {
 	if slow == 0 {
@@ -186,15 +235,17 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 	buf := append(t.loadNodes[:0], t.order...)
 	t.mu.Unlock()
 	slow := t.loadSlow[:0]
-	ref := math.Inf(1)
+	ests := t.loadEsts[:0]
 	for _, n := range buf {
 		if State(n.stateNow.Load()) != Up {
 			continue
 		}
-		if est, age, _, settled := n.lat.read(now); settled && age < LatencyDecay && est < ref {
-			ref = est
+		if est, age, _, settled := n.lat.read(now); settled && age < LatencyDecay {
+			ests = append(ests, est)
 		}
 	}
+	ref := reference(ests)
+	t.loadEsts = ests[:0]
 	limit := ref*(1+LoadBand) + float64(LoadFloor)
 	for _, n := range buf {
 		var k uint8

@@ -2,6 +2,8 @@ package nodetable
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,15 +82,14 @@ func TestLatencyEstimate(t *testing.T) {
 func TestTickLoadSlowsASlowNode(t *testing.T) {
 	h := loadHarness(t, true)
 	ms := time.Millisecond
-	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 11 * ms, "c:1": 30 * ms})
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 9 * ms, "b:1": 10 * ms, "c:1": 30 * ms})
 	tickLoad(h.tab, h.now)
-	// a is the reference (10 ms); b is within the band; c is 30/(10×1.5+0.5) = 1.94 times
-	// over the limit: 16×log2(1.97) rounds up to 16 steps, a factor of 1/2.
-	if s := h.speed("a:1"); s != 1 {
-		t.Errorf("fastest node's speed factor %v, want 1", s)
-	}
-	if s := h.speed("b:1"); s != 1 {
-		t.Errorf("speed factor of a node 10%% slower than the fastest is %v, want 1 (within the band)", s)
+	// b is the reference (the median, 10 ms); a is faster; c is 30/(10×1.5+0.5) = 1.94 times
+	// over the limit: 16×log2(1.94) rounds up to 16 steps, a factor of 1/2.
+	for _, a := range []string{"a:1", "b:1"} {
+		if s := h.speed(a); s != 1 {
+			t.Errorf("%s at or below the median: speed factor %v, want 1", a, s)
+		}
 	}
 	if s := h.speed("c:1"); s != 0.5 {
 		t.Errorf("speed factor of a node three times slower is %v, want 0.5", s)
@@ -215,5 +216,36 @@ func TestTickLoadWaitsForALastingSlowdown(t *testing.T) {
 	}
 	if s := h.speed("c:1"); s >= 1 {
 		t.Fatalf("%d ticks in a row over the limit left c:1 at full speed", SlowAfterTicks)
+	}
+}
+
+func TestReferenceIsTheMedian(t *testing.T) {
+	for _, tc := range []struct {
+		ests []float64
+		want float64
+	}{
+		{nil, math.Inf(1)},
+		{[]float64{5}, 5},
+		{[]float64{9, 5}, 5},
+		{[]float64{9, 1, 5}, 5},
+		{[]float64{4, 9, 1, 5}, 4},
+		{[]float64{7, 7, 7, 7, 30}, 7},
+		{[]float64{30, 2, 3, 1, 40, 50, 4}, 4},
+	} {
+		if got := reference(append([]float64(nil), tc.ests...)); got != tc.want {
+			t.Errorf("reference(%v) = %v, want %v", tc.ests, got, tc.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 1000 {
+		xs := make([]float64, 3+r.IntN(40))
+		for i := range xs {
+			xs[i] = float64(r.IntN(20))
+		}
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		if got, want := reference(xs), sorted[(len(sorted)-1)/2]; got != want {
+			t.Fatalf("reference of %v = %v, want %v", sorted, got, want)
+		}
 	}
 }

@@ -198,6 +198,7 @@ type Table[P any] struct {
 	// TickLoad's scratch, reused; only its one caller touches them.
 	loadNodes []*Node[P]
 	loadSlow  []uint8
+	loadEsts  []float64
 }
 
 // New returns an empty table, or an error naming the setting of cfg that is out of range (by
