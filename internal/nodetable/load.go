@@ -50,7 +50,8 @@ import (
 // unit weight, so the pick stays in its O(1) buckets and takes turns exactly); a slower one
 // gets limit/estimate, rounded down to steps of 1/SpeedSteps of an octave, and at least
 // 2^-MaxSlowness/SpeedSteps (1/16) of its weight, so it keeps a share of new work and of its
-// own measurement. A lower factor takes effect once SlowAfterTicks ticks in a row asked for it.
+// own measurement. A lower factor takes effect once SlowAfterTicks ticks in a row asked for it,
+// and a node at full speed is slowed only by EnterSlowSteps steps or more.
 
 // Tuning of the load-aware pick.
 const (
@@ -75,10 +76,16 @@ const (
 	// MaxSlowness is the most steps a node is slowed by: a factor of 2^(-MaxSlowness/SpeedSteps).
 	MaxSlowness = 4 * SpeedSteps
 	// SlowAfterTicks is how many ticks in a row a node's estimate must call for a lower speed
-	// factor before it gets one: on a busy host a node with few samples (a light weight, one
-	// worker) sees its estimate jump for a moment when the host stalls a few of its statements,
-	// and a slowdown that lasts 0.3 s more is still shed within the second.
-	SlowAfterTicks = 3
+	// factor before it gets one: on a busy host a node sees its estimate jump for a moment when
+	// the host stalls a few of its statements (64 workers over three in-process proxies beside
+	// two CPU-bound processes slowed one of three equal proxies to 0.28 with 3 ticks), and a
+	// slowdown that lasts half a second more is still shed within the second.
+	SlowAfterTicks = 5
+	// EnterSlowSteps is the least slowness a node at full speed is given: one whose estimate is
+	// just over the limit stays at full speed (a slowdown of a step or two moved the shares of
+	// equal proxies by 8 % on a busy host), and one clearly over it (by 2^(6/16), 30 %) is
+	// slowed to limit/estimate as any other.
+	EnterSlowSteps = 6
 )
 
 // monoBase anchors the estimates' timestamps on the monotonic clock.
@@ -262,7 +269,9 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 			k = n.slow - 1 // forget slowly
 			n.overTicks = 0
 		case k > n.slow:
-			if n.overTicks++; n.overTicks < SlowAfterTicks {
+			if n.slow == 0 && k < EnterSlowSteps {
+				k, n.overTicks = 0, 0 // within the margin of a node at full speed
+			} else if n.overTicks++; n.overTicks < SlowAfterTicks {
 				k = n.slow // not yet: it must last
 			} else if n.byOpen.Indexed() {
 				slowed = true

@@ -249,3 +249,21 @@ func TestReferenceIsTheMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestTickLoadLeavesANodeJustOverTheLimit: a node at full speed whose estimate is over the limit
+// by less than EnterSlowSteps steps keeps its full weight; one clearly over it is slowed.
+func TestTickLoadLeavesANodeJustOverTheLimit(t *testing.T) {
+	h := loadHarness(t, true)
+	ms := time.Millisecond
+	// limit = 10 × 1.5 + 0.5 = 15.5 ms; 17 ms is 2^(2.1/16) over it.
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 17 * ms})
+	tickLoad(h.tab, h.now)
+	if s := h.speed("c:1"); s != 1 {
+		t.Fatalf("a node just over the limit was slowed to %v", s)
+	}
+	h.feed(2*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 25 * ms})
+	tickLoad(h.tab, h.now)
+	if s := h.speed("c:1"); s >= 0.7 {
+		t.Fatalf("a node 60%% over the limit kept a speed factor of %v", s)
+	}
+}
