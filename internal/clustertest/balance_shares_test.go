@@ -147,13 +147,13 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 	})
 }
 
-// speeds returns each proxy's speed factor from Stats.
-func speeds(c *lbd.Connector, cl *lbdtest.Cluster) []float64 {
+// speeds returns each proxy's speed factor and latency estimate from Stats, for the logs.
+func speeds(c *lbd.Connector, cl *lbdtest.Cluster) []string {
 	st := c.Stats()
-	out := make([]float64, 0, len(cl.Addrs()))
+	out := make([]string, 0, len(cl.Addrs()))
 	for _, a := range cl.Addrs() {
 		ns, _ := st.Node(a)
-		out = append(out, ns.Speed)
+		out = append(out, fmt.Sprintf("%.2f@%v", ns.Speed, ns.Latency.Round(time.Microsecond)))
 	}
 	return out
 }

@@ -101,14 +101,23 @@ type latency struct {
 	// first is the first sample's time, nanoseconds since monoBase: the estimate counts once it
 	// spans LatencyWindow (see read).
 	first atomic.Int64
+	// started is the latest sample's start (its end less its round trip), nanoseconds since
+	// monoBase; written under mu.
+	started int64
 }
 
-// observe folds the round trip rtt that ended at now into the estimate.
+// observe folds the round trip rtt that ended at now into the estimate. A sample weighs the
+// time from the start of the one before to its own start: weighing it by the time since the
+// previous sample's end would count its own round trip into its weight, and a node answering
+// statement after statement (a heavy weight at one worker) would then have its slow samples
+// weigh more than its fast ones (an estimate of E[x²]/E[x], not E[x]): such a node measured
+// twice as slow as its peers on a busy host.
 func (l *latency) observe(now time.Time, rtt time.Duration) {
 	if rtt <= 0 {
 		return
 	}
 	x, ts := float64(rtt), int64(now.Sub(monoBase))
+	start := ts - int64(rtt)
 	l.mu.Lock()
 	est, last := math.Float64frombits(l.est.Load()), l.at.Load()
 	switch {
@@ -116,10 +125,11 @@ func (l *latency) observe(now time.Time, rtt time.Duration) {
 		est = x
 		l.first.Store(ts)
 	default:
-		dt := float64(max(ts-last, 0))
+		dt := float64(max(start-l.started, 0))
 		x = min(x, SampleClip*est)
 		est += (x - est) * -math.Expm1(-dt/float64(LatencyWindow))
 	}
+	l.started = max(start, l.started)
 	l.est.Store(math.Float64bits(est))
 	l.at.Store(max(ts, last))
 	l.mu.Unlock()

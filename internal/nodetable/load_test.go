@@ -267,3 +267,36 @@ func TestTickLoadLeavesANodeJustOverTheLimit(t *testing.T) {
 		t.Fatalf("a node 60%% over the limit kept a speed factor of %v", s)
 	}
 }
+
+// TestEstimateIsNotWeightedByItsOwnRoundTrip: a node answering statement after statement and a
+// node asked once in a while, with the same round trips (1 ms or 9 ms at random), get the same
+// estimate, about their 5 ms mean: a sample's weight is the time from the previous sample's
+// start to its own, not the time to its own end, which would make its own round trip weigh it
+// (the busy node measured 8 ms, E[x²]/E[x]).
+func TestEstimateIsNotWeightedByItsOwnRoundTrip(t *testing.T) {
+	var busy, sparse latency
+	now := monoBase
+	r := rand.New(rand.NewPCG(7, 8))
+	var sumB, sumS float64
+	for i := range 20000 {
+		rtt := time.Millisecond
+		if r.IntN(2) == 1 {
+			rtt = 9 * time.Millisecond
+		}
+		now = now.Add(rtt)
+		busy.observe(now, rtt) // back to back: each starts when the one before ended
+		if i%3 == 0 {
+			sparse.observe(now.Add(20*time.Millisecond), rtt) // a statement now and then, after a gap
+		}
+		if i >= 1000 { // the estimates over time, past the first seconds
+			b, _, _, _ := busy.read(now)
+			s, _, _, _ := sparse.read(now)
+			sumB, sumS = sumB+b, sumS+s
+		}
+	}
+	for name, est := range map[string]float64{"back to back": sumB / 19000, "sparse": sumS / 19000} {
+		if got := time.Duration(est); got < 4*time.Millisecond || got > 6*time.Millisecond {
+			t.Errorf("%s: mean estimate %v for round trips of 1 or 9 ms, want about 5 ms", name, got)
+		}
+	}
+}
