@@ -2,30 +2,17 @@ package buntest
 
 import (
 	"context"
-	"database/sql"
 	"reflect"
 	"testing"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/mysqldialect"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
 )
 
 // The shared scenarios (CRUD, transactions, fatal and non-fatal errors, a failing proxy), in
 // both balance modes, through bun's query builders.
 func TestScenarios(t *testing.T) { adaptertest.RunScenarios(t, bunAdapter{}) }
-
-// openDB opens bun over c as an application does: database/sql's pool over the Connector, under
-// bun's MySQL dialect (which asks the server's VERSION() to choose its features: on MariaDB
-// 10.5 and newer, INSERT and DELETE ... RETURNING). Closing it, at test end, closes both.
-func openDB(t *testing.T, c *lbd.Connector) *bun.DB {
-	t.Helper()
-	db := bun.NewDB(sql.OpenDB(c), mysqldialect.New())
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 // item is the row of the shared scenarios (adaptertest.Item), in the table its tag names.
 type item struct {
@@ -139,11 +126,4 @@ func all(q *bun.SelectQuery) ([]adaptertest.Item, error) {
 		out[i] = adaptertest.Item{ID: it.ID, Name: it.Name, Qty: it.Qty}
 	}
 	return out, err
-}
-
-func affected(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }

@@ -1,6 +1,3 @@
-// Package enttest runs ent, with the client generated from ./ent/schema, over lbd: the shared
-// scenarios of adaptertest and the relation scenarios, in both balance modes and with the
-// read/write split, on lbdtest and on the real MariaDB pair when it is set.
 package enttest
 
 import (

@@ -2,14 +2,8 @@ package enttest
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"testing"
 
-	"entgo.io/ent/dialect"
-	entsql "entgo.io/ent/dialect/sql"
-
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/adaptertest"
 	"github.com/lbd-go/lbd/internal/clustertest/enttest/ent"
 	"github.com/lbd-go/lbd/internal/clustertest/enttest/ent/item"
@@ -20,16 +14,6 @@ type row = adaptertest.Item
 // The shared scenarios (CRUD, transactions, fatal and non-fatal errors, a failing proxy), in
 // both balance modes, through the generated ent client.
 func TestScenarios(t *testing.T) { adaptertest.RunScenarios(t, entAdapter{}) }
-
-// openClient opens the generated client over c as an application does: database/sql's pool
-// over the Connector, under ent's MySQL driver. Closing the client, at test end, closes both.
-func openClient(t *testing.T, c *lbd.Connector) (*ent.Client, *sql.DB) {
-	t.Helper()
-	db := sql.OpenDB(c)
-	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.MySQL, db)))
-	t.Cleanup(func() { client.Close() })
-	return client, db
-}
 
 // entAdapter opens the ent client for the shared scenarios, on the table its schema names.
 type entAdapter struct{}
@@ -97,22 +81,6 @@ func (l entLib) CountQtyAtLeast(qty int) (int64, error) {
 // Transaction runs body in an ent transaction: Commit when it returns nil, Rollback otherwise.
 func (l entLib) Transaction(body func(adaptertest.Tx) error) error {
 	return withTx(ctx, l.c, func(tx *ent.Tx) error { return body(entTx{tx}) })
-}
-
-// withTx runs fn in a transaction of c's: it commits if fn returns nil, and otherwise rolls back
-// and returns fn's error unchanged (or, if the rollback fails, an error that says so).
-func withTx(ctx context.Context, c *ent.Client, fn func(tx *ent.Tx) error) error {
-	tx, err := c.Tx(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		if rerr := tx.Rollback(); rerr != nil {
-			return fmt.Errorf("rollback after %v: %w", err, rerr)
-		}
-		return err
-	}
-	return tx.Commit()
 }
 
 // Logged: ent has no lbd integration that logs.
