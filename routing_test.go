@@ -285,6 +285,9 @@ func causalPair(t *testing.T, position func() string, replicaFaults ...mysqlfake
 		"SELECT @@last_gtid": func(string) *mysqlfake.Result {
 			return &mysqlfake.Result{Columns: []string{"@@last_gtid"}, Rows: [][]string{{position()}}}
 		},
+		"INSERT INTO t VALUES (1), (2) RETURNING id": func(string) *mysqlfake.Result {
+			return &mysqlfake.Result{Columns: []string{"id"}, Rows: [][]string{{"1"}, {"2"}}}
+		},
 	}}
 	replica = &scripted{answers: map[string]func(string) *mysqlfake.Result{"SELECT MASTER_GTID_WAIT": oneRow("0")}}
 	srvs := startScripted(t, replica, primary)
@@ -294,6 +297,42 @@ func causalPair(t *testing.T, position func() string, replicaFaults ...mysqlfake
 	db, c = openRoles(t, srvs, []string{"replica", "primary"},
 		"balance=statement&readWriteSplit=true&readConsistency=gtid&readAfterWriteMillis=300", quiet()...)
 	return primary, replica, db, c
+}
+
+// A write answered with rows (INSERT ... RETURNING sent through QueryContext, as bun sends
+// every insert on MariaDB 10.5 and newer) reads its position once its rows are closed: while
+// they are open the session takes no other command. The rows come back whole, and the next
+// read of the scope waits on the replica for the write.
+func TestCausalCaptureWaitsForTheRowsOfAWrite(t *testing.T) {
+	primary, replica, db, c := causalPair(t, func() string { return "0-1-7" })
+	ctx := context.Background()
+	for i := range 2 {
+		rows, err := db.QueryContext(ctx, "INSERT INTO t VALUES (1), (2) RETURNING id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int
+		for rows.Next() {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil || rows.Err() != nil || fmt.Sprint(ids) != "[1 2]" {
+			t.Fatalf("INSERT ... RETURNING %d through QueryContext: ids %v, close %v, %v", i, ids, err, rows.Err())
+		}
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatalf("the read after the write: %v", err)
+	}
+	if cs := c.Stats().Causal; cs.Captures != 2 || cs.Waits != 1 || cs.Fallbacks != 0 {
+		t.Fatalf("causal stats %+v; want the two writes' positions captured and one wait on the replica", cs)
+	}
+	if primary.count("INSERT") != 2 || replica.count("INSERT") != 0 || replica.count("SELECT 1") != 1 {
+		t.Fatalf("primary %q, replica %q", primary.all(), replica.all())
+	}
 }
 
 // A replica that never answers its GTID wait holds the read no longer than readAfterWriteMillis

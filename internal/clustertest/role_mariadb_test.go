@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -19,22 +20,8 @@ import (
 // .ci/mariadb-pair starts, and skips the test when their DSNs are not set.
 func mariaDBPair(t *testing.T) (primary, replica *sql.DB) {
 	t.Helper()
-	p, r := os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"), os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN")
-	if p == "" || r == "" {
-		t.Skip("LBD_TEST_MARIADB_PRIMARY_DSN and LBD_TEST_MARIADB_REPLICA_DSN are not set; .ci/mariadb-pair start prints them")
-	}
-	open := func(dsn string) *sql.DB {
-		db, err := sql.Open("mysql", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if err := db.Ping(); err != nil {
-			t.Fatalf("%s: %v", dsn, err)
-		}
-		return db
-	}
-	return open(p), open(r)
+	pair := clusterkit.MariaDBPair(t)
+	return pair.Primary, pair.Replica
 }
 
 // roleOf runs MySQL's role check through db and decodes it.

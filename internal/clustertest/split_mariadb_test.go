@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -115,11 +116,9 @@ func TestReadYourWritesOnADelayedReplica(t *testing.T) {
 // splitOverPairConnector is splitOverPair that also returns the Connector.
 func splitOverPairConnector(t *testing.T, params string) (*sql.DB, *lbd.Connector) {
 	t.Helper()
-	pCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_PRIMARY_DSN"))
-	rCfg, _ := mysql.ParseDSN(os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&%s",
-		pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, params)
-	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
+	pair := clusterkit.MariaDBPair(t)
+	pCfg, rCfg := pair.PrimaryCfg, pair.ReplicaCfg
+	c, err := lbd.NewConnector(pair.SplitDSN("interpolateParams=true&"+params), fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
 	if err != nil {
 		t.Fatal(err)
 	}

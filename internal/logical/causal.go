@@ -2,6 +2,7 @@ package logical
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"sync/atomic"
 	"time"
@@ -178,9 +179,17 @@ func (m *Mode) CausalStats() CausalStats {
 }
 
 // captureAfter records the position of a write that just ran on p outside a transaction (inside
-// one, the position is read once it commits).
-func (l *logicalConn) captureAfter(ctx context.Context, p *physical.Conn) {
-	if l.m.split.causal.on && p != nil && !l.sqlTx && !l.apiTx {
+// one, the position is read once it commits). A write answered with rows (INSERT or DELETE ...
+// RETURNING sent through QueryContext) is read once rows are closed: while they are open the
+// session takes no other command. Rows that are not lbd's cannot say when they close, so the
+// scope's reads go to the primary for readAfterWriteMillis instead, as after a failed capture.
+func (l *logicalConn) captureAfter(ctx context.Context, p *physical.Conn, rows driver.Rows) {
+	if !l.m.split.causal.on || p == nil || l.sqlTx || l.apiTx {
+		return
+	}
+	if rows == nil {
 		l.m.capture(ctx, p)
+	} else if !physical.AfterClose(rows, func() { l.m.capture(ctx, p) }) {
+		l.m.uncapturedOf(ctx).Store(l.m.cfg.Now().UnixNano())
 	}
 }

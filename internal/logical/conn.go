@@ -282,7 +282,7 @@ func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driv
 	if l.prepares(args) {
 		return nil, driver.ErrSkip
 	}
-	err = l.run(ctx, query, sqlclass.Classify(query), func(p *physical.Conn) (err error) {
+	err = l.run(ctx, query, sqlclass.Classify(query), nil, func(p *physical.Conn) (err error) {
 		res, err = p.ExecContext(ctx, query, args)
 		return err
 	})
@@ -294,7 +294,7 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 	if l.prepares(args) {
 		return nil, driver.ErrSkip
 	}
-	err = l.run(ctx, query, sqlclass.Classify(query), func(p *physical.Conn) (err error) {
+	err = l.run(ctx, query, sqlclass.Classify(query), &rows, func(p *physical.Conn) (err error) {
 		rows, err = p.QueryContext(ctx, query, args)
 		return err
 	})
@@ -312,8 +312,9 @@ func (l *logicalConn) prepares(args []driver.NamedValue) bool {
 // run runs one statement with text query and effects eff, by do, on the physical connection the
 // split routes it to, and records what it did. A read that a replica refused as not the
 // primary (it did not run) runs once more, on the primary, and that replica takes no read until
-// a good probe a probe interval later (nodetable's RefusedRead).
-func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, do func(*physical.Conn) error) error {
+// a good probe a probe interval later (nodetable's RefusedRead). rows is where do leaves the
+// statement's rows, nil for a statement without (Exec).
+func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, rows *driver.Rows, do func(*physical.Conn) error) error {
 	rt := l.m.route(ctx, query, eff)
 	p, err := l.bindFor(ctx, rt, query, eff)
 	if err != nil {
@@ -329,7 +330,11 @@ func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect
 	} else if l.mayRetryRead(ctx, p, query, err) {
 		p, err = l.retryRead(ctx, rt, query, eff, p, err, do)
 	}
-	l.ran(ctx, p, rt, eff, err)
+	var r driver.Rows
+	if rows != nil {
+		r = *rows
+	}
+	l.ran(ctx, p, rt, eff, r, err)
 	return err
 }
 
@@ -380,16 +385,17 @@ func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff
 	return p, err
 }
 
-// ran records what a statement that ran on p with effects eff and routing rt did to the session
-// and, for a write, to its scope's read-your-writes state, and counts it. driver.ErrSkip means
-// it did not run (database/sql prepares it and runs it as such).
-func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, rt routing, eff sqlclass.Effect, err error) {
+// ran records what a statement that ran on p with effects eff and routing rt, answering rows
+// (nil for none), did to the session and, for a write, to its scope's read-your-writes state,
+// and counts it. driver.ErrSkip means it did not run (database/sql prepares it and runs it as
+// such).
+func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, rt routing, eff sqlclass.Effect, rows driver.Rows, err error) {
 	if err == driver.ErrSkip {
 		return
 	}
 	l.m.countRouted(p, rt)
 	if err == nil && rt.write {
-		l.captureAfter(ctx, p)
+		l.captureAfter(ctx, p, rows)
 	}
 	l.after(eff, err)
 	if rt.write {

@@ -142,7 +142,7 @@ func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
-	err = s.l.run(ctx, s.query, s.eff, func(p *physical.Conn) error {
+	err = s.l.run(ctx, s.query, s.eff, nil, func(p *physical.Conn) error {
 		st, err := s.l.m.statementOn(ctx, p, s.q)
 		if err == nil {
 			res, err = st.ExecContext(ctx, args)
@@ -156,7 +156,7 @@ func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
-	err = s.l.run(ctx, s.query, s.eff, func(p *physical.Conn) error {
+	err = s.l.run(ctx, s.query, s.eff, &rows, func(p *physical.Conn) error {
 		st, err := s.l.m.statementOn(ctx, p, s.q)
 		if err == nil {
 			rows, err = st.QueryContext(ctx, args)

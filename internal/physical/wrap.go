@@ -177,6 +177,23 @@ func wrapRows(ctx context.Context, c *Conn, r driver.Rows) driver.Rows {
 	return &rows{c: c, r: dr, ctx: ctx}
 }
 
+// AfterClose arranges for fn to run once r, rows a Conn or one of its statements returned, is
+// closed, after the rest of its result was read and before what closing it runs already (a
+// connection made for one query closes after fn). It reports false, and fn never runs, when r
+// is not lbd's or is closed.
+func AfterClose(r driver.Rows, fn func()) bool {
+	w, ok := r.(*rows)
+	if !ok || w.closed {
+		return false
+	}
+	if then := w.after; then != nil {
+		w.after = func() { fn(); then() }
+	} else {
+		w.after = fn
+	}
+	return true
+}
+
 func (r *rows) Columns() []string { return r.r.Columns() }
 
 func (r *rows) Close() (err error) {

@@ -92,6 +92,20 @@ func (e *Env) CreateTable(t testing.TB, exec func(query string) error) {
 	})
 }
 
+// FixedTable makes name the test's table, for a library whose own code names its tables (ent's
+// generated code): the test holds a lock named after it on the backend while it runs
+// (HoldLock), so that runs against one server wait for each other, and a table that a killed
+// run left behind is dropped. Call it before CreateTable.
+func (e *Env) FixedTable(t testing.TB, name string) {
+	t.Helper()
+	direct := BackendDB(t, e.Cluster)
+	HoldLock(t, direct, name)
+	if _, err := direct.Exec("DROP TABLE IF EXISTS " + name); err != nil {
+		t.Fatal(err)
+	}
+	e.Table = name
+}
+
 // ContainsAll reports whether s contains every one of parts.
 func ContainsAll(s string, parts ...string) bool {
 	for _, p := range parts {
