@@ -239,6 +239,10 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	if tr := c.tracing(); tr != nil {
+		sp := tr.Start(ctx, OpPrepare, query, c.node)
+		defer sp.end(&err)
+	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
@@ -285,6 +289,10 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	if tr := c.tracing(); tr != nil {
+		sp := tr.Start(ctx, OpBegin, "", c.node)
+		defer sp.end(&err)
+	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
@@ -301,6 +309,10 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (_ driver.Result, err error) {
 	if err := c.enterText(query); err != nil {
 		return nil, err
+	}
+	if tr := c.tracing(); tr != nil && !tr.Declined(len(args)) {
+		sp := tr.Start(ctx, OpExec, query, c.node)
+		defer sp.end(&err)
 	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
@@ -331,7 +343,7 @@ func (s sessionQueryer) QueryContext(ctx context.Context, query string, args []d
 }
 
 // query runs query; ownSession skips the role check of enterText (SessionValue).
-func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, ownSession bool) (_ driver.Rows, err error) {
+func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, ownSession bool) (out driver.Rows, err error) {
 	if ownSession {
 		err = c.enter()
 	} else {
@@ -340,13 +352,17 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
+	if tr := c.tracing(); tr != nil && !ownSession && !tr.Declined(len(args)) {
+		sp := tr.StartQuery(ctx, query, c.node)
+		defer sp.endQuery(&out, &err)
+	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
-	rows, err := c.dc.QueryContext(ctx, query, args)
+	dr, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
 		return c.readFailed(ctx, query, args, c.observeText(ctx, err, query))
 	}
-	return wrapRows(ctx, c, rows), nil
+	return wrapRows(ctx, c, dr), nil
 }
 
 // OutsideTx reports whether the connection's latest command began outside any transaction:
