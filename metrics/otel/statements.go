@@ -5,9 +5,13 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -20,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/nodes"
 )
 
 // NodeGroupKey is the attribute of a statement's node's named groups, once nodes carry groups
@@ -188,7 +193,34 @@ type statementTelemetry struct {
 	namespace string
 	common    []attribute.KeyValue // db.system.name, db.namespace, server.address, server.port
 	queryText bool
+
+	// starts holds, by db.operation.name, a span's attributes at its start (common and
+	// db.operation.name); ends holds, by node, role and operation, a span's attributes at its
+	// end and the measurement's of a statement that succeeded. Both are copied on write and
+	// read without a lock; their keys come from fixed sets (verbs, roles) and the node list,
+	// and ends stops growing at maxEnds.
+	mu     sync.Mutex
+	starts atomic.Pointer[map[string][]attribute.KeyValue]
+	ends   atomic.Pointer[map[endKey]*endAttrs]
 }
+
+// endKey is what a statement's attributes at its end depend on, errors aside.
+type endKey struct {
+	addr string
+	role nodes.Role
+	op   string
+}
+
+// endAttrs are the attributes of a statement that succeeded: the span's at its end (the node)
+// and the measurement's (all but db.query.text).
+type endAttrs struct {
+	span []attribute.KeyValue
+	set  attribute.Set
+}
+
+// maxEnds bounds ends: a node list that keeps changing (a node source's answers are
+// untrusted) must not make it grow without end. Past it, attributes are built per statement.
+const maxEnds = 4096
 
 // operationName is a statement's db.operation.name; "" when it has none.
 func operationName(s lbd.StatementInfo) string {
@@ -205,22 +237,76 @@ func operationName(s lbd.StatementInfo) string {
 	return s.Verb
 }
 
+// startAttrs returns a span's attributes at its start for operation op: common and
+// db.operation.name. The slice is shared: callers must not change it.
+func (t *statementTelemetry) startAttrs(op string) []attribute.KeyValue {
+	if m := t.starts.Load(); m != nil {
+		if a, ok := (*m)[op]; ok {
+			return a
+		}
+	}
+	a := slices.Clip(t.common)
+	if op != "" {
+		a = append(a, semconv.DBOperationName(op))
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := map[string][]attribute.KeyValue{op: a}
+	if m := t.starts.Load(); m != nil {
+		maps.Copy(next, *m)
+	}
+	t.starts.Store(&next)
+	return a
+}
+
+// endAttrsFor returns the attributes of a statement s with operation op that succeeded.
+func (t *statementTelemetry) endAttrsFor(s lbd.StatementInfo, op string) *endAttrs {
+	k := endKey{s.Addr, s.Role, op}
+	m := t.ends.Load()
+	if m != nil {
+		if e, ok := (*m)[k]; ok {
+			return e
+		}
+	}
+	e := t.buildEnd(s, op)
+	if len(s.Groups) > 0 || m != nil && len(*m) >= maxEnds {
+		return e // groups are not in the key; past the bound nothing more is kept
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := make(map[endKey]*endAttrs, 1)
+	if m := t.ends.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	next[k] = e
+	t.ends.Store(&next)
+	return e
+}
+
+// buildEnd builds the attributes of a statement s with operation op that succeeded.
+func (t *statementTelemetry) buildEnd(s lbd.StatementInfo, op string) *endAttrs {
+	var node []attribute.KeyValue
+	if s.Addr != "" {
+		node = appendNode(nil, s)
+	}
+	all := append(slices.Clone(t.startAttrs(op)), node...)
+	return &endAttrs{span: slices.Clip(node), set: attribute.NewSet(all...)}
+}
+
 // StatementStart starts the statement's client span, a child of ctx's, and returns ctx with it.
+// The node is set at the end: statement mode picks it after the start, and a read run again
+// elsewhere ends on another one.
 func (t *statementTelemetry) StatementStart(ctx context.Context, s lbd.StatementInfo) context.Context {
-	attrs := make([]attribute.KeyValue, 0, len(t.common)+5)
-	attrs = append(attrs, t.common...)
 	op := operationName(s)
 	name := op
-	if op != "" {
-		attrs = append(attrs, semconv.DBOperationName(op))
-	} else if name = t.namespace; name == "" {
-		name = string(t.system)
+	if name == "" {
+		if name = t.namespace; name == "" {
+			name = string(t.system)
+		}
 	}
+	attrs := t.startAttrs(op)
 	if t.queryText && s.Text != "" {
-		attrs = append(attrs, semconv.DBQueryText(s.Text))
-	}
-	if s.Addr != "" { // connection mode knows the node at the start: samplers see it
-		attrs = appendNode(attrs, s)
+		attrs = append(slices.Clip(attrs), semconv.DBQueryText(s.Text))
 	}
 	ctx, _ = t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return ctx
@@ -233,28 +319,28 @@ func (t *statementTelemetry) StatementEnd(ctx context.Context, s lbd.StatementIn
 		span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, len(t.common)+8)
-	attrs = append(attrs, t.common[1:]...) // all but db.system.name, Record's own argument
-	if op := operationName(s); op != "" {
-		attrs = append(attrs, semconv.DBOperationName(op))
-	}
-	known := len(attrs) // what the span has had from its start
-	if s.Addr != "" {
-		// The node: new to the span in statement mode, and in connection mode the one that
-		// ran the statement at last (a read run again elsewhere).
-		attrs = appendNode(attrs, s)
-	}
-	if err != nil {
-		attrs = appendError(attrs, err)
-	}
-	if span.IsRecording() {
-		span.SetAttributes(attrs[known:]...)
-		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
+	op := operationName(s)
+	if err == nil {
+		e := t.endAttrsFor(s, op)
+		if len(e.span) > 0 {
+			span.SetAttributes(e.span...)
 		}
+		span.End()
+		t.duration.RecordSet(ctx, took.Seconds(), e.set)
+		return
+	}
+	var node []attribute.KeyValue
+	if s.Addr != "" {
+		node = appendNode(nil, s)
+	}
+	spanAttrs := appendError(node, err)
+	if span.IsRecording() {
+		span.SetAttributes(spanAttrs...)
+		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
-	t.duration.Record(ctx, took.Seconds(), t.system, attrs...)
+	all := append(slices.Clone(t.startAttrs(op)), spanAttrs...)
+	t.duration.RecordSet(ctx, took.Seconds(), attribute.NewSet(all...))
 }
 
 // appendNode appends the node's attributes: network.peer.address and .port, lbd.node.role,
