@@ -98,9 +98,11 @@ type StatementInfo struct {
 // lbd's probes and its own session queries, and calls database/sql never made because the
 // connection was retired at checkout.
 //
-// Both methods are called synchronously on the goroutine running the statement: they must be
-// fast, must not block, must not panic, and must be safe for concurrent use. With no observer
-// set, a statement costs nothing more than a nil check.
+// Both methods are called synchronously: StatementStart on the goroutine running the
+// statement, StatementEnd on that goroutine or, for a query, on the one that closes its rows
+// (database/sql closes them on a goroutine of its own when the query's context ends). They
+// must be fast, must not block, must not panic, and must be safe for concurrent use. With no
+// observer set, a statement costs nothing more than a nil check.
 type StatementObserver interface {
 	StatementStart(ctx context.Context, s StatementInfo) context.Context
 	StatementEnd(ctx context.Context, s StatementInfo, took time.Duration, err error)

@@ -43,7 +43,8 @@ type Statement struct {
 // for each Start, when the statement's answer was read (a query's: when its rows closed),
 // with how long it took and its error: nil, driver.ErrSkip when go-sql-driver declined to send
 // it (database/sql then prepares it, and the prepare and execution are traced on their own),
-// or the error the caller gets. Both are called on the caller's goroutine.
+// or the error the caller gets. Start is called on the caller's goroutine; End on it too, or
+// on the one that closes a query's rows.
 type Tracer interface {
 	Start(ctx context.Context, s Statement) context.Context
 	End(ctx context.Context, s Statement, took time.Duration, err error)

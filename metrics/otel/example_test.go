@@ -28,7 +28,10 @@ func ExampleRegister() {
 // network.peer.address and network.peer.port.
 func ExampleWithStatementTelemetry() {
 	db, err := lbd.Open("app:secret@lb(127.0.0.1:2883,127.0.0.1:2884)/orders",
-		lbdotel.WithStatementTelemetry(lbdotel.StatementOptions{}))
+		lbdotel.WithStatementTelemetry(lbdotel.StatementOptions{
+			TracerProvider: otel.GetTracerProvider(),
+			MeterProvider:  otel.GetMeterProvider(),
+		}))
 	if err != nil {
 		log.Fatal(err)
 	}

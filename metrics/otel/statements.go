@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -40,13 +39,13 @@ const mysqlPort = 3306
 
 // StatementOptions configures WithStatementTelemetry; the zero value takes the defaults.
 type StatementOptions struct {
-	// TracerProvider gives the Tracer of the statements' spans. Default: the global one
-	// (otel.GetTracerProvider), read when the Connector is built. A no-op provider
-	// (trace/noop) records no span.
+	// TracerProvider gives the Tracer of the statements' spans (required):
+	// otel.GetTracerProvider() for the application's global one, or trace/noop's to record
+	// no span.
 	TracerProvider trace.TracerProvider
-	// MeterProvider gives the Meter of db.client.operation.duration. Default: the global one
-	// (otel.GetMeterProvider), read when the Connector is built. A no-op provider
-	// (metric/noop) records no measurement.
+	// MeterProvider gives the Meter of db.client.operation.duration (required):
+	// otel.GetMeterProvider() for the application's global one, or metric/noop's to record no
+	// measurement.
 	MeterProvider metric.MeterProvider
 	// QueryText records each statement's text on its span as db.query.text (never on the
 	// histogram). Off by default: lbd cannot tell a parameterized text from one holding literal
@@ -93,20 +92,23 @@ type StatementOptions struct {
 // recorded in the span's context. A statement go-sql-driver declined to send
 // (driver.ErrSkip) ends its span with no measurement.
 //
-// The proxy that ran a statement is in network.peer.address and network.peer.port: the
-// conventions keep server.address for the address the client was configured with, unchanged
-// whichever server an operation went to.
+// The proxy that ran a statement is in network.peer.address and network.peer.port, as the
+// node list names it (a host name stays a name): the conventions keep server.address for the
+// address the client was configured with, unchanged whichever server an operation went to.
+// They and lbd.node.* are set as the span ends (statement mode picks the proxy after the
+// start, and a read run again ends elsewhere); the rest is there from the start, for samplers.
 //
-// Errors: the option fails (and so NewConnector) when the Meter refuses the histogram.
+// The providers are the application's to pass, as Register's MeterProvider is: lbdotel does not
+// reach for the global ones itself, since the package holding them (go.opentelemetry.io/otel)
+// would add modules to the graph of every program importing lbdotel, metrics-only ones too.
+//
+// Errors: the option fails (and so NewConnector) when a provider is missing or the Meter
+// refuses the histogram.
 func WithStatementTelemetry(opts StatementOptions) lbd.Option {
 	return func(cfg *lbd.Config) error {
-		tp := opts.TracerProvider
-		if tp == nil {
-			tp = otel.GetTracerProvider()
-		}
-		mp := opts.MeterProvider
-		if mp == nil {
-			mp = otel.GetMeterProvider()
+		tp, mp := opts.TracerProvider, opts.MeterProvider
+		if tp == nil || mp == nil {
+			return errors.New("lbdotel: WithStatementTelemetry needs StatementOptions.TracerProvider and MeterProvider: otel.GetTracerProvider() and otel.GetMeterProvider() for the application's global ones, a no-op provider (trace/noop, metric/noop) to record only spans or only measurements")
 		}
 		buckets := opts.DurationBuckets
 		if buckets == nil {

@@ -3,10 +3,13 @@ package lbdotel
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lbd-go/lbd"
 	_ "github.com/lbd-go/lbd/nodes/dns" // registers lbdns
@@ -78,4 +81,26 @@ func TestErrorAttributes(t *testing.T) {
 			t.Errorf("%v: %v, want %v", tc.err, got, tc.want)
 		}
 	}
+}
+
+// TestWithStatementTelemetryNeedsProviders: a missing provider is an error naming the fix; the
+// no-op providers are accepted.
+func TestWithStatementTelemetryNeedsProviders(t *testing.T) {
+	const dsn = "u:p@lb(127.0.0.1:1)/db?checkHealthIntervalSeconds=3600"
+	for _, opts := range []StatementOptions{{}, {TracerProvider: tracenoop.NewTracerProvider()}, {MeterProvider: metricnoop.NewMeterProvider()}} {
+		c, err := lbd.NewConnector(dsn, WithStatementTelemetry(opts))
+		if err == nil {
+			c.Close()
+			t.Fatalf("%+v: NewConnector succeeded", opts)
+		}
+		if !strings.Contains(err.Error(), "otel.GetTracerProvider()") {
+			t.Errorf("%+v: %v; want an error naming the global providers", opts, err)
+		}
+	}
+	c, err := lbd.NewConnector(dsn, WithStatementTelemetry(StatementOptions{
+		TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }

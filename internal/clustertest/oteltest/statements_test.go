@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -263,7 +264,7 @@ func TestStatementTelemetryOptions(t *testing.T) {
 			recorder := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
 			defer tp.Shutdown(context.Background())
-			tc.opts.TracerProvider = tp
+			tc.opts.TracerProvider, tc.opts.MeterProvider = tp, metricnoop.NewMeterProvider()
 			db, err := lbd.Open(tc.dsn, lbd.WithLogger(slog.New(slog.DiscardHandler)), lbdotel.WithStatementTelemetry(tc.opts))
 			if err != nil {
 				t.Fatal(err)
