@@ -365,3 +365,29 @@ func TestStatementOpString(t *testing.T) {
 		}
 	}
 }
+
+// TestStatementObserverRefusedRead: under the read/write split, a read a replica refused as not
+// the primary and the primary then ran is one statement, reported with the primary, its role,
+// and no error.
+func TestStatementObserverRefusedRead(t *testing.T) {
+	const read = "SELECT v FROM t WHERE id = 1"
+	primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{read: oneRow("7")}}
+	replica := &scripted{answers: map[string]func(string) *mysqlfake.Result{read: refusal(1290)}}
+	srvs := startScripted(t, replica, primary) // the replica is listed first: the first read goes there
+	obs := &statementLog{}
+	db, _ := openRoles(t, srvs, []string{"replica", "primary"}, "balance=statement&readWriteSplit=true", append(quiet(), WithStatementObserver(obs))...)
+	var v int
+	if err := db.QueryRowContext(ctx5s(t), read).Scan(&v); err != nil || v != 7 {
+		t.Fatalf("read: %d, %v", v, err)
+	}
+	if replica.count(read) != 1 || primary.count(read) != 1 {
+		t.Fatalf("the replica was asked %d times and the primary %d, want once each", replica.count(read), primary.count(read))
+	}
+	got := obs.take(t)
+	if len(got) != 1 {
+		t.Fatalf("observed %d statements, want the one read", len(got))
+	}
+	if o := got[0]; o.end.Addr != srvs[1].Addr() || o.end.Role != nodes.RolePrimary || o.err != nil {
+		t.Fatalf("observed the read on %s (%v) ending with %v; want it on the primary %s with no error", o.end.Addr, o.end.Role, o.err, srvs[1].Addr())
+	}
+}
