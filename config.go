@@ -280,6 +280,8 @@ type Config struct {
 	// credentials gives the user and password of each new physical connection and probe
 	// connection (WithCredentials); nil means MySQL.User and MySQL.Passwd.
 	credentials CredentialsFunc
+	// statements is told of every statement (WithStatementObserver); nil observes none.
+	statements StatementObserver
 }
 
 // DefaultStatsInterval is how often logStats=true logs (lb-driver logs every minute).

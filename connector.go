@@ -52,6 +52,7 @@ type Connector struct {
 
 	recent      recentFatal            // latest fatal errors, for NodeOfError
 	observers   observers              // AddObserver's list
+	trace       *physical.Trace        // WithStatementObserver's tracing; nil without one
 	transitions *ring.Ring[Transition] // latest state changes, for Stats.Recent
 	stmt        *logical.Mode          // statement mode: logical connections, prepared statements, the router
 	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
@@ -166,6 +167,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
+	c.trace = statementTrace(run, table)
 	c.stmt = logical.New(logical.Config{
 		Table:             table,
 		Connect:           c.connectPhysical,
@@ -186,6 +188,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Refused:           isRefusal,
 		RetryRead:         c.retryRead,
 		InterpolateParams: run.MySQL.InterpolateParams,
+		Trace:             c.trace,
 	})
 	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())

@@ -8,12 +8,17 @@ replace github.com/lbd-go/lbd/lbdtest => ../lbdtest
 
 replace github.com/lbd-go/lbd/metrics/prometheus => ../metrics/prometheus
 
+replace github.com/lbd-go/lbd/metrics/otel => ../metrics/otel
+
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/lbd-go/lbd v0.3.0
 	github.com/lbd-go/lbd/lbdtest v0.3.0
+	github.com/lbd-go/lbd/metrics/otel v0.3.0
 	github.com/lbd-go/lbd/metrics/prometheus v0.3.0
 	github.com/prometheus/client_golang v1.25.0
+	go.opentelemetry.io/otel/sdk v1.44.0
+	go.opentelemetry.io/otel/sdk/metric v1.44.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -31,6 +36,8 @@ require (
 	github.com/dolthub/go-mysql-server v0.20.0 // indirect
 	github.com/dolthub/jsonpath v0.0.2-0.20240227200619-19675ab05c71 // indirect
 	github.com/dolthub/vitess v0.0.0-20250512224608-8fb9c6ea092c // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
@@ -44,7 +51,10 @@ require (
 	github.com/shopspring/decimal v1.3.1 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/tetratelabs/wazero v1.8.2 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect

@@ -262,7 +262,11 @@ func (l *logicalConn) Begin() (driver.Tx, error) {
 
 // BeginTx implements driver.ConnBeginTx; the transaction pins the physical connection until it
 // ends.
-func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx, err error) {
+	if tr := l.m.cfg.Trace; tr != nil {
+		sp := tr.Start(ctx, physical.OpBegin, "", nil)
+		defer func() { sp.SetNode(l.node()); sp.End(err) }()
+	}
 	l.want = l.m.txTarget(ctx, opts)
 	p, err := l.bind(ctx, 0, onReplica{always: opts.ReadOnly}) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
@@ -282,7 +286,13 @@ func (l *logicalConn) ExecContext(ctx context.Context, query string, args []driv
 	if l.prepares(args) {
 		return nil, driver.ErrSkip
 	}
-	err = l.run(ctx, query, sqlclass.Classify(query), nil, func(p *physical.Conn) (err error) {
+	var sp *physical.Span
+	if tr := l.m.cfg.Trace; tr != nil {
+		s := tr.Start(ctx, physical.OpExec, query, nil)
+		sp = &s
+		defer func() { sp.End(err) }()
+	}
+	err = l.run(ctx, query, sqlclass.Classify(query), nil, sp, func(p *physical.Conn) (err error) {
 		res, err = p.ExecContext(ctx, query, args)
 		return err
 	})
@@ -294,11 +304,32 @@ func (l *logicalConn) QueryContext(ctx context.Context, query string, args []dri
 	if l.prepares(args) {
 		return nil, driver.ErrSkip
 	}
-	err = l.run(ctx, query, sqlclass.Classify(query), &rows, func(p *physical.Conn) (err error) {
+	sp := l.m.cfg.Trace.StartQuery(ctx, query, nil)
+	err = l.run(ctx, query, sqlclass.Classify(query), &rows, sp, func(p *physical.Conn) (err error) {
 		rows, err = p.QueryContext(ctx, query, args)
 		return err
 	})
+	endQuery(sp, rows, err)
 	return rows, err
+}
+
+// endQuery ends the span sp of a query (nil: not traced) that failed with err, or makes it end
+// when its rows close.
+func endQuery(sp *physical.Span, rows driver.Rows, err error) {
+	if err != nil {
+		sp.End(err)
+		return
+	}
+	sp.AttachRows(rows)
+}
+
+// node returns the node of the physical connection the logical connection holds; nil when it
+// holds none.
+func (l *logicalConn) node() *physical.Node {
+	if l.phys == nil {
+		return nil
+	}
+	return l.phys.Node()
 }
 
 // prepares reports a statement with arguments that go-sql-driver will not interpolate: it
@@ -310,25 +341,29 @@ func (l *logicalConn) prepares(args []driver.NamedValue) bool {
 }
 
 // run runs one statement with text query and effects eff, by do, on the physical connection the
-// split routes it to, and records what it did. A read that a replica refused as not the
-// primary (it did not run) runs once more, on the primary, and that replica takes no read until
-// a good probe a probe interval later (nodetable's RefusedRead). rows is where do leaves the
-// statement's rows, nil for a statement without (Exec).
-func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, rows *driver.Rows, do func(*physical.Conn) error) error {
+// split routes it to, and records what it did; sp (nil when not traced) is told each node it
+// ran on. A read that a replica refused as not the primary (it did not run) runs once more, on
+// the primary, and that replica takes no read until a good probe a probe interval later
+// (nodetable's RefusedRead). rows is where do leaves the statement's rows, nil for a statement
+// without (Exec).
+func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect, rows *driver.Rows, sp *physical.Span, do func(*physical.Conn) error) error {
 	rt := l.m.route(ctx, query, eff)
 	p, err := l.bindFor(ctx, rt, query, eff)
 	if err != nil {
 		return err
 	}
+	sp.SetNode(p.Node())
 	err = do(p)
 	if l.replicaRefused(rt, p, err) {
 		rt = routing{target: writeTarget}
 		if p, err = l.bindFor(ctx, rt, query, eff); err != nil {
 			return err
 		}
+		sp.SetNode(p.Node())
 		err = do(p)
 	} else if l.mayRetryRead(ctx, p, query, err) {
 		p, err = l.retryRead(ctx, rt, query, eff, p, err, do)
+		sp.SetNode(p.Node())
 	}
 	var r driver.Rows
 	if rows != nil {
@@ -449,8 +484,12 @@ type logicalTx struct {
 	write bool            // not read-only: its commit starts the scope's read-your-writes window
 }
 
-func (t *logicalTx) Commit() error {
-	err := t.tx.Commit()
+func (t *logicalTx) Commit() (err error) {
+	if tr := t.l.m.cfg.Trace; tr != nil {
+		sp := tr.Start(t.ctx, physical.OpCommit, "", t.l.node())
+		defer func() { sp.End(err) }()
+	}
+	err = t.tx.Commit()
 	if err == nil && t.write {
 		t.l.m.noteWrite(t.ctx)
 		if p := t.l.phys; p != nil && t.l.m.split.causal.on {
@@ -460,7 +499,13 @@ func (t *logicalTx) Commit() error {
 	return t.end(err)
 }
 
-func (t *logicalTx) Rollback() error { return t.end(t.tx.Rollback()) }
+func (t *logicalTx) Rollback() (err error) {
+	if tr := t.l.m.cfg.Trace; tr != nil {
+		sp := tr.Start(t.ctx, physical.OpRollback, "", t.l.node())
+		defer func() { sp.End(err) }()
+	}
+	return t.end(t.tx.Rollback())
+}
 
 // end lifts the pin. When COMMIT or ROLLBACK failed the transaction may still be open on the
 // server, so the physical connection is retired: closing it rolls the transaction back, and no

@@ -79,6 +79,7 @@ func (noHooks) RetryRead(context.Context, *physical.Conn, string, []driver.Named
 	return nil, false, nil
 }
 func (noHooks) Farewell(*physical.Conn, error) {}
+func (noHooks) Trace() *physical.Trace         { return nil }
 
 // rig is statement mode over a table of nodes whose dials make fake connections.
 type rig struct {

@@ -57,6 +57,10 @@ type Config struct {
 	// InterpolateParams is go-sql-driver's interpolateParams: without it a statement with
 	// arguments is prepared by database/sql (ExecContext and QueryContext answer ErrSkip).
 	InterpolateParams bool
+	// Trace is the statement tracing (lbd.WithStatementObserver); nil traces nothing. Each
+	// statement's span covers its routing, bind and waits and names the node it ran on at
+	// last; the physical connections' own wrappers trace nothing in statement mode.
+	Trace *physical.Trace
 }
 
 // Mode is statement mode for one Connector: the count of logical connections database/sql

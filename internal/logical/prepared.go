@@ -118,7 +118,11 @@ var _ physical.FullStmt = (*logicalStmt)(nil)
 
 // PrepareContext implements driver.ConnPrepareContext: the query is prepared on a physical
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
-func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+func (l *logicalConn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt, err error) {
+	if tr := l.m.cfg.Trace; tr != nil {
+		sp := tr.Start(ctx, physical.OpPrepare, query, nil)
+		defer func() { sp.SetNode(l.node()); sp.End(err) }()
+	}
 	eff := sqlclass.Classify(query)
 	l.want = l.m.route(ctx, query, eff).target
 	// Preparing runs nothing, but a text that may not run where a pin holds the logical
@@ -142,7 +146,13 @@ func (s *logicalStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
-	err = s.l.run(ctx, s.query, s.eff, nil, func(p *physical.Conn) error {
+	var sp *physical.Span
+	if tr := s.l.m.cfg.Trace; tr != nil {
+		t := tr.Start(ctx, physical.OpExec, s.query, nil)
+		sp = &t
+		defer func() { sp.End(err) }()
+	}
+	err = s.l.run(ctx, s.query, s.eff, nil, sp, func(p *physical.Conn) error {
 		st, err := s.l.m.statementOn(ctx, p, s.q)
 		if err == nil {
 			res, err = st.ExecContext(ctx, args)
@@ -156,13 +166,15 @@ func (s *logicalStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if s.closed {
 		return nil, driver.ErrBadConn
 	}
-	err = s.l.run(ctx, s.query, s.eff, &rows, func(p *physical.Conn) error {
+	sp := s.l.m.cfg.Trace.StartQuery(ctx, s.query, nil)
+	err = s.l.run(ctx, s.query, s.eff, &rows, sp, func(p *physical.Conn) error {
 		st, err := s.l.m.statementOn(ctx, p, s.q)
 		if err == nil {
 			rows, err = st.QueryContext(ctx, args)
 		}
 		return err
 	})
+	endQuery(sp, rows, err)
 	return rows, err
 }
 

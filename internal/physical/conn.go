@@ -239,6 +239,10 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	if tr := c.tracing(); tr != nil {
+		sp := tr.Start(ctx, OpPrepare, query, c.node)
+		defer sp.end(&err)
+	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	st, err := c.dc.PrepareContext(ctx, query)
@@ -285,6 +289,10 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
+	if tr := c.tracing(); tr != nil {
+		sp := tr.Start(ctx, OpBegin, "", c.node)
+		defer sp.end(&err)
+	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
 	tx, err := c.dc.BeginTx(ctx, opts)
@@ -301,6 +309,10 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (_ driver.Result, err error) {
 	if err := c.enterText(query); err != nil {
 		return nil, err
+	}
+	if tr := c.tracing(); tr != nil && !tr.Declined(len(args)) {
+		sp := tr.Start(ctx, OpExec, query, c.node)
+		defer sp.end(&err)
 	}
 	defer c.node.land(&err, c.node.depart())
 	defer c.contain(&err)
@@ -355,8 +367,8 @@ const (
 	waitQuery                     // WaitValue's: role-checked, no latency sample
 )
 
-// query runs query as kind says.
-func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, kind queryKind) (_ driver.Rows, err error) {
+// query runs query as kind says; only the application's queries are traced.
+func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, kind queryKind) (out driver.Rows, err error) {
 	if kind == sessionQuery {
 		err = c.enter()
 	} else {
@@ -365,17 +377,21 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
+	if tr := c.tracing(); tr != nil && kind == appQuery && !tr.Declined(len(args)) {
+		sp := tr.StartQuery(ctx, query, c.node)
+		defer sp.endQuery(&out, &err)
+	}
 	start := c.node.depart()
 	if kind == waitQuery {
 		start = time.Time{} // land takes no sample
 	}
 	defer c.node.land(&err, start)
 	defer c.contain(&err)
-	rows, err := c.dc.QueryContext(ctx, query, args)
+	dr, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
 		return c.readFailed(ctx, query, args, c.observeText(ctx, err, query))
 	}
-	return wrapRows(ctx, c, rows), nil
+	return wrapRows(ctx, c, dr), nil
 }
 
 // OutsideTx reports whether the connection's latest command began outside any transaction:

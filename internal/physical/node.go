@@ -43,6 +43,9 @@ type Hooks interface {
 	// idle as the server closed it (see farewell.go). c is being dropped; database/sql moves
 	// on to another connection.
 	Farewell(c *Conn, err error)
+	// Trace returns the statement tracing of the node's connections (trace.go); nil traces
+	// nothing. NewNode asks once.
+	Trace() *Trace
 }
 
 // Node is what this package hangs off one proxy: its go-sql-driver connector, its live
@@ -55,6 +58,7 @@ type Node struct {
 	table *Table
 	tn    *TableNode
 	hooks Hooks
+	trace *Trace // hooks.Trace(), nil when statements are not traced here
 	// connector is go-sql-driver's for this node (network "lb", the node's address and TLS
 	// server name). The dial ticket decides whether a connection counts: the application's
 	// do, the probe's does not.
@@ -89,7 +93,7 @@ type parked struct {
 // Build, under the table's mutex). tr carries TLS and compression beneath connector, which must
 // negotiate neither (NewTransport takes them out of its configuration).
 func NewNode(table *Table, tn *TableNode, connector driver.Connector, tr Transport, hooks Hooks) *Node {
-	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, transport: tr, hooks: hooks}
+	return &Node{addr: tn.Addr(), table: table, tn: tn, connector: connector, transport: tr, hooks: hooks, trace: hooks.Trace()}
 }
 
 // Addr is the node's host:port.

@@ -33,7 +33,10 @@ type hooks struct {
 	ended  []error // CallerEnded's causes
 	// farewells are the errors Farewell was told.
 	farewells []error
+	trace     *Trace // what Trace hands the node; nil traces nothing
 }
+
+func (h *hooks) Trace() *Trace { return h.trace }
 
 func (h *hooks) Farewell(_ *Conn, err error) {
 	h.mu.Lock()

@@ -73,15 +73,23 @@ func (s *stmt) Exec(args []driver.Value) (_ driver.Result, err error) {
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
+	if tr := s.c.tracing(); tr != nil {
+		sp := tr.Start(context.Background(), OpExec, s.query, s.c.node)
+		defer sp.end(&err)
+	}
 	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
 	res, err := s.st.Exec(args) // deprecated driver.Stmt method, kept for callers of the old interface
 	return res, s.c.observeText(context.Background(), err, s.query)
 }
 
-func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
+func (s *stmt) Query(args []driver.Value) (out driver.Rows, err error) {
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
+	}
+	if tr := s.c.tracing(); tr != nil {
+		sp := tr.StartQuery(context.Background(), s.query, s.c.node)
+		defer sp.endQuery(&out, &err)
 	}
 	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
@@ -96,15 +104,23 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
+	if tr := s.c.tracing(); tr != nil {
+		sp := tr.Start(ctx, OpExec, s.query, s.c.node)
+		defer sp.end(&err)
+	}
 	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
 	res, err := s.st.ExecContext(ctx, args)
 	return res, s.c.observeText(ctx, err, s.query)
 }
 
-func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ driver.Rows, err error) {
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (out driver.Rows, err error) {
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
+	}
+	if tr := s.c.tracing(); tr != nil {
+		sp := tr.StartQuery(ctx, s.query, s.c.node)
+		defer sp.endQuery(&out, &err)
 	}
 	defer s.c.node.land(&err, s.c.node.depart())
 	defer s.c.contain(&err)
@@ -128,12 +144,16 @@ type txWrap struct {
 	ctx context.Context
 }
 
-func (t *txWrap) Commit() error   { return t.end(t.tx.Commit) }
-func (t *txWrap) Rollback() error { return t.end(t.tx.Rollback) }
+func (t *txWrap) Commit() error   { return t.end(OpCommit, t.tx.Commit) }
+func (t *txWrap) Rollback() error { return t.end(OpRollback, t.tx.Rollback) }
 
-func (t *txWrap) end(do func() error) (err error) {
+func (t *txWrap) end(op Op, do func() error) (err error) {
 	if err := t.c.brokenErr(); err != nil {
 		return err
+	}
+	if tr := t.c.tracing(); tr != nil {
+		sp := tr.Start(t.ctx, op, "", t.c.node)
+		defer sp.end(&err)
 	}
 	defer t.c.node.land(&err, t.c.node.depart())
 	defer t.c.contain(&err)
@@ -166,6 +186,7 @@ type rows struct {
 	closed bool
 	ended  bool   // the last result set was read to its end: Close has nothing left to read
 	after  func() // run once the rows closed (QueryOnce: closes a connection made for them)
+	span   *Span  // the query's, ended when the rows close; nil when not traced
 }
 
 func wrapRows(ctx context.Context, c *Conn, r driver.Rows) driver.Rows {
@@ -197,6 +218,10 @@ func AfterClose(r driver.Rows, fn func()) bool {
 func (r *rows) Columns() []string { return r.r.Columns() }
 
 func (r *rows) Close() (err error) {
+	if sp := r.span; sp != nil {
+		r.span = nil
+		defer func() { sp.endRows(err) }()
+	}
 	if !r.closed {
 		r.closed = true
 		r.c.openRows.Add(-1)
@@ -233,7 +258,15 @@ func (r *rows) Next(dest []driver.Value) (err error) {
 		r.ended = !r.r.HasNextResultSet()
 		return err
 	}
-	return r.c.observeResult(r.ctx, err)
+	return r.failed(r.c.observeResult(r.ctx, err))
+}
+
+// failed returns err, an error met reading the rows, after recording it for the query's span.
+func (r *rows) failed(err error) error {
+	if r.span != nil {
+		r.span.failRows(err)
+	}
+	return err
 }
 
 func (r *rows) HasNextResultSet() bool { return r.c.brokenErr() == nil && r.r.HasNextResultSet() }
@@ -247,7 +280,7 @@ func (r *rows) NextResultSet() (err error) {
 	if err == nil || isEndOfRows(err) {
 		return err
 	}
-	return r.c.observeResult(r.ctx, err)
+	return r.failed(r.c.observeResult(r.ctx, err))
 }
 
 func (r *rows) ColumnTypeDatabaseTypeName(i int) string { return r.r.ColumnTypeDatabaseTypeName(i) }

@@ -1,7 +1,10 @@
 // Package lbdotel reports an lbd Connector's per-node metrics through an OpenTelemetry
-// MeterProvider the application passes, following the database client semantic conventions
-// (semconv v1.43.0), in a module of its own so that only an application that imports it pays
-// for the OpenTelemetry API.
+// MeterProvider the application passes (Register), and, per statement, a client span and a
+// db.client.operation.duration measurement naming the proxy that ran it
+// (WithStatementTelemetry), following the database client semantic conventions (semconv
+// v1.43.0), in a module of its own so that only an application that imports it pays for the
+// OpenTelemetry API. The tracing API it adds comes with the OpenTelemetry API module itself:
+// importing lbdotel brings no module a metrics-only user did not already have.
 //
 // Each node is a connection pool of its own in the conventions' terms: its
 // db.client.connection.pool.name is "host:port/database" (the conventions' pattern
@@ -26,7 +29,8 @@
 //	lbd.node.probe.duration           s             histogram: each health probe, failed ones included
 //
 // Observable instruments read one Stats snapshot per collection; the histograms are fed by an
-// lbd.Observer (one call per probe and per dial, nothing per statement).
+// lbd.Observer (one call per probe and per dial, nothing per statement). Per-statement
+// telemetry is WithStatementTelemetry's, an option of the Connector.
 //
 // The role is reported as the state is, one data point per role with 1 for the current one,
 // rather than as an attribute of every instrument: a switchover then changes two values and
