@@ -58,9 +58,13 @@ const RecentPerNode = 28
 // two above the goal).
 const FlightShrink = 2 * pick.FlightUnits
 
-// MaxRecent bounds the window, so that a table of 50 000 nodes keeps 32 KiB per kind of
-// count. Beyond MaxRecent/RecentPerNode nodes the window holds fewer than RecentPerNode units
-// per node, and a client's shares are exact over longer runs only.
+// MaxRecent bounds the window to 32 KiB per kind of count. Beyond MaxRecent/RecentPerNode
+// nodes the window holds fewer than RecentPerNode units per node, and a client's shares are
+// exact over longer runs only; beyond MaxRecent nodes there is no window, and the order is
+// weighted least-connections as before recent units: a unit expiring touches a second node per
+// pick, which at tens of thousands of nodes is a cache miss that cost the pick several times
+// its price (BenchmarkPick at 50 000 nodes), while so few units per node shape no share. Equal
+// loads still take turns there, so a fleet without weights shares evenly at one worker.
 const MaxRecent = 1 << 12
 
 // recentRing is a window of finished units of one kind, oldest first: the node each unit
@@ -128,9 +132,15 @@ func (t *Table[P]) chargeLocked(k kind, n *Node[P]) {
 // finishLocked turns one unit of kind k on n into a recent unit (a connection closed or given
 // back).
 func (t *Table[P]) finishLocked(k kind, n *Node[P]) {
-	t.kindIndexLocked(k, n).Finish(n.entry(k))
 	r := &t.recent[k]
 	r.inflight--
+	if r.n == 0 && t.windowLocked(r.inflight) == 0 {
+		// No window (a busy table, or one beyond MaxRecent nodes): the unit simply ends, one
+		// move as under least-connections.
+		t.kindIndexLocked(k, n).Adjust(n.entry(k), -1)
+		return
+	}
+	t.kindIndexLocked(k, n).Finish(n.entry(k))
 	r.push(n)
 	t.expireLocked(k)
 }
@@ -146,7 +156,10 @@ func (t *Table[P]) expireLocked(k kind) {
 
 // windowLocked is how many recent units the window holds with inflight units in flight:
 // RecentPerNode per node in the pick indexes, less FlightShrink per unit in flight, at most
-// MaxRecent.
+// MaxRecent; none beyond MaxRecent nodes (see MaxRecent).
 func (t *Table[P]) windowLocked(inflight int) int {
+	if t.active > MaxRecent {
+		return 0
+	}
 	return min(max(RecentPerNode*max(t.active, 1)-FlightShrink*inflight, 0), MaxRecent)
 }

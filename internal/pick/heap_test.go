@@ -1,6 +1,7 @@
 package pick
 
 import (
+	"math/big"
 	"math/rand/v2"
 	"testing"
 )
@@ -188,5 +189,29 @@ func TestWeightedChargeAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("weighted pick + release allocates %v times, want 0", allocs)
+	}
+}
+
+// lighter compares exactly whether or not the products fit in 64 bits.
+func TestLighterAgainstBigInts(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 100000 {
+		var v [4]uint64
+		for i := range v {
+			switch r.IntN(3) {
+			case 0:
+				v[i] = uint64(r.IntN(1 << 20))
+			case 1:
+				v[i] = r.Uint64() >> 12 // up to 2^52, as loads
+			default:
+				v[i] = uint64(r.Int64N(MaxWeight)) + 1
+			}
+		}
+		a, wa, b, wb := v[0], v[1], v[2], v[3]
+		x := new(big.Int).Mul(new(big.Int).SetUint64(a), new(big.Int).SetUint64(wb))
+		y := new(big.Int).Mul(new(big.Int).SetUint64(b), new(big.Int).SetUint64(wa))
+		if got, want := lighter(a, wa, b, wb), x.Cmp(y); got != want {
+			t.Fatalf("lighter(%d, %d, %d, %d) = %d, want %d", a, wa, b, wb, got, want)
+		}
 	}
 }

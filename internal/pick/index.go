@@ -112,6 +112,16 @@ func (e *Entry[T]) load() uint64 {
 // lighter compares load a over weight wa with load b over weight wb: -1 when a is the
 // lighter, 1 when b is, 0 when they are equal. The products are exact in 128 bits.
 func lighter(a, wa, b, wb uint64) int {
+	if (a|b|wa|wb)>>32 == 0 { // the common case: both products fit in 64 bits
+		x, y := a*wb, b*wa
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
 	ah, al := bits.Mul64(a, wb)
 	bh, bl := bits.Mul64(b, wa)
 	switch {
