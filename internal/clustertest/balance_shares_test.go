@@ -36,17 +36,10 @@ func weightedDSN(cl *lbdtest.Cluster, weights []int, params string) string {
 	return strings.Replace(cl.DSN(params), strings.Join(addrs, ","), strings.Join(list, ","), 1)
 }
 
-// openShareDB opens a Connector on dsn with the defaults but a quiet logger.
+// openShareDB opens a Connector on dsn at the defaults (but a quiet logger).
 func openShareDB(t testing.TB, dsn string) (*sql.DB, *lbd.Connector) {
 	t.Helper()
-	c, err := lbd.NewConnector(dsn, lbd.WithLogger(discardLogger()))
-	if err != nil {
-		t.Fatalf("NewConnector: %v", err)
-	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	mustBeReady(t, c)
-	return db, c
+	return openDSN(t, dsn)
 }
 
 // loopFor runs SELECT 1 on workers goroutines of each db for d and returns the statements

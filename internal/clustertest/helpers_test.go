@@ -32,8 +32,15 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // openDB opens a *sql.DB through a new Connector over the cluster; both close at test end.
 func openDB(t testing.TB, cl *lbdtest.Cluster, params string, opts ...lbd.Option) (*sql.DB, *lbd.Connector) {
 	t.Helper()
+	return openDSN(t, cl.DSN(params), opts...)
+}
+
+// openDSN opens a *sql.DB through a new Connector on dsn, logging nowhere; both close at test
+// end.
+func openDSN(t testing.TB, dsn string, opts ...lbd.Option) (*sql.DB, *lbd.Connector) {
+	t.Helper()
 	opts = append([]lbd.Option{lbd.WithLogger(discardLogger())}, opts...)
-	c, err := lbd.NewConnector(cl.DSN(params), opts...)
+	c, err := lbd.NewConnector(dsn, opts...)
 	if err != nil {
 		t.Fatalf("NewConnector: %v", err)
 	}
