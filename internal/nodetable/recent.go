@@ -125,8 +125,11 @@ func (t *Table[P]) kindIndexLocked(k kind, n *Node[P]) *pick.Index[*Node[P]] {
 // claimed. The window shrinks with the units in flight (windowLocked).
 func (t *Table[P]) chargeLocked(k kind, n *Node[P]) {
 	t.kindIndexLocked(k, n).Adjust(n.entry(k), +1)
-	t.recent[k].inflight++
-	t.expireLocked(k)
+	r := &t.recent[k]
+	r.inflight++
+	if r.n > 0 {
+		t.expireLocked(k)
+	}
 }
 
 // finishLocked turns one unit of kind k on n into a recent unit (a connection closed or given
