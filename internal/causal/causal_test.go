@@ -247,9 +247,9 @@ func TestCovers(t *testing.T) {
 		{pos(MariaDB, "0-1-9,1-1-4"), pos(MariaDB, "1-1-3"), true},
 		{pos(MariaDB, "0-1-9"), Position{}, true},
 		{Position{}, pos(MariaDB, "0-1-1"), false},
-		{pos(MySQL, u1 + ":1-9"), pos(MySQL, u1 + ":4"), true},
-		{pos(MySQL, u1 + ":1-3:5-9"), pos(MySQL, u1 + ":4"), false},
-		{pos(MySQL, u1 + ":1-9"), pos(MariaDB, "0-1-1"), false},
+		{pos(MySQL, u1+":1-9"), pos(MySQL, u1+":4"), true},
+		{pos(MySQL, u1+":1-3:5-9"), pos(MySQL, u1+":4"), false},
+		{pos(MySQL, u1+":1-9"), pos(MariaDB, "0-1-1"), false},
 		{Overflow(MariaDB), pos(MariaDB, "0-1-1"), false},
 		{pos(MariaDB, "0-1-9"), Overflow(MariaDB), false},
 	} {

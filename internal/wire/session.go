@@ -15,9 +15,10 @@ import (
 //
 // and the block is a run of entries: a type byte, then the entry's data, length-encoded. Types
 // 0 (SESSION_TRACK_SYSTEM_VARIABLES) carry a variable's name and value, 1 (SCHEMA) the new
-// default schema, 2 (STATE_CHANGE) "1", 3 (GTIDS) an encoding byte (0: text) and a GTID set, 4
-// and 5 (TRANSACTION_CHARACTERISTICS, TRANSACTION_STATE) a text; each of these a length-encoded
-// string. go-sql-driver reads nothing of an OK packet past its status flags, so the block passes
+// default schema, 3 (GTIDS) an encoding byte (0: text) and a GTID set, 4 and 5
+// (TRANSACTION_CHARACTERISTICS, TRANSACTION_STATE) a text, each of these a length-encoded
+// string; 2 (STATE_CHANGE) carries the one byte '1' (MySQL's Session_state_change_tracker and
+// MariaDB write it bare, as read off the wire). go-sql-driver reads nothing of an OK packet past its status flags, so the block passes
 // it untouched; the Guard reads it on the way (TrackSession).
 
 // ClientSessionTrack is CLIENT_SESSION_TRACK, the capability flag that asks the server for
@@ -127,9 +128,9 @@ func SessionEntries(block []byte, fn func(kind byte, name, value []byte) error) 
 			if err == nil && len(name) > maxSchemaName {
 				err = fmt.Errorf("a schema name of %d bytes, more than %d", len(name), maxSchemaName)
 			}
-		case TrackStateChange:
-			value, data, err = sessionString(data)
-			if err == nil && (len(value) != 1 || value[0] != '0' && value[0] != '1') {
+		case TrackStateChange: // one byte, not a length-encoded string (MySQL and MariaDB alike)
+			value, data = data, nil
+			if len(value) != 1 || value[0] != '0' && value[0] != '1' {
 				err = fmt.Errorf("state change %.8q, want \"1\" or \"0\"", value)
 			}
 		case TrackGTIDs:

@@ -83,10 +83,12 @@ func TestSessionEntries(t *testing.T) {
 		{name: "MariaDB's last_gtid", ok: mariadbGTID, want: []entry{{TrackSystemVariables, "last_gtid", "0-1-10"}}},
 		{name: "no flag, no block", ok: okState(0, 2, "Rows matched: 0  Changed: 0  Warnings: 0", nil)},
 		{name: "no flag, nothing after the warnings", ok: okPacket(2)},
+		{name: "MariaDB's answer to SET (as read off the wire)", ok: b(0, 0, 0, 0x02, 0x40, 0, 0, 0, 3, 2, 1, '1'), want: []entry{{TrackStateChange, "", "1"}}},
+		{name: "state change as a length-encoded string", ok: okState(0, 2, "", trackEntry(TrackStateChange, lstr("1"))), err: "state change"},
 		{name: "every type", ok: okState(0, 2, "", bytes.Join([][]byte{
 			variable("time_zone", "+01:00"),
 			trackEntry(TrackSchema, lstr("test")),
-			trackEntry(TrackStateChange, lstr("1")),
+			trackEntry(TrackStateChange, []byte("1")),
 			trackEntry(TrackGTIDs, b(0), lstr(uuid)),
 			trackEntry(TrackTransactionCharacteristics, lstr("START TRANSACTION READ ONLY;")),
 			trackEntry(TrackTransactionState, lstr("T_______")),
@@ -96,7 +98,7 @@ func TestSessionEntries(t *testing.T) {
 			{TrackGTIDs, "", uuid}, {TrackTransactionCharacteristics, "", "START TRANSACTION READ ONLY;"},
 			{TrackTransactionState, "", "T_______"}, {9, "", "future"},
 		}},
-		{name: "end of a result", ok: okState(0xfe, 2, "", trackEntry(TrackStateChange, lstr("1"))), want: []entry{{TrackStateChange, "", "1"}}},
+		{name: "end of a result", ok: okState(0xfe, 2, "", trackEntry(TrackStateChange, []byte("1"))), want: []entry{{TrackStateChange, "", "1"}}},
 		{name: "an empty value", ok: okState(0, 2, "", variable("sql_mode", "")), want: []entry{{TrackSystemVariables, "sql_mode", ""}}},
 		{name: "a long value", ok: okState(0, 2, "", variable("sql_mode", strings.Repeat("A", 300))), want: []entry{{TrackSystemVariables, "sql_mode", strings.Repeat("A", 300)}}},
 
@@ -107,7 +109,7 @@ func TestSessionEntries(t *testing.T) {
 		{name: "huge block length", ok: append(okPacket(2|statusSessionStateChanged), 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), err: "left"},
 		{name: "block length cut short", ok: append(okPacket(2|statusSessionStateChanged), 0, 0xfd, 1), err: "cut short"},
 		{name: "NULL block", ok: append(okPacket(2|statusSessionStateChanged), 0, 0xfb), err: "0xfb"},
-		{name: "bytes after the block", ok: append(okState(0, 2, "", trackEntry(TrackStateChange, lstr("1"))), 'x'), err: "follow"},
+		{name: "bytes after the block", ok: append(okState(0, 2, "", trackEntry(TrackStateChange, []byte("1"))), 'x'), err: "follow"},
 		{name: "entry longer than the block", ok: okState(0, 2, "", b(TrackSchema, 9, 4, 't', 'e')), err: "only 3 left"},
 		{name: "entry without its length", ok: okState(0, 2, "", b(TrackSchema)), err: "cut short"},
 		{name: "variable value past its entry", ok: okState(0, 2, "", trackEntry(TrackSystemVariables, lstr("a"), b(9, 'x'))), err: "only 1 left"},
@@ -117,7 +119,7 @@ func TestSessionEntries(t *testing.T) {
 		{name: "variable with an empty name", ok: okState(0, 2, "", variable("", "1")), err: "named"},
 		{name: "variable with a long name", ok: okState(0, 2, "", variable(strings.Repeat("a", 65), "1")), err: "named"},
 		{name: "long schema name", ok: okState(0, 2, "", trackEntry(TrackSchema, lenencBytes(make([]byte, 257)))), err: "schema name"},
-		{name: "state change not 0 or 1", ok: okState(0, 2, "", trackEntry(TrackStateChange, lstr("2"))), err: "state change"},
+		{name: "state change not 0 or 1", ok: okState(0, 2, "", trackEntry(TrackStateChange, []byte("2"))), err: "state change"},
 		{name: "GTIDs in another encoding", ok: okState(0, 2, "", trackEntry(TrackGTIDs, b(1), lstr(uuid))), err: "encoding 1"},
 		{name: "GTIDs without an encoding", ok: okState(0, 2, "", trackEntry(TrackGTIDs)), err: "no encoding"},
 		{name: "GTID set past its entry", ok: okState(0, 2, "", trackEntry(TrackGTIDs, b(0, 200), []byte(uuid))), err: "left"},
@@ -146,7 +148,7 @@ func TestSessionEntries(t *testing.T) {
 func session() []step {
 	hs := handshake(modern|ClientSessionTrack, 0)
 	hs[2] = srv(2, okState(0, 2, "", trackEntry(TrackSchema, lstr("test"))))
-	end := okState(0xfe, 2, "", trackEntry(TrackStateChange, lstr("1")))
+	end := okState(0xfe, 2, "", trackEntry(TrackStateChange, []byte("1")))
 	return join(hs,
 		[]step{query("INSERT"), srv(1, mariadbGTID)},
 		[]step{query("SELECT"), srv(1, b(1)), srv(2, columnDef("x")), srv(3, lstr("1")), srv(4, end)},
@@ -203,7 +205,7 @@ func TestGuardRefusesSessionState(t *testing.T) {
 		{name: "an OK packet past the bound", steps: join(hs, []step{query("SET"), srv(1, big)}), want: "past the 65536 bytes"},
 		{name: "a block cut short", steps: join(hs, []step{query("INSERT"), srv(1, mariadbGTID[:len(mariadbGTID)-2])}), want: "only"},
 		{name: "a result's end with a bad block", steps: join(hs, []step{query("SELECT"), srv(1, b(1)), srv(2, columnDef("x")), srv(3, lstr("1")), srv(4, okState(0xfe, 2, "", b(TrackSchema, 40)))}), want: "left"},
-		{name: "the login's OK with a bad block", steps: []step{hs[0], hs[1], srv(2, okState(0, 2, "", b(TrackStateChange, 1, 'x')))}, want: "only 0 left"},
+		{name: "the login's OK with a bad block", steps: []step{hs[0], hs[1], srv(2, okState(0, 2, "", b(TrackStateChange, 2, '1')))}, want: "only 1 left"},
 		{name: "a value the sink refuses", steps: join(hs, []step{query("INSERT"), srv(1, mariadbGTID)}), refuse: "0-1-10", want: "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,7 +240,7 @@ func TestGuardAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if isErr, err := g.Aside(okState(0, 2, "", trackEntry(TrackStateChange, lstr("1")))); isErr || err != nil || len(r.got) != 1 {
+	if isErr, err := g.Aside(okState(0, 2, "", trackEntry(TrackStateChange, []byte("1")))); isErr || err != nil || len(r.got) != 1 {
 		t.Fatalf("OK aside: %v %v, entries %v", isErr, err, r.got)
 	}
 	if isErr, err := g.Aside(b(0xff, 0xa9, 0x04, '#', 'H', 'Y', '0', '0', '0', 'x')); !isErr || err != nil {
@@ -260,7 +262,7 @@ func TestGuardAside(t *testing.T) {
 func FuzzSessionState(f *testing.F) {
 	f.Add(mariadbGTID)
 	f.Add(okState(0, 2, "info", bytes.Join([][]byte{variable("time_zone", "SYSTEM"), trackEntry(TrackSchema, lstr("db")),
-		trackEntry(TrackStateChange, lstr("1")), trackEntry(TrackGTIDs, b(0), lstr("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")),
+		trackEntry(TrackStateChange, []byte("1")), trackEntry(TrackGTIDs, b(0), lstr("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")),
 		trackEntry(TrackTransactionState, lstr("________")), trackEntry(200, b(1, 2, 3))}, nil)))
 	f.Add(okState(0xfe, 2, "", trackEntry(TrackSchema, lenencBytes(make([]byte, 300)))))
 	f.Add(append(okPacket(2|statusSessionStateChanged), 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
@@ -279,7 +281,9 @@ func FuzzSessionState(f *testing.F) {
 				again = append(again, trackEntry(kind, lenencBytes(name))...)
 			case TrackGTIDs:
 				again = append(again, trackEntry(kind, b(0), lenencBytes(value))...)
-			case TrackStateChange, TrackTransactionCharacteristics, TrackTransactionState:
+			case TrackStateChange:
+				again = append(again, trackEntry(kind, value)...)
+			case TrackTransactionCharacteristics, TrackTransactionState:
 				again = append(again, trackEntry(kind, lenencBytes(value))...)
 			default:
 				again = append(again, trackEntry(kind, value)...)
