@@ -83,6 +83,16 @@ func (n *Node) Adopt(dc FullConn, sock *Socket) *Conn {
 // Node returns the connection's node.
 func (c *Conn) Node() *Node { return c.node }
 
+// Session returns what the server reported of the connection's session through session
+// tracking (see SessionState), nil for a connection without lbd's socket. Read it only while
+// holding the connection.
+func (c *Conn) Session() *SessionState {
+	if c.sock == nil {
+		return nil
+	}
+	return &c.sock.session
+}
+
 // InTx reports whether a transaction begun with BeginTx is open on the connection.
 func (c *Conn) InTx() bool { return c.inTx.Load() }
 
