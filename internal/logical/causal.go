@@ -14,14 +14,18 @@ import (
 )
 
 // Causal reads by GTID (readConsistency=gtid, with readWriteSplit): a write in a scope records
-// the position it reached on the primary, read on the same session right after it (MariaDB
-// @@last_gtid; MySQL @@global.gtid_executed, a superset): one more round trip per write. A later
-// read of that scope bound to a replica first waits there until the replica has applied that
-// position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one
-// more round trip per such read. When the wait times out or fails, the read runs on the primary
+// the position it reached on the primary. Where the server tracks the session's GTIDs (session
+// tracking, internal/physical's SessionState) the write's own OK packet reports it, and nothing
+// is asked; elsewhere (a server or proxy without session tracking, Galera) lbd asks the same
+// session right after the write (MariaDB @@last_gtid; MySQL @@global.gtid_executed, a superset;
+// Galera WSREP_LAST_WRITTEN_GTID()): one more round trip per write. A later read of that scope
+// bound to a replica first waits there until the replica has applied that position
+// (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one more
+// round trip per such read. When the wait times out or fails, the read runs on the primary
 // instead. As MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to
-// one proxy's session, so it holds across every proxy. Reads of a scope that has written nothing
-// wait for nothing, nor do reads bound to the primary, but on Galera (see awaitPosition).
+// one proxy's session, so it holds across every proxy. Reads of a scope that has written
+// nothing wait for nothing, nor do reads bound to the primary, but on Galera (see
+// awaitPosition).
 
 // causalState is the split's GTID bookkeeping.
 type causalState struct {
@@ -32,6 +36,7 @@ type causalState struct {
 	waitTime atomic.Int64 // nanoseconds over all waits
 	fallback atomic.Uint64
 	captures atomic.Uint64
+	reported atomic.Uint64 // of captures, positions the write's own answer reported
 	// uncaptured is the Connector-wide scope's latest write whose position could not be read,
 	// unix nanoseconds (see route).
 	uncaptured atomic.Int64
@@ -54,29 +59,37 @@ func (m *Mode) positionOf(ctx context.Context) *atomic.Pointer[causal.Position] 
 	return &m.split.causal.pos
 }
 
-// capture reads the position the write just made reached, on its own physical connection p,
-// and merges it into ctx's scope. A failure leaves the position as it was and sends the scope's
-// reads to the primary for ReadAfterWrite (see route): a wait for the old position would not
-// cover this write. The error is not the caller's: the write ran.
+// capture records the position the write that just ran on its physical connection p reached,
+// and merges it into ctx's scope: the GTID the write's own answer reported when the server
+// tracks them (see reported), or the answer to a question on the same session. A failure
+// leaves the position as it was and sends the scope's reads to the primary for ReadAfterWrite
+// (see route): a wait for the old position would not cover this write. The error is not the
+// caller's: the write ran.
 func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 	cs := &m.split.causal
 	f := causal.Flavor(cs.flavor.Load())
 	if cs.flavor.Load() < 0 {
 		f = causal.MariaDB
 	}
-	// The capture runs on the write's own session even if the node lost its role since the
-	// write (SessionValue): without it the scope's reads would not wait for this write.
-	value, err := p.SessionValue(ctx, f.CaptureQuery())
-	var me *mysql.MySQLError
-	if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
-		// No @@last_gtid: a MySQL server.
-		f = causal.MySQL
+	value, f, fromAnswer, err := m.reported(p, f)
+	if !fromAnswer {
+		// The capture runs on the write's own session even if the node lost its role since
+		// the write (SessionValue): without it the scope's reads would not wait for this write.
 		value, err = p.SessionValue(ctx, f.CaptureQuery())
+		var me *mysql.MySQLError
+		if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
+			// No @@last_gtid: a MySQL server.
+			f = causal.MySQL
+			value, err = p.SessionValue(ctx, f.CaptureQuery())
+		}
 	}
 	if err != nil {
 		m.uncapturedOf(ctx).Store(m.cfg.Now().UnixNano())
 		m.cfg.Logger.Debug("lbd: GTID capture failed; the scope's reads go to the primary for readAfterWriteMillis", "node", p.Node().Addr(), "err", err)
 		return
+	}
+	if fromAnswer {
+		cs.reported.Add(1)
 	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
 	pos, err := f.Parse(value)
@@ -158,6 +171,28 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	return rebind()
 }
 
+// reported returns the GTID position of the session of p, as the server reported it in the
+// answers to its statements (session tracking, +0 round trips), with its flavor; fromAnswer is
+// false when the server does not report GTIDs on p (no session tracking, the request refused,
+// the session changed its tracking) or the flavor is Galera (whose writes are known by
+// WSREP_LAST_WRITTEN_GTID()), and the position must be asked for. A write whose answer has not
+// been read whole yet (a result still open) may have its GTID still to come: that is an error,
+// as a failed question is.
+func (m *Mode) reported(p *physical.Conn, f causal.Flavor) (value string, flavor causal.Flavor, fromAnswer bool, err error) {
+	st := p.Session()
+	if f == causal.Galera || !st.TracksGTIDs() {
+		return "", f, false, nil
+	}
+	if !p.AnswerRead() {
+		return "", f, true, errOpenAnswer
+	}
+	value, flavor = st.GTID()
+	return value, flavor, true, nil
+}
+
+// errOpenAnswer: a write's position is wanted while its answer is still being read.
+var errOpenAnswer = errors.New("the write's answer is still being read: its GTID may not have arrived yet")
+
 // causalWaitSlack is how much longer than the wait it asked for lbd waits for a replica's
 // answer to a GTID wait: room for one round trip on a busy network.
 const causalWaitSlack = 50 * time.Millisecond
@@ -165,6 +200,7 @@ const causalWaitSlack = 50 * time.Millisecond
 // CausalStats counts what readConsistency=gtid did; lbd.CausalStats documents it.
 type CausalStats struct {
 	Captures  uint64        // positions read after writes
+	Reported  uint64        // of them, positions the write's own answer reported: nothing asked
 	Waits     uint64        // reads that waited on a replica for their scope's position
 	WaitTime  time.Duration // time spent in those waits, in all
 	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
@@ -173,7 +209,7 @@ type CausalStats struct {
 // CausalStats returns what readConsistency=gtid did so far.
 func (m *Mode) CausalStats() CausalStats {
 	cs := &m.split.causal
-	return CausalStats{Captures: cs.captures.Load(), Waits: cs.waits.Load(),
+	return CausalStats{Captures: cs.captures.Load(), Reported: cs.reported.Load(), Waits: cs.waits.Load(),
 		WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
 }
 

@@ -83,6 +83,12 @@ func (n *Node) Adopt(dc FullConn, sock *Socket) *Conn {
 // Node returns the connection's node.
 func (c *Conn) Node() *Node { return c.node }
 
+// AnswerRead reports whether the whole answer to the connection's latest command has passed
+// lbd's guard (Socket.AnswerRead): what the server reported with it, in its session state
+// too, is known. False for a connection without lbd's socket, or whose packets the guard
+// cannot see.
+func (c *Conn) AnswerRead() bool { return c.sock.AnswerRead() }
+
 // Session returns what the server reported of the connection's session through session
 // tracking (see SessionState), nil for a connection without lbd's socket. Read it only while
 // holding the connection.
