@@ -140,8 +140,9 @@ type CausalStats struct {
 	Captures  uint64        // positions read after writes
 	Reported  uint64        // of them, positions the write's own answer reported (session tracking): nothing asked
 	Waits     uint64        // reads that waited on a replica for their scope's position
+	Known     uint64        // reads on a replica connection a wait proved had applied their position: no wait
 	WaitTime  time.Duration // time spent in those waits, in all
-	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
+	Fallbacks uint64        // reads sent to the primary because the replica did not catch up in time, or was held behind after a wait timed out
 }
 
 // BalancePolicy is how a pick weighs the up nodes, in both balance modes. DSN parameter

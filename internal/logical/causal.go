@@ -19,13 +19,13 @@ import (
 // is asked; elsewhere (a server or proxy without session tracking, Galera) lbd asks the same
 // session right after the write (MariaDB @@last_gtid; MySQL @@global.gtid_executed, a superset;
 // Galera WSREP_LAST_WRITTEN_GTID()): one more round trip per write. A later read of that scope
-// bound to a replica first waits there until the replica has applied that position
-// (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one more
-// round trip per such read. When the wait times out or fails, the read runs on the primary
-// instead. As MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to
-// one proxy's session, so it holds across every proxy. Reads of a scope that has written
-// nothing wait for nothing, nor do reads bound to the primary, but on Galera (see
-// awaitPosition).
+// bound to a replica runs there once the replica has applied that position: proven by an
+// earlier wait on the same connection, or by a wait now (MASTER_GTID_WAIT,
+// WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis and for no longer than the
+// replica lately took to catch up; otherwise it runs on the primary (awaitPosition). As MySQL
+// Router's wait_for_my_writes, but the position belongs to the scope, not to one proxy's
+// session, so it holds across every proxy. Reads of a scope that has written nothing wait for
+// nothing, nor do reads bound to the primary, but on Galera (see awaitPosition).
 
 // causalState is the split's GTID bookkeeping.
 type causalState struct {
@@ -37,6 +37,7 @@ type causalState struct {
 	fallback atomic.Uint64
 	captures atomic.Uint64
 	reported atomic.Uint64 // of captures, positions the write's own answer reported
+	known    atomic.Uint64 // reads whose connection had applied their position already
 	// uncaptured is the Connector-wide scope's latest write whose position could not be read,
 	// unix nanoseconds (see route).
 	uncaptured atomic.Int64
@@ -88,9 +89,6 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 		m.cfg.Logger.Debug("lbd: GTID capture failed; the scope's reads go to the primary for readAfterWriteMillis", "node", p.Node().Addr(), "err", err)
 		return
 	}
-	if fromAnswer {
-		cs.reported.Add(1)
-	}
 	cs.flavor.CompareAndSwap(-1, int32(f))
 	pos, err := f.Parse(value)
 	if errors.Is(err, causal.ErrTooLong) {
@@ -106,6 +104,9 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 		return
 	}
 	cs.captures.Add(1)
+	if fromAnswer {
+		cs.reported.Add(1)
+	}
 	slot := m.positionOf(ctx)
 	for {
 		old := slot.Load()
@@ -124,15 +125,23 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 }
 
 // awaitPosition makes the read about to run on p, bound for a replica read, wait there for its
-// scope's position; when the replica does not reach it within ReadAfterWrite, the read is bound
-// on the primary instead. It returns the connection to run the read on. A read bound to the
-// primary waits only on Galera, where the writer can be another node than the one that took
-// the scope's last write.
+// scope's position, or binds it on the primary instead (rebind). It returns the connection to run
+// the read on. A read bound to the primary waits only on Galera, where the writer can be another
+// node than the one that took the scope's last write.
 //
-// The wait asks the server to give up after ReadAfterWrite, and lbd stops waiting for its answer
-// causalWaitSlack later: a replica that never answers costs at most that, not the caller's
-// whole deadline. A wait cut that way leaves its physical connection closed, and rebind gives it
-// back. A position too large to wait for (causal.MaxDomains) sends the read to the primary.
+// A read needs no wait when an earlier wait on the same connection proved its server has the
+// position already (physical.Conn.Applied; a connection's session stays on one server): between
+// two writes of a scope, only its first read on each connection waits. For the others, what a
+// wait costs is the replica's catching up, so lbd waits only where that is short and otherwise
+// reads on the primary at once, as readConsistency=time would: plan (catchup.go) decides from
+// what the node's earlier waits taught (physical.Replication), and a wait that does not reach
+// the position sends the read to the primary too. Each is a fallback.
+//
+// No wait is longer than ReadAfterWrite: the server gives up after its limit, and lbd stops
+// waiting for its answer causalWaitSlack later, so a replica that never answers costs at most
+// that, not the caller's whole deadline. A wait cut that way leaves its physical connection
+// closed, and rebind gives it back. A position too large to wait for (causal.MaxDomains) sends
+// the read to the primary.
 func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebind func() (*physical.Conn, error)) (*physical.Conn, error) {
 	m := l.m
 	cs := &m.split.causal
@@ -143,27 +152,44 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	if pos == nil || pos.IsZero() {
 		return p, nil
 	}
+	node := p.Node()
 	// A primary has applied every write it acknowledged, unless it is a Galera node: there the
 	// writer moves (singleWriter) to a node that may not have applied the last writes of the
 	// one before it yet, most of all one that was desynced, so a read waits there too.
-	if m.table.Role(p.Node().TN()) == nodes.RolePrimary && pos.Flavor() != causal.Galera {
+	if m.table.Role(node.TN()) == nodes.RolePrimary && pos.Flavor() != causal.Galera {
 		return p, nil
 	}
-	if !pos.Overflowed() {
+	if causal.Covers(p.Applied, *pos) {
+		cs.known.Add(1)
+		return p, nil
+	}
+	rep := &node.Replication
+	now := m.cfg.Now()
+	age := time.Duration(now.UnixNano() - m.lastWriteOf(ctx).Load())
+	if wait, check, limit := plan(rep, now, age, m.cfg.ReadAfterWrite, pos.Overflowed()); wait {
 		start := time.Now()
-		wctx, cancel := context.WithTimeout(ctx, m.cfg.ReadAfterWrite+causalWaitSlack)
-		answer, err := physical.OneValue(wctx, p, pos.WaitText(m.cfg.ReadAfterWrite.Seconds()))
+		wctx, cancel := context.WithTimeout(ctx, limit+causalWaitSlack)
+		answer, err := p.WaitValue(wctx, pos.WaitText(limit.Seconds()))
 		cancel()
+		took := time.Since(start)
 		cs.waits.Add(1)
-		cs.waitTime.Add(int64(time.Since(start)))
+		cs.waitTime.Add(int64(took))
+		reached := false
 		if err == nil {
-			var reached bool
-			if reached, err = pos.Flavor().Reached(answer); err == nil && reached {
-				return p, nil
-			}
+			reached, err = pos.Flavor().Reached(answer)
 		}
-		if err != nil && ctx.Err() != nil {
-			return nil, err
+		switch {
+		case err == nil && reached:
+			p.Applied = causal.Merge(p.Applied, *pos)
+			reachedAfter(rep, m.cfg.Now(), took, age, m.table.Latency(node.TN(), now), m.cfg.ReadAfterWrite, check)
+			return p, nil
+		case err == nil:
+			missed(rep, m.cfg.Now(), took, age, m.cfg.ReadAfterWrite, check)
+		default:
+			unanswered(rep)
+			if ctx.Err() != nil {
+				return nil, err
+			}
 		}
 	}
 	cs.fallback.Add(1)
@@ -202,15 +228,16 @@ type CausalStats struct {
 	Captures  uint64        // positions read after writes
 	Reported  uint64        // of them, positions the write's own answer reported: nothing asked
 	Waits     uint64        // reads that waited on a replica for their scope's position
+	Known     uint64        // reads on a replica known to have applied their scope's position: no wait
 	WaitTime  time.Duration // time spent in those waits, in all
-	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
+	Fallbacks uint64        // reads sent to the primary because the replica did not catch up in time, or was behind (a held node)
 }
 
 // CausalStats returns what readConsistency=gtid did so far.
 func (m *Mode) CausalStats() CausalStats {
 	cs := &m.split.causal
 	return CausalStats{Captures: cs.captures.Load(), Reported: cs.reported.Load(), Waits: cs.waits.Load(),
-		WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
+		Known: cs.known.Load(), WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
 }
 
 // captureAfter records the position of a write that just ran on p outside a transaction (inside

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
@@ -49,6 +50,11 @@ type Conn struct {
 	// sweep mark.
 	Prepared map[any]FullStmt
 	Swept    uint64
+	// Applied belongs to the claimer too: the newest GTID position a wait for a replication
+	// position on this connection proved its server has applied (statement mode's causal reads).
+	// A connection's session stays on one server, so a later read needing no more than Applied
+	// waits for nothing.
+	Applied  causal.Position
 	openRows atomic.Int32 // result sets not yet closed: no other command may be sent meanwhile
 }
 
@@ -326,7 +332,23 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, query, args, false)
+	return c.query(ctx, query, args, 0)
+}
+
+// WaitValue runs query, a wait for a replication position (MASTER_GTID_WAIT and its kin) that
+// answers one value, and returns that value as OneValue does. The time it takes is the
+// replica's catching up, not the node's speed: it is no latency sample of the node (rule 12),
+// nor a statement the stall watch counts on the wire (the wait bounds itself).
+func (c *Conn) WaitValue(ctx context.Context, query string) (string, error) {
+	return OneValue(ctx, waitQueryer{c}, query)
+}
+
+// waitQueryer is a connection whose queries are waits (WaitValue).
+type waitQueryer struct{ *Conn }
+
+// QueryContext implements driver.QueryerContext for a wait.
+func (w waitQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return w.query(ctx, query, args, queryWait)
 }
 
 // SessionValue runs query, a question about the session's own state that lbd asks right after a
@@ -343,12 +365,20 @@ type sessionQueryer struct{ *Conn }
 
 // QueryContext implements driver.QueryerContext without the role check.
 func (s sessionQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return s.query(ctx, query, args, true)
+	return s.query(ctx, query, args, queryOwnSession)
 }
 
-// query runs query; ownSession skips the role check of enterText (SessionValue).
-func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, ownSession bool) (_ driver.Rows, err error) {
-	if ownSession {
+// queryMode says how query runs a query.
+type queryMode uint8
+
+const (
+	queryOwnSession queryMode = 1 << iota // skip the role check of enterText (SessionValue)
+	queryWait                             // a wait: neither on the wire for the stall watch nor a latency sample (WaitValue)
+)
+
+// query runs query as mode says.
+func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, mode queryMode) (_ driver.Rows, err error) {
+	if mode&queryOwnSession != 0 {
 		err = c.enter()
 	} else {
 		err = c.enterText(query)
@@ -356,7 +386,9 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	defer c.node.land(&err, c.node.depart())
+	if mode&queryWait == 0 {
+		defer c.node.land(&err, c.node.depart())
+	}
 	defer c.contain(&err)
 	rows, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {

@@ -69,6 +69,9 @@ type Node struct {
 	// outlier detection (the root's stall loop reads it).
 	Flight Flight
 
+	// Replication is what statement mode's causal reads learned of the node's replication.
+	Replication Replication
+
 	// Live wrapped connections, for retiring them when the node goes down or is rebalanced;
 	// nil until the first.
 	connsMu sync.Mutex
@@ -77,6 +80,19 @@ type Node struct {
 	// Statement mode: physical connections parked idle, most recently returned last.
 	freeMu sync.Mutex
 	free   []parked
+}
+
+// Replication is what statement mode's causal reads (internal/logical, which alone uses it)
+// learned of one node's replication from their waits there. Times are Unix nanoseconds,
+// durations nanoseconds.
+type Replication struct {
+	// HeldUntil: after a wait timed out, no read waits here until then (0: reads may wait);
+	// their reads go to the primary.
+	HeldUntil atomic.Int64
+	// CatchUp is how long the node has lately taken to apply a write: a read of a younger
+	// write goes to the primary rather than waiting here, but for one read at Remeasure, which
+	// checks the replica all the same (0: never measured).
+	CatchUp, Remeasure atomic.Int64
 }
 
 // parked is an idle physical connection of statement mode and when it was parked.
