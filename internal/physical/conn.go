@@ -40,6 +40,7 @@ type Conn struct {
 	state   atomic.Int32 // see state.go: only its moves touch it
 	retired atomic.Bool
 	inTx    atomic.Bool           // between BeginTx and the end of Commit or Rollback
+	txRO    atomic.Bool           // that transaction was begun read-only
 	epoch   uint64                // the node's Epoch when the connection was adopted (see RetireBefore)
 	broken  atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 	cut     atomic.Bool           // set once a caller's context ended during a command: its errors are the caller's (observeRun)
@@ -313,6 +314,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err != nil {
 		return nil, c.observe(ctx, err)
 	}
+	c.txRO.Store(opts.ReadOnly)
 	c.inTx.Store(true)
 	return &txWrap{c: c, tx: tx, ctx: ctx}, nil
 }
@@ -395,6 +397,25 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 		return c.readFailed(ctx, query, args, c.observeText(ctx, err, query))
 	}
 	return wrapRows(ctx, c, rows), nil
+}
+
+// CallerReadOnly reports whether the caller made the transaction of the connection's latest
+// command read-only, so that a refusal 1792 (exception.ReadOnlyTransaction) is the caller's own
+// and says nothing of the node's role: a transaction begun with BeginTx and ReadOnly; one the
+// server's status flags before the command said was read-only (START TRANSACTION READ ONLY; a
+// server whose transactions are read-only by default sets the flag too, and its demotion is
+// then left to the probe's role check); or a session that set transaction_read_only (or
+// tx_read_only) ON itself, as its session tracking reported. A server default set before the
+// connection and a SET TRANSACTION READ ONLY for the next transaction are not seen.
+func (c *Conn) CallerReadOnly() bool {
+	if c.inTx.Load() && c.txRO.Load() {
+		return true
+	}
+	if c.sock.ReadOnlyTx() {
+		return true
+	}
+	v, ok := c.Session().Var(VarTransactionReadOnly)
+	return ok && (v == "ON" || v == "1")
 }
 
 // OutsideTx reports whether the connection's latest command began outside any transaction:

@@ -414,3 +414,58 @@ func TestSessionTrackingMariaDB(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerReadOnlyOnMariaDB: on the real server in LBD_TEST_MYSQL_DSN, a write refused with
+// 1792 in a transaction the caller made read-only, by START TRANSACTION READ ONLY (the status
+// flags say so) or by the session's own tx_read_only (session tracking says so), is the
+// caller's; the same connection outside them is not read-only.
+func TestCallerReadOnlyOnMariaDB(t *testing.T) {
+	dsn := os.Getenv("LBD_TEST_MYSQL_DSN")
+	if dsn == "" {
+		t.Skip("LBD_TEST_MYSQL_DSN is not set")
+	}
+	my, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigWith(t, my.Addr, func(c *mysql.Config) { c.User, c.Passwd, c.DBName = my.User, my.Passwd, my.DBName })
+	c := r.dial(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	table := fmt.Sprintf("lbd_ro_%d", time.Now().UnixNano())
+	if _, err := c.ExecContext(ctx, "CREATE TABLE "+table+" (a INT)", nil); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(context.Background(), "DROP TABLE "+table, nil)
+	insert := func() {
+		t.Helper()
+		_, err := c.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1)", nil)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1792 {
+			t.Fatalf("the write answered %v, want 1792", err)
+		}
+	}
+	if c.CallerReadOnly() {
+		t.Fatal("a fresh connection is read-only")
+	}
+	if _, err := c.ExecContext(ctx, "START TRANSACTION READ ONLY", nil); err != nil {
+		t.Fatal(err)
+	}
+	insert()
+	if !c.CallerReadOnly() {
+		t.Fatal("START TRANSACTION READ ONLY: the refusal is not the caller's")
+	}
+	if _, err := c.ExecContext(ctx, "ROLLBACK", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "SET SESSION tx_read_only = 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	insert()
+	if !c.CallerReadOnly() {
+		t.Fatal("SET SESSION tx_read_only = 1: the refusal is not the caller's")
+	}
+	if _, err := c.ExecContext(ctx, "SET SESSION tx_read_only = 0", nil); err != nil || c.CallerReadOnly() {
+		t.Fatalf("after tx_read_only = 0: %v, caller read-only %v", err, c.CallerReadOnly())
+	}
+}

@@ -188,6 +188,13 @@ func (s *Socket) Autocommitted() bool {
 	return s != nil && !s.guard.Opaque() && s.guard.Autocommitted()
 }
 
+// ReadOnlyTx reports whether the server's status flags, before the latest command, said a
+// read-only transaction was open (wire.Guard.ReadOnlyTx); false when the guard cannot see the
+// packets or there is no socket.
+func (s *Socket) ReadOnlyTx() bool {
+	return s != nil && !s.guard.Opaque() && s.guard.ReadOnlyTx()
+}
+
 // AnswerRead reports whether the whole answer to the latest command has been read from the
 // socket, so that go-sql-driver finishes it from its buffer without reading again; false when
 // the guard cannot see the packets (see wire.Guard.Opaque) or there is no socket.

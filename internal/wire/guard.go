@@ -67,6 +67,7 @@ const (
 	statusInTrans     = 0x0001 // SERVER_STATUS_IN_TRANS
 	statusAutocommit  = 0x0002 // SERVER_STATUS_AUTOCOMMIT
 	statusMoreResults = 0x0008 // SERVER_MORE_RESULTS_EXISTS
+	statusInTransRO   = 0x2000 // SERVER_STATUS_IN_TRANS_READONLY
 )
 
 // Command bytes whose answers differ from a plain OK/ERR.
@@ -274,6 +275,14 @@ func (g *Guard) Idle() bool { return g.phase == phaseIdle }
 // failed did not open a transaction.
 func (g *Guard) Autocommitted() bool {
 	return g.cmdStatusKnown && g.cmdStatus&statusAutocommit != 0 && g.cmdStatus&statusInTrans == 0
+}
+
+// ReadOnlyTx reports whether the server's status flags, in the last OK or EOF packet before the
+// latest command, said a read-only transaction was open (SERVER_STATUS_IN_TRANS_READONLY, which
+// MySQL and MariaDB set inside START TRANSACTION READ ONLY). False when no such packet passed;
+// meaningful only while the connection is not Opaque.
+func (g *Guard) ReadOnlyTx() bool {
+	return g.cmdStatusKnown && g.cmdStatus&statusInTrans != 0 && g.cmdStatus&statusInTransRO != 0
 }
 
 // command sets up for the answer to the command byte c.
