@@ -294,6 +294,16 @@ func Merge(p, q Position) Position {
 	case p.flavor == MySQL:
 		return mergeMySQL(p, q)
 	}
+	if pd, ps, ok := single(p.text); ok {
+		if qd, qs, ok := single(q.text); ok && pd == qd {
+			// One domain each, the same (every write of a primary in one domain): the
+			// higher sequence, with no allocation.
+			if qs > ps {
+				return q
+			}
+			return p
+		}
+	}
 	type gtid struct{ server, seq uint64 }
 	byDomain := map[uint64]gtid{}
 	var order []uint64
@@ -392,9 +402,23 @@ func mergeMySQL(p, q Position) Position {
 	return bounded(MySQL, b.String())
 }
 
+// single reads text, a MariaDB position, as one GTID's domain and sequence; ok is false when
+// it holds more than one (or is not one).
+func single(text string) (domain, seq uint64, ok bool) {
+	d, rest, ok1 := strings.Cut(text, "-")
+	_, n, ok2 := strings.Cut(rest, "-")
+	if !ok1 || !ok2 || strings.IndexByte(n, ',') >= 0 {
+		return 0, 0, false
+	}
+	domain, err1 := strconv.ParseUint(d, 10, 64)
+	seq, err2 := strconv.ParseUint(n, 10, 64)
+	return domain, seq, err1 == nil && err2 == nil
+}
+
 // Covers reports whether a replica known to have reached have has reached want too: want is
 // empty, or every GTID of want is in have. An overflowed position covers nothing and is covered
-// by nothing; positions of different flavors do not cover each other.
+// by nothing; positions of different flavors do not cover each other. It allocates nothing
+// when want is one MariaDB GTID (a read checks it on every read of a scope that wrote).
 func Covers(have, want Position) bool {
 	switch {
 	case want.IsZero():
@@ -403,6 +427,16 @@ func Covers(have, want Position) bool {
 		return false
 	case have.text == want.text:
 		return true
+	}
+	if want.flavor != MySQL {
+		if wd, ws, ok := single(want.text); ok {
+			for part := range strings.SplitSeq(have.text, ",") {
+				if hd, hs, ok := single(part); ok && hd == wd {
+					return hs >= ws
+				}
+			}
+			return false
+		}
 	}
 	// want adds nothing to have when merging them changes nothing of have (merged with itself,
 	// which puts it in the form a merge writes).

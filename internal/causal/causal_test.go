@@ -227,6 +227,19 @@ func TestMergeMySQLSets(t *testing.T) {
 	}
 }
 
+// The positions every write and read of a one-domain MariaDB primary meet merge and compare
+// without allocating.
+func TestOneDomainAllocatesNothing(t *testing.T) {
+	a, _ := MariaDB.Parse("0-1-100")
+	b, _ := MariaDB.Parse("0-1-101")
+	if n := testing.AllocsPerRun(100, func() { Merge(a, b); Covers(a, b); Covers(b, a) }); n != 0 {
+		t.Errorf("Merge and Covers of one-domain positions allocate %v times", n)
+	}
+	if Merge(a, b) != b || Merge(b, a) != b || !Covers(b, a) || Covers(a, b) {
+		t.Error("one-domain positions merged or compared wrong")
+	}
+}
+
 func TestCovers(t *testing.T) {
 	const u1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 	pos := func(f Flavor, s string) Position {
@@ -252,6 +265,9 @@ func TestCovers(t *testing.T) {
 		{pos(MySQL, u1+":1-9"), pos(MariaDB, "0-1-1"), false},
 		{Overflow(MariaDB), pos(MariaDB, "0-1-1"), false},
 		{pos(MariaDB, "0-1-9"), Overflow(MariaDB), false},
+		{pos(MariaDB, "1-1-4,0-2-12"), pos(MariaDB, "0-1-11"), true},
+		{pos(MariaDB, "1-1-4,0-2-12"), pos(MariaDB, "0-1-13"), false},
+		{pos(MariaDB, "1-1-4,0-2-12"), pos(MariaDB, "0-1-11,1-1-5"), false},
 	} {
 		if got := Covers(tc.have, tc.want); got != tc.covers {
 			t.Errorf("Covers(%q, %q) = %v, want %v", tc.have, tc.want, got, tc.covers)
