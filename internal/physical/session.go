@@ -121,6 +121,7 @@ type SessionState struct {
 
 	seq      uint64 // entries reported so far
 	gtid     []byte // the latest GTID reported; empty when none
+	gtidSet  bool   // it came as a MySQL GTID set (SESSION_TRACK_GTIDS), not MariaDB's last_gtid
 	gtidAt   uint64
 	schema   string
 	schemaAt uint64
@@ -163,10 +164,10 @@ func (s *SessionState) GTID() (string, causal.Flavor) {
 	if s == nil {
 		return "", causal.MariaDB
 	}
-	if s.mariadb {
-		return string(s.gtid), causal.MariaDB
+	if s.gtidSet {
+		return string(s.gtid), causal.MySQL
 	}
-	return string(s.gtid), causal.MySQL
+	return string(s.gtid), causal.MariaDB
 }
 
 // Var returns the latest value the server reported for v, and whether it reported one.
@@ -271,7 +272,7 @@ func (s *SessionState) setGTID(f causal.Flavor, value []byte) error {
 			return fmt.Errorf("session state: GTID %.48q: %w", value, err)
 		}
 	}
-	s.mariadb = f != causal.MySQL
+	s.gtidSet = f == causal.MySQL
 	s.gtid = append(s.gtid[:0], value...)
 	s.gtidAt = s.seq
 	return nil

@@ -469,3 +469,39 @@ func TestCallerReadOnlyOnMariaDB(t *testing.T) {
 		t.Fatalf("after tx_read_only = 0: %v, caller read-only %v", err, c.CallerReadOnly())
 	}
 }
+
+// FuzzSessionState feeds arbitrary OK packets through the guard's reader into a SessionState:
+// nothing panics, and whatever the state accepted is what lbd can use as it is: a GTID that
+// parses as its flavor's, setting values without quotes or control characters.
+func FuzzSessionState(f *testing.F) {
+	ok := func(block []byte) []byte {
+		return append(mysqlfake.LenencInt([]byte{0, 0, 0, 0x02, 0x40, 0, 0, 0}, uint64(len(block))), block...)
+	}
+	f.Add(ok(varEntry("last_gtid", "0-1-10")))
+	f.Add(ok(gtidEntry(testUUID + ":1-5:7")))
+	f.Add(ok(append(varEntry("time_zone", "+01:00"), trackEntry(wire.TrackStateChange, []byte("1"))...)))
+	f.Add(ok(trackEntry(wire.TrackSchema, mysqlfake.LenencString(nil, "db"))))
+	f.Add(ok(varEntry("last_gtid", "0-1-1'; DROP TABLE t")))
+	f.Add(ok(varEntry("tx_isolation", "READ-COMMITTED")))
+	f.Fuzz(func(t *testing.T, packet []byte) {
+		var st SessionState
+		st.negotiated, st.answered = true, true
+		block, err := wire.SessionBlock(packet)
+		if err != nil {
+			return
+		}
+		if wire.SessionEntries(block, st.SessionEntry) != nil {
+			return
+		}
+		if g, fl := st.GTID(); g != "" {
+			if _, err := fl.Parse(g); err != nil && !errors.Is(err, causal.ErrTooLong) {
+				t.Fatalf("accepted GTID %q does not parse: %v", g, err)
+			}
+		}
+		for v := range numVars {
+			if val, ok := st.Var(v); ok && strings.ContainsAny(val, "'\"\\\\`\x00\n") {
+				t.Fatalf("accepted %s = %q", v, val)
+			}
+		}
+	})
+}
