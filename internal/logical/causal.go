@@ -41,6 +41,41 @@ type causalState struct {
 	// uncaptured is the Connector-wide scope's latest write whose position could not be read,
 	// unix nanoseconds (see route).
 	uncaptured atomic.Int64
+	hint       causalHint // the Connector-wide scope's
+}
+
+// causalHint is what a scope's latest fallback found: its reads of the position pos go to the
+// primary until until (Unix nanoseconds), because the replica a read bound was behind (its
+// catch-up time, or a hold). A read of the scope then binds the primary at once, without
+// claiming a replica connection first (primaryHinted). The two halves are read apart; a
+// mismatch sends a read to a replica that then falls back, or to the primary, either correct.
+type causalHint struct {
+	pos   atomic.Pointer[causal.Position]
+	until atomic.Int64
+}
+
+// hintOf returns the causal hint of the scope of ctx.
+func (m *Mode) hintOf(ctx context.Context) *causalHint {
+	if s, ok := ctx.Value(rywKey{}).(*rywScope); ok {
+		return &s.hint
+	}
+	return &m.split.causal.hint
+}
+
+// primaryHinted reports whether a read of the scope of ctx goes to the primary without trying a
+// replica (see causalHint); it counts as a fallback.
+func (m *Mode) primaryHinted(ctx context.Context) bool {
+	cs := &m.split.causal
+	if !cs.on {
+		return false
+	}
+	h := m.hintOf(ctx)
+	pos := m.positionOf(ctx).Load()
+	if pos == nil || h.pos.Load() != pos || m.cfg.Now().UnixNano() >= h.until.Load() {
+		return false
+	}
+	cs.fallback.Add(1)
+	return true
 }
 
 // uncapturedOf returns where the scope of ctx keeps the time of its latest write whose position
@@ -166,7 +201,18 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	rep := &node.Replication
 	now := m.cfg.Now()
 	age := time.Duration(now.UnixNano() - m.lastWriteOf(ctx).Load())
-	if wait, check, limit := plan(rep, now, age, m.cfg.ReadAfterWrite, pos.Overflowed()); wait {
+	wait, check, limit := plan(rep, now, age, m.cfg.ReadAfterWrite, pos.Overflowed())
+	if !wait {
+		// Until the replica may have caught up, the scope's reads of this position need not try it.
+		until := rep.HeldUntil.Load()
+		if catchUp := time.Duration(rep.CatchUp.Load()); until == 0 && age < catchUp {
+			until = now.Add(catchUp - age).UnixNano()
+		}
+		h := m.hintOf(ctx)
+		h.until.Store(until)
+		h.pos.Store(pos)
+	}
+	if wait {
 		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, limit+causalWaitSlack)
 		answer, err := p.WaitValue(wctx, pos.WaitText(limit.Seconds()))
