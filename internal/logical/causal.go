@@ -47,11 +47,35 @@ type causalState struct {
 // causalHint is what a scope's latest fallback found: its reads of the position pos go to the
 // primary until until (Unix nanoseconds), because the replica a read bound was behind (its
 // catch-up time, or a hold). A read of the scope then binds the primary at once, without
-// claiming a replica connection first (primaryHinted). The two halves are read apart; a
-// mismatch sends a read to a replica that then falls back, or to the primary, either correct.
+// claiming a replica connection first (primaryHinted); a write carries the hint over to its
+// new position (renew). The fields are read apart; a mismatch sends a read to a replica that
+// then falls back, or to the primary, either correct.
 type causalHint struct {
-	pos   atomic.Pointer[causal.Position]
-	until atomic.Int64
+	pos     atomic.Pointer[causal.Position]
+	until   atomic.Int64
+	catchUp atomic.Int64 // the catch-up time that set it, nanoseconds
+	setAt   atomic.Int64 // when a read set it, Unix nanoseconds
+}
+
+// set makes the scope's reads of pos go to the primary until until, for a replica whose catch-up
+// time is catchUp.
+func (h *causalHint) set(pos *causal.Position, now time.Time, until int64, catchUp time.Duration) {
+	h.until.Store(until)
+	h.catchUp.Store(int64(catchUp))
+	h.setAt.Store(now.UnixNano())
+	h.pos.Store(pos)
+}
+
+// renew carries the hint over to the scope's new position pos, written at now: while reads go
+// to the primary because the replica is behind, the read right after the next write need not
+// try the replica either; the catch-up time that set the hint says for how long. A hint is
+// carried over for a causalHold after a read set it, no longer: then a read asks the replica's
+// catch-up time again (awaitPosition), which may have changed.
+func (h *causalHint) renew(pos *causal.Position, now time.Time) {
+	if c := h.catchUp.Load(); c > 0 && now.UnixNano()-h.setAt.Load() < int64(causalHold) {
+		h.until.Store(now.Add(time.Duration(c)).UnixNano())
+		h.pos.Store(pos)
+	}
 }
 
 // hintOf returns the causal hint of the scope of ctx.
@@ -150,6 +174,7 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 			merged = causal.Merge(*old, pos)
 		}
 		if slot.CompareAndSwap(old, &merged) {
+			m.hintOf(ctx).renew(&merged, m.cfg.Now())
 			if merged.Overflowed() && (old == nil || !old.Overflowed()) {
 				m.cfg.Logger.Warn("lbd: a read-your-writes scope's GTID position spans more replication domains than a wait may carry; its reads go to the primary from now on",
 					"max_domains", causal.MaxDomains, "node", p.Node().Addr())
@@ -170,7 +195,9 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 // wait costs is the replica's catching up, so lbd waits only where that is short and otherwise
 // reads on the primary at once, as readConsistency=time would: plan (catchup.go) decides from
 // what the node's earlier waits taught (physical.Replication), and a wait that does not reach
-// the position sends the read to the primary too. Each is a fallback.
+// the position sends the read to the primary too. Each is a fallback. On Galera every read waits
+// for at most ReadAfterWrite, as the primary it would fall back to may be a new writer that has
+// not applied the position either.
 //
 // No wait is longer than ReadAfterWrite: the server gives up after its limit, and lbd stops
 // waiting for its answer causalWaitSlack later, so a replica that never answers costs at most
@@ -201,16 +228,17 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	rep := &node.Replication
 	now := m.cfg.Now()
 	age := time.Duration(now.UnixNano() - m.lastWriteOf(ctx).Load())
-	wait, check, limit := plan(rep, now, age, m.cfg.ReadAfterWrite, pos.Overflowed())
+	wait, check, limit := !pos.Overflowed(), false, m.cfg.ReadAfterWrite
+	if pos.Flavor() != causal.Galera { // on Galera the fallback, a writer too, would not wait
+		wait, check, limit = plan(rep, now, age, m.cfg.ReadAfterWrite, pos.Overflowed())
+	}
 	if !wait {
 		// Until the replica may have caught up, the scope's reads of this position need not try it.
-		until := rep.HeldUntil.Load()
-		if catchUp := time.Duration(rep.CatchUp.Load()); until == 0 && age < catchUp {
+		until, catchUp := rep.HeldUntil.Load(), time.Duration(rep.CatchUp.Load())
+		if until == 0 && age < catchUp {
 			until = now.Add(catchUp - age).UnixNano()
 		}
-		h := m.hintOf(ctx)
-		h.until.Store(until)
-		h.pos.Store(pos)
+		m.hintOf(ctx).set(pos, now, until, catchUp)
 	}
 	if wait {
 		start := time.Now()
