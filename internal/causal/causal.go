@@ -172,69 +172,64 @@ func (f Flavor) Check(b []byte) error { return check(f, b) }
 // every number decimal and within 64 bits. Spaces and newlines count for nothing (MySQL writes
 // long sets over several lines).
 func check[T ~string | ~[]byte](f Flavor, s T) error {
-	if f == MySQL {
-		return checkMySQL(s)
-	}
-	const want = "want domain-server-sequence in decimal"
-	field := 0 // of the current GTID: 0 domain, 1 server, 2 sequence
-	var n number
+	g := gtidScan{mysql: f == MySQL}
 	for i := 0; i <= len(s); i++ {
 		c := byte(',') // the end closes the last GTID
 		if i < len(s) {
 			c = s[i]
 		}
-		switch {
-		case c == ' ' || c == '\n':
-		case c >= '0' && c <= '9':
-			if !n.add(c) {
-				return errors.New(want)
-			}
-		case c == '-' && field < 2 && n.end():
-			field++
-		case c == ',' && field == 2 && n.end():
-			field = 0
-		default:
-			return errors.New(want)
+		if c == ' ' || c == '\n' {
+			continue
+		}
+		if err := g.step(c); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func checkMySQL[T ~string | ~[]byte](s T) error {
-	const wantUUID, wantInterval = "want source_uuid:interval", "want decimal intervals"
-	uuid := 0    // characters of the source UUID seen so far; -1 once it ended
-	end := false // the number being read ends an interval (after its dash)
-	var n number
-	for i := 0; i <= len(s); i++ {
-		c := byte(',') // the end closes the last set
-		if i < len(s) {
-			c = s[i]
-		}
+// gtidScan follows a GTID list character by character (check).
+type gtidScan struct {
+	mysql bool
+	n     number
+	field int  // MariaDB: of the current GTID, 0 domain, 1 server, 2 sequence
+	uuid  int  // MySQL: characters of the source UUID seen so far; -1 once it ended
+	end   bool // MySQL: the number being read ends an interval (after its dash)
+}
+
+func (g *gtidScan) step(c byte) error {
+	if !g.mysql {
 		switch {
-		case c == ' ' || c == '\n':
-		case uuid >= 0 && c == ':':
-			if uuid != 36 {
-				return errors.New(wantUUID)
-			}
-			uuid = -1
-		case uuid >= 0 && (c == '-' || isHex(c)):
-			uuid++
-		case uuid >= 0:
-			return errors.New(wantUUID)
-		case c >= '0' && c <= '9':
-			if !n.add(c) {
-				return errors.New(wantInterval)
-			}
-		case c == '-' && !end && n.end():
-			end = true
-		case (c == ':' || c == ',') && n.end():
-			end = false
-			if c == ',' {
-				uuid = 0
-			}
+		case c >= '0' && c <= '9' && g.n.add(c):
+		case c == '-' && g.field < 2 && g.n.end():
+			g.field++
+		case c == ',' && g.field == 2 && g.n.end():
+			g.field = 0
 		default:
-			return errors.New(wantInterval)
+			return errors.New("want domain-server-sequence in decimal")
 		}
+		return nil
+	}
+	switch {
+	case g.uuid >= 0 && c == ':':
+		if g.uuid != 36 {
+			return errors.New("want source_uuid:interval")
+		}
+		g.uuid = -1
+	case g.uuid >= 0 && (c == '-' || isHex(c)):
+		g.uuid++
+	case g.uuid >= 0:
+		return errors.New("want source_uuid:interval")
+	case c >= '0' && c <= '9' && g.n.add(c):
+	case c == '-' && !g.end && g.n.end():
+		g.end = true
+	case (c == ':' || c == ',') && g.n.end():
+		g.end = false
+		if c == ',' {
+			g.uuid = 0
+		}
+	default:
+		return errors.New("want decimal intervals")
 	}
 	return nil
 }

@@ -40,13 +40,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
-	pos := func(f Flavor, s string) Position {
-		p, err := f.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	pos := func(f Flavor, s string) Position { return mustParse(t, f, s) }
 	for _, tc := range []struct {
 		p, q Position
 		want string
@@ -201,13 +195,7 @@ func TestCheck(t *testing.T) {
 // MySQL positions merge as sets: two writes' own GTIDs (session tracking) both stay.
 func TestMergeMySQLSets(t *testing.T) {
 	const u1, u2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "2174b383-5441-11e8-b90a-c80aa9429562"
-	pos := func(s string) Position {
-		p, err := MySQL.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	pos := func(s string) Position { return mustParse(t, MySQL, s) }
 	for _, tc := range []struct{ p, q, want string }{
 		{u1 + ":5", u1 + ":6", u1 + ":5-6"},
 		{u1 + ":6", u1 + ":5", u1 + ":5-6"},
@@ -242,13 +230,7 @@ func TestOneDomainAllocatesNothing(t *testing.T) {
 
 func TestCovers(t *testing.T) {
 	const u1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-	pos := func(f Flavor, s string) Position {
-		p, err := f.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	pos := func(f Flavor, s string) Position { return mustParse(t, f, s) }
 	for _, tc := range []struct {
 		have, want Position
 		covers     bool
@@ -273,4 +255,14 @@ func TestCovers(t *testing.T) {
 			t.Errorf("Covers(%q, %q) = %v, want %v", tc.have, tc.want, got, tc.covers)
 		}
 	}
+}
+
+// mustParse is f.Parse(s), which must succeed.
+func mustParse(t *testing.T, f Flavor, s string) Position {
+	t.Helper()
+	p, err := f.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -188,7 +188,13 @@ func guardCases(t *testing.T) []guardCase {
 func run(c guardCase, chunk int) error {
 	var g Guard
 	g.Init(c.lim)
-	for _, s := range c.steps {
+	return feed(&g, c.steps, chunk)
+}
+
+// feed feeds the steps to g, each step in chunks of at most chunk bytes, and returns the first
+// error.
+func feed(g *Guard, steps []step, chunk int) error {
+	for _, s := range steps {
 		for p := s.b; len(p) > 0; {
 			n := min(chunk, len(p))
 			if s.client {

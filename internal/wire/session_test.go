@@ -157,23 +157,12 @@ func session() []step {
 	)
 }
 
-// runTracked is run with a entryLog as the Guard's sink.
+// runTracked is run with r as the Guard's sink.
 func runTracked(steps []step, chunk int, r *entryLog) error {
 	var g Guard
 	g.Init(Limits{})
 	g.TrackSession(r)
-	for _, s := range steps {
-		for p := s.b; len(p) > 0; {
-			n := min(chunk, len(p))
-			if s.client {
-				g.Client(p[:n])
-			} else if err := g.Server(p[:n]); err != nil {
-				return err
-			}
-			p = p[n:]
-		}
-	}
-	return g.Err()
+	return feed(&g, steps, chunk)
 }
 
 func TestGuardReadsSessionState(t *testing.T) {
