@@ -345,6 +345,10 @@ func TestCausalWaitIsBoundedWhenTheReplicaNeverAnswers(t *testing.T) {
 	if cs.Waits != 1 || cs.Fallbacks != 1 {
 		t.Fatalf("causal stats %+v; want one wait that fell back", cs)
 	}
+	// The fakes offer no session tracking: the position was asked for, once, after the write.
+	if cs.Captures != 1 || cs.Reported != 0 || primary.count("SELECT @@last_gtid") != 1 {
+		t.Fatalf("causal stats %+v, %d questions for the position; want one capture, asked once", cs, primary.count("SELECT @@last_gtid"))
+	}
 	if bound := 300*time.Millisecond + 100*time.Millisecond; cs.WaitTime > bound {
 		t.Fatalf("the unanswered wait took %v, more than readAfterWriteMillis + 100 ms (%v)", cs.WaitTime, bound)
 	}
