@@ -124,21 +124,25 @@ func OnPrimary(ctx context.Context) context.Context { return logical.OnPrimary(c
 func ReadYourWrites(ctx context.Context) context.Context { return logical.ReadYourWrites(ctx) }
 
 // Causal reads by GTID (readConsistency=gtid, with readWriteSplit): a write in a scope records
-// the position it reached on the primary, read on the same session right after it (MariaDB
-// @@last_gtid; MySQL @@global.gtid_executed, a superset): one more round trip per write. A later
-// read of that scope bound to a replica first waits there until the replica has applied that
-// position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most readAfterWriteMillis: one
-// more round trip per such read. When the wait times out or fails, the read runs on the primary
-// instead. As MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to
-// one proxy's session, so it holds across every proxy. Reads bound to the primary, and reads of a
-// scope that has written nothing, wait for nothing.
+// the position it reached on the primary. A server that offers session tracking reports it in
+// the write's own answer (MariaDB's last_gtid, MySQL's session_track_gtids=OWN_GTID, which lbd
+// asks for on each connection it opens); elsewhere lbd reads it on the same session right after
+// the write (MariaDB @@last_gtid; MySQL @@global.gtid_executed, a superset): one more round trip
+// per write. A later read of that scope bound to a replica first waits there until the replica
+// has applied that position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most
+// readAfterWriteMillis: one more round trip per such read. When the wait times out or fails,
+// the read runs on the primary instead. As MySQL Router's wait_for_my_writes, but the position
+// belongs to the scope, not to one proxy's session, so it holds across every proxy. Reads bound
+// to the primary, and reads of a scope that has written nothing, wait for nothing.
 
 // CausalStats counts what readConsistency=gtid did (zero without it).
 type CausalStats struct {
 	Captures  uint64        // positions read after writes
+	Reported  uint64        // of them, positions the write's own answer reported (session tracking): nothing asked
 	Waits     uint64        // reads that waited on a replica for their scope's position
+	Known     uint64        // reads on a replica connection a wait proved had applied their position: no wait
 	WaitTime  time.Duration // time spent in those waits, in all
-	Fallbacks uint64        // of them, reads sent to the primary because the replica did not catch up in time
+	Fallbacks uint64        // reads sent to the primary because the replica did not catch up in time, or was held behind after a wait timed out
 }
 
 // BalancePolicy is how a pick weighs the up nodes, in both balance modes. DSN parameter

@@ -56,14 +56,15 @@ func nodeOf(pn *physical.Node) *node { return pn.Hooks().(*node) }
 func at(tn *tableNode) *node { return nodeOf(tn.Payload()) }
 
 // StatementError implements physical.Hooks: a node announcing its shutdown is drained; a refusal
-// by a node that is no longer the primary is a role change; any other error is shown to passive outlier detection and to the exception
+// by a node that is no longer the primary (exception.NotPrimary, or a 1792 in a transaction the
+// caller did not make read-only) is a role change; any other error is shown to passive outlier detection and to the exception
 // sorter.
 func (n *node) StatementError(p *physical.Conn, err error, nothingRan bool) error {
 	c := n.c
 	if exception.ServerShutdown(err) {
 		return c.onShutdown(p, err, nothingRan)
 	}
-	if c.roleAware() && exception.NotPrimary(err) {
+	if c.roleAware() && (exception.NotPrimary(err) || exception.ReadOnlyTransaction(err) && !p.CallerReadOnly()) {
 		return c.onNotPrimary(p, err, nothingRan)
 	}
 	n.noteStatementError(err)

@@ -130,9 +130,11 @@ func TestPartlyRunTextIsNotSentAgain(t *testing.T) {
 }
 
 // A node that passes its role check as primary but refuses every write: after database/sql's
-// retries the caller gets the server's own error, not a bare "driver: bad connection".
+// retries the caller gets the server's own error, not a bare "driver: bad connection". 1792
+// outside a transaction the caller made read-only is such a refusal: the server's transactions
+// are read-only by default.
 func TestPersistentRefusalReturnsTheServersError(t *testing.T) {
-	for _, number := range []uint16{4782, 1290} {
+	for _, number := range []uint16{4782, 1290, 1792} {
 		t.Run(fmt.Sprint(number), func(t *testing.T) {
 			primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{
 				"SELECT @@global.read_only": oneRow("0"),
@@ -155,6 +157,35 @@ func TestPersistentRefusalReturnsTheServersError(t *testing.T) {
 				t.Fatalf("the write reached the node %d times, want database/sql's 1 to 3", n)
 			}
 		})
+	}
+}
+
+// 1792 in a transaction the caller began read-only is the caller's own error: it comes back as
+// it is, the node keeps its role, and nothing runs again.
+func TestReadOnlyTransactionRefusalIsTheCallers(t *testing.T) {
+	primary := &scripted{answers: map[string]func(string) *mysqlfake.Result{
+		"SELECT @@global.read_only": oneRow("0"),
+		"INSERT":                    refusal(1792),
+	}}
+	srvs := startScripted(t, primary)
+	db, c := openFakeDB(t, srvs, "target=primary&roleCheck=mysql&failoverTimeoutMillis=3000", quiet()...)
+	ctx := ctx5s(t)
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, "INSERT INTO t VALUES (1)")
+	var me *mysql.MySQLError
+	var refused *RefusedError
+	if !errors.As(err, &me) || me.Number != 1792 || errors.As(err, &refused) || errors.Is(err, ErrPrimaryChanged) {
+		t.Fatalf("error %v; want the server's 1792 as it is", err)
+	}
+	if n := primary.count("INSERT"); n != 1 {
+		t.Fatalf("the write reached the node %d times, want once", n)
+	}
+	if ns, _ := c.Stats().Node(srvs[0].Addr()); ns.State != StateUp || ns.Role.String() != "primary" {
+		t.Fatalf("the node is %v/%v; the caller's read-only transaction says nothing of its role", ns.State, ns.Role)
 	}
 }
 
@@ -352,6 +383,10 @@ func TestCausalWaitIsBoundedWhenTheReplicaNeverAnswers(t *testing.T) {
 	cs := c.Stats().Causal
 	if cs.Waits != 1 || cs.Fallbacks != 1 {
 		t.Fatalf("causal stats %+v; want one wait that fell back", cs)
+	}
+	// The fakes offer no session tracking: the position was asked for, once, after the write.
+	if cs.Captures != 1 || cs.Reported != 0 || primary.count("SELECT @@last_gtid") != 1 {
+		t.Fatalf("causal stats %+v, %d questions for the position; want one capture, asked once", cs, primary.count("SELECT @@last_gtid"))
 	}
 	if bound := 300*time.Millisecond + 100*time.Millisecond; cs.WaitTime > bound {
 		t.Fatalf("the unanswered wait took %v, more than readAfterWriteMillis + 100 ms (%v)", cs.WaitTime, bound)

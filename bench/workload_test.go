@@ -126,7 +126,21 @@ func BenchmarkWorkloadCausal(b *testing.B) {
 	openPrimary := func(b *testing.B) *sql.DB {
 		return openPlain(b, fmt.Sprintf("%s:%s@tcp(%s)/%s?%s", pCfg.User, pCfg.Passwd, pCfg.Addr, pCfg.DBName, mixParams))
 	}
-	mix := fillMixTable(b, openPrimary(b), fmt.Sprintf("bench_mix_%d", rand.Uint32()))
+	table := fmt.Sprintf("bench_mix_%d", rand.Uint32())
+	mix := fillMixTable(b, openPrimary(b), table)
+	// The table is written directly, beside lbd, so no read-your-writes scope covers it: the
+	// replica must have it before a read goes there.
+	rdb := openPlain(b, fmt.Sprintf("%s:%s@tcp(%s)/%s?%s", rCfg.User, rCfg.Passwd, rCfg.Addr, rCfg.DBName, mixParams))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var n int
+		if rdb.QueryRow("SELECT COUNT(*) FROM "+table).Scan(&n) == nil && n == mixReadRows+mixWriteRows {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the replica %s did not have the table's %d rows within 10 s", rCfg.Addr, mixReadRows+mixWriteRows)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?%s&balance=statement&roleCheck=mysql&readWriteSplit=true",
 		pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, mixParams)
 	for _, workers := range []int{1, 16} {

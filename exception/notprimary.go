@@ -16,6 +16,13 @@ const (
 	// the statement was sent to a standby tenant. OceanBase's proxy ODP takes it as the sign of
 	// a switchover and retries on the other tenant, never inside a transaction.
 	obNotPrimaryTenant = 4782
+	// erCantExecuteInReadOnlyTx is ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION "Cannot execute
+	// statement in a READ ONLY transaction" (1792; MySQL Server Error Message Reference,
+	// MariaDB alike): a write in a transaction that is read-only. The caller's own read-only
+	// transaction gets it, and so does every write on a server whose transactions are
+	// read-only by default (transaction_read_only=ON), as a demoted primary or a reader may be:
+	// go-sql-driver's rejectReadOnly treats it as 1290 and 1836, for Aurora's failover.
+	erCantExecuteInReadOnlyTx = 1792
 )
 
 // notPrimaryNumbers holds the numbers [NotPrimary] answers true for.
@@ -33,6 +40,18 @@ var notPrimaryNumbers = map[uint16]bool{erOptionPrevents: true, erReadOnlyMode: 
 func NotPrimary(err error) bool {
 	me := firstServerError(err)
 	return me != nil && notPrimaryNumbers[me.Number]
+}
+
+// ReadOnlyTransaction reports whether err is a server's 1792 (ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION):
+// a write refused, before it ran, because its transaction is read-only. It says the node is not
+// the primary only when the caller did not make the transaction read-only (a database/sql
+// transaction begun with ReadOnly, START TRANSACTION READ ONLY, the session's own
+// transaction_read_only): then the server's transactions are read-only by default. [NotPrimary]
+// leaves it out; the caller, which knows the transaction, decides. The first
+// *mysql.MySQLError in err's tree decides.
+func ReadOnlyTransaction(err error) bool {
+	me := firstServerError(err)
+	return me != nil && me.Number == erCantExecuteInReadOnlyTx
 }
 
 // StandbyTenant reports whether err is OceanBase's 4782 (OB_NOT_PRIMARY_TENANT): the node

@@ -44,6 +44,23 @@ func TestNotPrimaryNumberSet(t *testing.T) {
 	}
 }
 
+// 1792 is a role signal only where the caller did not make its transaction read-only, which
+// NotPrimary cannot know: ReadOnlyTransaction names it, NotPrimary leaves it to the caller.
+func TestReadOnlyTransaction(t *testing.T) {
+	ro := myErr(1792, "25006", "Cannot execute statement in a READ ONLY transaction")
+	if !ReadOnlyTransaction(ro) || !ReadOnlyTransaction(fmt.Errorf("insert: %w", ro)) {
+		t.Error("ReadOnlyTransaction misses 1792")
+	}
+	if NotPrimary(ro) {
+		t.Error("NotPrimary took 1792, which the caller's own read-only transaction gets too")
+	}
+	for _, err := range []error{nil, io.EOF, myErr(1290, "HY000", "x"), errors.Join(myErr(1040, "08004", "x"), ro)} {
+		if ReadOnlyTransaction(err) {
+			t.Errorf("ReadOnlyTransaction(%v) = true", err)
+		}
+	}
+}
+
 func TestStandbyTenant(t *testing.T) {
 	if !StandbyTenant(fmt.Errorf("x: %w", myErr(4782, "HY000", "x"))) || StandbyTenant(myErr(1290, "HY000", "x")) || StandbyTenant(nil) {
 		t.Fatal("StandbyTenant misjudges 4782, 1290 or nil")

@@ -17,8 +17,11 @@
 package causal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -149,45 +152,111 @@ func (f Flavor) Parse(s string) (Position, error) {
 	if len(s) > maxPosition {
 		return Position{}, fmt.Errorf("%w: %d bytes, want at most %d", ErrTooLong, len(s), maxPosition)
 	}
-	// MySQL writes long sets over several lines.
-	s = strings.NewReplacer("\n", "", " ", "").Replace(s)
-	for _, part := range strings.Split(s, ",") {
-		if err := f.validPart(part); err != nil {
-			return Position{}, fmt.Errorf("causal: GTID position %q: %w", clip(s), err)
-		}
+	if err := check(f, s); err != nil {
+		return Position{}, fmt.Errorf("causal: GTID position %q: %w", clip(s), err)
+	}
+	if strings.ContainsAny(s, " \n") {
+		// MySQL writes long sets over several lines.
+		s = strings.NewReplacer("\n", "", " ", "").Replace(s)
 	}
 	return Position{flavor: f, text: s}, nil
 }
 
-func (f Flavor) validPart(p string) error {
-	if f != MySQL {
-		fields := strings.Split(p, "-")
-		if len(fields) != 3 {
-			return errors.New("want domain-server-sequence")
+// Check reports whether b is a well-formed GTID list of the flavor, as Parse accepts it (of any
+// length), without allocating: session tracking (internal/physical) checks every GTID a server
+// reports with it as the answer arrives.
+func (f Flavor) Check(b []byte) error { return check(f, b) }
+
+// check validates s, a GTID list of flavor f: MariaDB's and Galera's domain-server-sequence,
+// MySQL's source_uuid:interval[:interval...] (an interval is n or n-m), separated by commas,
+// every number decimal and within 64 bits. Spaces and newlines count for nothing (MySQL writes
+// long sets over several lines).
+func check[T ~string | ~[]byte](f Flavor, s T) error {
+	g := gtidScan{mysql: f == MySQL}
+	for i := 0; i <= len(s); i++ {
+		c := byte(',') // the end closes the last GTID
+		if i < len(s) {
+			c = s[i]
 		}
-		for _, x := range fields {
-			if _, err := strconv.ParseUint(x, 10, 64); err != nil {
-				return errors.New("want domain-server-sequence in decimal")
-			}
+		if c == ' ' || c == '\n' {
+			continue
 		}
-		return nil
-	}
-	uuid, intervals, ok := strings.Cut(p, ":")
-	if !ok || len(uuid) != 36 || strings.Trim(uuid, "0123456789abcdefABCDEF-") != "" {
-		return errors.New("want source_uuid:interval")
-	}
-	for _, iv := range strings.Split(intervals, ":") {
-		lo, hi, _ := strings.Cut(iv, "-")
-		if _, err := strconv.ParseUint(lo, 10, 64); err != nil {
-			return errors.New("want decimal intervals")
-		}
-		if hi != "" {
-			if _, err := strconv.ParseUint(hi, 10, 64); err != nil {
-				return errors.New("want decimal intervals")
-			}
+		if err := g.step(c); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// gtidScan follows a GTID list character by character (check).
+type gtidScan struct {
+	mysql bool
+	n     number
+	field int  // MariaDB: of the current GTID, 0 domain, 1 server, 2 sequence
+	uuid  int  // MySQL: characters of the source UUID seen so far; -1 once it ended
+	end   bool // MySQL: the number being read ends an interval (after its dash)
+}
+
+func (g *gtidScan) step(c byte) error {
+	if !g.mysql {
+		switch {
+		case c >= '0' && c <= '9' && g.n.add(c):
+		case c == '-' && g.field < 2 && g.n.end():
+			g.field++
+		case c == ',' && g.field == 2 && g.n.end():
+			g.field = 0
+		default:
+			return errors.New("want domain-server-sequence in decimal")
+		}
+		return nil
+	}
+	switch {
+	case g.uuid >= 0 && c == ':':
+		if g.uuid != 36 {
+			return errors.New("want source_uuid:interval")
+		}
+		g.uuid = -1
+	case g.uuid >= 0 && (c == '-' || isHex(c)):
+		g.uuid++
+	case g.uuid >= 0:
+		return errors.New("want source_uuid:interval")
+	case c >= '0' && c <= '9' && g.n.add(c):
+	case c == '-' && !g.end && g.n.end():
+		g.end = true
+	case (c == ':' || c == ',') && g.n.end():
+		g.end = false
+		if c == ',' {
+			g.uuid = 0
+		}
+	default:
+		return errors.New("want decimal intervals")
+	}
+	return nil
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// number is a decimal number being read digit by digit.
+type number struct {
+	v    uint64
+	some bool
+}
+
+// add appends digit c; false when the number no longer fits in 64 bits.
+func (n *number) add(c byte) bool {
+	d := uint64(c - '0')
+	if n.v > (1<<64-1-d)/10 {
+		return false
+	}
+	n.v, n.some = n.v*10+d, true
+	return true
+}
+
+// end closes the number and reports whether it had a digit.
+func (n *number) end() bool {
+	ok := n.some
+	*n = number{}
+	return ok
 }
 
 // IsZero reports whether p is empty (nothing to wait for).
@@ -202,10 +271,10 @@ func (p Position) String() string { return p.text }
 
 // Merge returns a position a replica has reached only when it reached both p and q. MariaDB and
 // Galera: per replication domain the higher sequence number (sequence numbers grow within a
-// domain).
-// MySQL: the newer of the two (q when both are set), since each capture is the server's whole
-// executed set, which contains every earlier capture from the same primary. Positions of
-// different flavors are not merged: the newer wins. A merge of more than MaxDomains domains, or
+// domain). MySQL: the union of the two GTID sets, per source UUID, its intervals joined (a
+// position is a server's whole executed set when read with CaptureQuery, and one write's own
+// GTID when the server reported it through session tracking). Positions of different flavors
+// are not merged: the newer wins. A merge of more than MaxDomains domains (or source UUIDs), or
 // longer than 4096 bytes, is Overflowed, and so is every later merge with it.
 func Merge(p, q Position) Position {
 	switch {
@@ -215,8 +284,20 @@ func Merge(p, q Position) Position {
 		return q
 	case q.IsZero():
 		return p
-	case p.flavor != q.flavor || p.flavor == MySQL:
+	case p.flavor != q.flavor:
 		return q
+	case p.flavor == MySQL:
+		return mergeMySQL(p, q)
+	}
+	if pd, ps, ok := single(p.text); ok {
+		if qd, qs, ok := single(q.text); ok && pd == qd {
+			// One domain each, the same (every write of a primary in one domain): the
+			// higher sequence, with no allocation.
+			if qs > ps {
+				return q
+			}
+			return p
+		}
 	}
 	type gtid struct{ server, seq uint64 }
 	byDomain := map[uint64]gtid{}
@@ -244,11 +325,117 @@ func Merge(p, q Position) Position {
 		g := byDomain[d]
 		parts[i] = fmt.Sprintf("%d-%d-%d", d, g.server, g.seq)
 	}
-	text := strings.Join(parts, ",")
+	return bounded(p.flavor, strings.Join(parts, ","))
+}
+
+// bounded is the position text of flavor f, or the overflowed position when text is longer
+// than a wait may carry.
+func bounded(f Flavor, text string) Position {
 	if len(text) > maxPosition {
-		return Position{flavor: p.flavor, overflow: true}
+		return Position{flavor: f, overflow: true}
 	}
-	return Position{flavor: p.flavor, text: text}
+	return Position{flavor: f, text: text}
+}
+
+// mergeMySQL is Merge for two MySQL GTID sets (Parse validated both): their union, the source
+// UUIDs in lower case in the order first seen, each one's intervals sorted and joined.
+func mergeMySQL(p, q Position) Position {
+	type interval struct{ lo, hi uint64 }
+	var order []string
+	sets := map[string][]interval{}
+	for _, s := range []string{p.text, q.text} {
+		for _, part := range strings.Split(s, ",") {
+			uuid, rest, _ := strings.Cut(part, ":")
+			uuid = strings.ToLower(uuid)
+			if _, seen := sets[uuid]; !seen {
+				if len(order) == MaxDomains {
+					return Position{flavor: MySQL, overflow: true}
+				}
+				order = append(order, uuid)
+			}
+			for _, iv := range strings.Split(rest, ":") {
+				lo, hi, dash := strings.Cut(iv, "-")
+				l, _ := strconv.ParseUint(lo, 10, 64)
+				h := l
+				if dash {
+					h, _ = strconv.ParseUint(hi, 10, 64)
+				}
+				sets[uuid] = append(sets[uuid], interval{l, max(l, h)})
+			}
+		}
+	}
+	var b strings.Builder
+	for i, uuid := range order {
+		ivs := sets[uuid]
+		slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.lo, b.lo) })
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(uuid)
+		write := func(iv interval) {
+			b.WriteByte(':')
+			b.WriteString(strconv.FormatUint(iv.lo, 10))
+			if iv.hi != iv.lo {
+				b.WriteByte('-')
+				b.WriteString(strconv.FormatUint(iv.hi, 10))
+			}
+		}
+		cur := ivs[0]
+		for _, iv := range ivs[1:] {
+			if cur.hi == math.MaxUint64 || iv.lo <= cur.hi+1 {
+				cur.hi = max(cur.hi, iv.hi)
+				continue
+			}
+			write(cur)
+			cur = iv
+		}
+		write(cur)
+		if b.Len() > maxPosition {
+			break
+		}
+	}
+	return bounded(MySQL, b.String())
+}
+
+// single reads text, a MariaDB position, as one GTID's domain and sequence; ok is false when
+// it holds more than one (or is not one).
+func single(text string) (domain, seq uint64, ok bool) {
+	d, rest, ok1 := strings.Cut(text, "-")
+	_, n, ok2 := strings.Cut(rest, "-")
+	if !ok1 || !ok2 || strings.IndexByte(n, ',') >= 0 {
+		return 0, 0, false
+	}
+	domain, err1 := strconv.ParseUint(d, 10, 64)
+	seq, err2 := strconv.ParseUint(n, 10, 64)
+	return domain, seq, err1 == nil && err2 == nil
+}
+
+// Covers reports whether a replica known to have reached have has reached want too: want is
+// empty, or every GTID of want is in have. An overflowed position covers nothing and is covered
+// by nothing; positions of different flavors do not cover each other. It allocates nothing
+// when want is one MariaDB GTID (a read checks it on every read of a scope that wrote).
+func Covers(have, want Position) bool {
+	switch {
+	case want.IsZero():
+		return true
+	case have.overflow || want.overflow || have.IsZero() || have.flavor != want.flavor:
+		return false
+	case have.text == want.text:
+		return true
+	}
+	if want.flavor != MySQL {
+		if wd, ws, ok := single(want.text); ok {
+			for part := range strings.SplitSeq(have.text, ",") {
+				if hd, hs, ok := single(part); ok && hd == wd {
+					return hs >= ws
+				}
+			}
+			return false
+		}
+	}
+	// want adds nothing to have when merging them changes nothing of have (merged with itself,
+	// which puts it in the form a merge writes).
+	return Merge(have, want).text == Merge(have, have).text
 }
 
 func clip(s string) string {

@@ -40,13 +40,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
-	pos := func(f Flavor, s string) Position {
-		p, err := f.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	pos := func(f Flavor, s string) Position { return mustParse(t, f, s) }
 	for _, tc := range []struct {
 		p, q Position
 		want string
@@ -163,4 +157,112 @@ func TestMergeIsBounded(t *testing.T) {
 	if !acc.Overflowed() && len(acc.String()) > maxPosition {
 		t.Fatalf("%d bytes and not overflowed", len(acc.String()))
 	}
+}
+
+// Check accepts what Parse accepts and refuses the rest, without allocating: it runs on every
+// GTID a server reports through session tracking.
+func TestCheck(t *testing.T) {
+	const u1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	for _, tc := range []struct {
+		f  Flavor
+		in string
+		ok bool
+	}{
+		{MariaDB, "0-1-8", true}, {MariaDB, "0-1-8,1-2-30", true}, {Galera, "0-1-18446744073709551615", true},
+		{MariaDB, "0-1-18446744073709551616", false}, // beyond 64 bits
+		{MariaDB, "0-1", false}, {MariaDB, "0-1-8-9", false}, {MariaDB, "-1-2-3", false}, {MariaDB, "0--1-2", false},
+		{MariaDB, "0-1-8,", false}, {MariaDB, ",0-1-8", false}, {MariaDB, "0-1-8'; DROP TABLE t; --", false},
+		{MariaDB, "0-1-x", false}, {MariaDB, "0-1-8\x00", false}, {MariaDB, "+0-1-8", false},
+		{MySQL, u1 + ":1-5", true}, {MySQL, u1 + ":1-5:11,\n" + strings.ToUpper(u1) + ":1", true}, {MySQL, u1 + ":7", true},
+		{MySQL, u1 + ":1-", false}, {MySQL, u1 + ":", false}, {MySQL, u1, false}, {MySQL, u1 + ":1-2-3", false},
+		{MySQL, u1[:35] + ":1", false}, {MySQL, u1 + "0:1", false}, {MySQL, "zz:1", false}, {MySQL, "0-1-8", false},
+		{MySQL, u1 + ":1'", false}, {MySQL, u1 + ":-1", false}, {MySQL, u1 + ":99999999999999999999", false},
+	} {
+		err := tc.f.Check([]byte(tc.in))
+		if (err == nil) != tc.ok {
+			t.Errorf("%v.Check(%q) = %v, want ok %v", tc.f, tc.in, err, tc.ok)
+		}
+		if _, perr := tc.f.Parse(tc.in); (perr == nil) != tc.ok {
+			t.Errorf("%v.Parse(%q) = %v, want ok %v", tc.f, tc.in, perr, tc.ok)
+		}
+	}
+	b := []byte(u1 + ":1-5:11")
+	if n := testing.AllocsPerRun(100, func() { MySQL.Check(b) }); n != 0 {
+		t.Errorf("Check allocates %v times", n)
+	}
+}
+
+// MySQL positions merge as sets: two writes' own GTIDs (session tracking) both stay.
+func TestMergeMySQLSets(t *testing.T) {
+	const u1, u2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "2174b383-5441-11e8-b90a-c80aa9429562"
+	pos := func(s string) Position { return mustParse(t, MySQL, s) }
+	for _, tc := range []struct{ p, q, want string }{
+		{u1 + ":5", u1 + ":6", u1 + ":5-6"},
+		{u1 + ":6", u1 + ":5", u1 + ":5-6"},
+		{u1 + ":5", u1 + ":9", u1 + ":5:9"},
+		{u1 + ":1-5", u1 + ":1-7", u1 + ":1-7"},
+		{u1 + ":1-3:7-9", u1 + ":4-6", u1 + ":1-9"},
+		{u1 + ":5", strings.ToUpper(u2) + ":1", u1 + ":5," + u2 + ":1"},
+		{strings.ToUpper(u1) + ":5", u1 + ":4", u1 + ":4-5"},
+	} {
+		got := Merge(pos(tc.p), pos(tc.q))
+		if got.String() != tc.want || got.Flavor() != MySQL {
+			t.Errorf("Merge(%q, %q) = %q, want %q", tc.p, tc.q, got, tc.want)
+		}
+		if _, err := MySQL.Parse(got.String()); err != nil {
+			t.Errorf("the merge %q does not parse: %v", got, err)
+		}
+	}
+}
+
+// The positions every write and read of a one-domain MariaDB primary meet merge and compare
+// without allocating.
+func TestOneDomainAllocatesNothing(t *testing.T) {
+	a, _ := MariaDB.Parse("0-1-100")
+	b, _ := MariaDB.Parse("0-1-101")
+	if n := testing.AllocsPerRun(100, func() { Merge(a, b); Covers(a, b); Covers(b, a) }); n != 0 {
+		t.Errorf("Merge and Covers of one-domain positions allocate %v times", n)
+	}
+	if Merge(a, b) != b || Merge(b, a) != b || !Covers(b, a) || Covers(a, b) {
+		t.Error("one-domain positions merged or compared wrong")
+	}
+}
+
+func TestCovers(t *testing.T) {
+	const u1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	pos := func(f Flavor, s string) Position { return mustParse(t, f, s) }
+	for _, tc := range []struct {
+		have, want Position
+		covers     bool
+	}{
+		{pos(MariaDB, "0-1-9"), pos(MariaDB, "0-1-8"), true},
+		{pos(MariaDB, "0-1-9"), pos(MariaDB, "0-1-9"), true},
+		{pos(MariaDB, "0-1-9"), pos(MariaDB, "0-1-10"), false},
+		{pos(MariaDB, "0-1-9"), pos(MariaDB, "1-1-1"), false},
+		{pos(MariaDB, "0-1-9,1-1-4"), pos(MariaDB, "1-1-3"), true},
+		{pos(MariaDB, "0-1-9"), Position{}, true},
+		{Position{}, pos(MariaDB, "0-1-1"), false},
+		{pos(MySQL, u1+":1-9"), pos(MySQL, u1+":4"), true},
+		{pos(MySQL, u1+":1-3:5-9"), pos(MySQL, u1+":4"), false},
+		{pos(MySQL, u1+":1-9"), pos(MariaDB, "0-1-1"), false},
+		{Overflow(MariaDB), pos(MariaDB, "0-1-1"), false},
+		{pos(MariaDB, "0-1-9"), Overflow(MariaDB), false},
+		{pos(MariaDB, "1-1-4,0-2-12"), pos(MariaDB, "0-1-11"), true},
+		{pos(MariaDB, "1-1-4,0-2-12"), pos(MariaDB, "0-1-13"), false},
+		{pos(MariaDB, "1-1-4,0-2-12"), pos(MariaDB, "0-1-11,1-1-5"), false},
+	} {
+		if got := Covers(tc.have, tc.want); got != tc.covers {
+			t.Errorf("Covers(%q, %q) = %v, want %v", tc.have, tc.want, got, tc.covers)
+		}
+	}
+}
+
+// mustParse is f.Parse(s), which must succeed.
+func mustParse(t *testing.T, f Flavor, s string) Position {
+	t.Helper()
+	p, err := f.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

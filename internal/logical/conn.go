@@ -413,6 +413,9 @@ func (l *logicalConn) replicaRefused(rt routing, p *physical.Conn, err error) bo
 // rt runs on, after, for a causal read, its scope's position was reached there.
 func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff sqlclass.Effect) (*physical.Conn, error) {
 	l.want = rt.target
+	if readRouted(l.want) && l.m.primaryHinted(ctx) {
+		l.want = writeTarget
+	}
 	p, err := l.bind(ctx, eff, onReplica{text: query})
 	if err == nil {
 		p, err = l.awaitPosition(ctx, p, func() (*physical.Conn, error) { return l.bind(ctx, eff, onReplica{text: query}) })

@@ -75,6 +75,7 @@ type rywScope struct {
 	lastWrite  atomic.Int64
 	pos        atomic.Pointer[causal.Position] // readConsistency=gtid: the position its writes reached
 	uncaptured atomic.Int64                    // readConsistency=gtid: the latest write whose position could not be read, unix nanoseconds
+	hint       causalHint                      // readConsistency=gtid: see causalHint
 }
 
 type rywKey struct{}

@@ -260,6 +260,9 @@ func (c *conn) greeting() []byte {
 	if c.srv.cfg.DeprecateEOF {
 		caps |= ClientDeprecateEOF
 	}
+	if c.srv.cfg.SessionTrack {
+		caps |= ClientSessionTrack
+	}
 	b := []byte{10}
 	b = append(b, "8.0.36-mysqlfake"...)
 	b = append(b, 0)
@@ -426,7 +429,7 @@ func (c *conn) results(res *Result, binaryRows bool) []segment {
 			segs = append(segs, segment{PhaseAnswer, Packet(seq, ErrPayload(res.Err.Number, res.Err.State, res.Err.Message))})
 			return segs
 		case res == nil || res.Columns == nil:
-			segs = append(segs, segment{PhaseAnswer, Packet(seq, okPayload(status))})
+			segs = append(segs, segment{PhaseAnswer, Packet(seq, c.withSession(okPayload(status), res))})
 			seq++
 		default:
 			var rs []segment
@@ -463,6 +466,17 @@ const (
 	statusMoreResults = 0x0008
 )
 
+// withSession adds res's session-state block to ok, an OK packet's payload ending with its
+// warnings, when the client negotiated session tracking.
+func (c *conn) withSession(ok []byte, res *Result) []byte {
+	if res == nil || res.Session == nil || !c.srv.cfg.SessionTrack || c.caps&ClientSessionTrack == 0 {
+		return ok
+	}
+	ok[4] |= 0x40      // SERVER_SESSION_STATE_CHANGED
+	ok = append(ok, 0) // the info, empty
+	return append(LenencInt(ok, uint64(len(res.Session))), res.Session...)
+}
+
 // okPayload is an OK packet with no affected rows and the given status flags.
 func okPayload(status uint16) []byte {
 	return []byte{0x00, 0, 0, byte(status), byte(status >> 8), 0, 0}
@@ -496,7 +510,7 @@ func (c *conn) resultSet(res *Result, binaryRows bool, seq byte, status uint16) 
 	segs = append(segs, segment{PhaseRows, rows})
 	end := []byte{0xfe, 0, 0, byte(status), byte(status >> 8)}
 	if c.deprecateEOF() {
-		end = []byte{0xfe, 0, 0, byte(status), byte(status >> 8), 0, 0}
+		end = c.withSession([]byte{0xfe, 0, 0, byte(status), byte(status >> 8), 0, 0}, res)
 	}
 	return append(segs, segment{PhaseResultEnd, next(end)}), seq
 }

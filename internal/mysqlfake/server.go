@@ -39,6 +39,11 @@ type Result struct {
 	// result ends with SERVER_MORE_RESULTS_EXISTS and Next follows it in the same answer. A
 	// result with Err ends the answer, as a server stops at a failed statement.
 	Next *Result
+	// Session, when set and the client negotiated session tracking (Config.SessionTrack), is
+	// the session-state block (its entries, as the protocol writes them) of the OK packet that
+	// ends this result: the fake sends it with SERVER_SESSION_STATE_CHANGED, after an empty
+	// info, framed but otherwise as it is.
+	Session []byte
 }
 
 // Error is a server error: number, SQLSTATE and message.
@@ -77,6 +82,9 @@ type Config struct {
 	// the password, which it accepts in clear over TLS only) or sha256_password (the password in
 	// clear in the handshake response, over TLS only).
 	Plugin string
+	// SessionTrack announces CLIENT_SESSION_TRACK; a client that asks for it gets each
+	// Result's Session in its OK packets.
+	SessionTrack bool
 }
 
 // Server is a running fake MySQL server on 127.0.0.1. Its methods are safe for concurrent use.

@@ -34,6 +34,7 @@ const (
 	ClientPluginAuth       uint32 = 1 << 19
 	ClientConnectAttrs     uint32 = 1 << 20
 	ClientPluginAuthLenenc uint32 = 1 << 21
+	ClientSessionTrack     uint32 = 1 << 23
 	ClientDeprecateEOF     uint32 = 1 << 24
 )
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/causal"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 )
 
@@ -39,6 +40,7 @@ type Conn struct {
 	state   atomic.Int32 // see state.go: only its moves touch it
 	retired atomic.Bool
 	inTx    atomic.Bool           // between BeginTx and the end of Commit or Rollback
+	txRO    atomic.Bool           // that transaction was begun read-only
 	epoch   uint64                // the node's Epoch when the connection was adopted (see RetireBefore)
 	broken  atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 	cut     atomic.Bool           // set once a caller's context ended during a command: its errors are the caller's (observeRun)
@@ -49,6 +51,11 @@ type Conn struct {
 	// sweep mark.
 	Prepared map[any]FullStmt
 	Swept    uint64
+	// Applied belongs to the claimer too: the newest GTID position a wait for a replication
+	// position on this connection proved its server has applied (statement mode's causal reads).
+	// A connection's session stays on one server, so a later read needing no more than Applied
+	// waits for nothing.
+	Applied  causal.Position
 	openRows atomic.Int32 // result sets not yet closed: no other command may be sent meanwhile
 }
 
@@ -82,6 +89,22 @@ func (n *Node) Adopt(dc FullConn, sock *Socket) *Conn {
 
 // Node returns the connection's node.
 func (c *Conn) Node() *Node { return c.node }
+
+// AnswerRead reports whether the whole answer to the connection's latest command has passed
+// lbd's guard (Socket.AnswerRead): what the server reported with it, in its session state
+// too, is known. False for a connection without lbd's socket, or whose packets the guard
+// cannot see.
+func (c *Conn) AnswerRead() bool { return c.sock.AnswerRead() }
+
+// Session returns what the server reported of the connection's session through session
+// tracking (see SessionState), nil for a connection without lbd's socket. Read it only while
+// holding the connection.
+func (c *Conn) Session() *SessionState {
+	if c.sock == nil {
+		return nil
+	}
+	return &c.sock.session
+}
 
 // InTx reports whether a transaction begun with BeginTx is open on the connection.
 func (c *Conn) InTx() bool { return c.inTx.Load() }
@@ -299,6 +322,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 	if err != nil {
 		return nil, c.observe(ctx, err)
 	}
+	c.txRO.Store(opts.ReadOnly)
 	c.inTx.Store(true)
 	return &txWrap{c: c, tx: tx, ctx: ctx}, nil
 }
@@ -322,7 +346,23 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, query, args, appQuery)
+	return c.query(ctx, query, args, 0)
+}
+
+// WaitValue runs query, a wait for a replication position (MASTER_GTID_WAIT and its kin) that
+// answers one value, and returns that value as OneValue does. The time it takes is the
+// replica's catching up, not the node's speed: it is no latency sample of the node (rule 12),
+// nor a statement the stall watch counts on the wire (the wait bounds itself).
+func (c *Conn) WaitValue(ctx context.Context, query string) (string, error) {
+	return OneValue(ctx, waitQueryer{c}, query)
+}
+
+// waitQueryer is a connection whose queries are waits (WaitValue).
+type waitQueryer struct{ *Conn }
+
+// QueryContext implements driver.QueryerContext for a wait.
+func (w waitQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return w.query(ctx, query, args, queryWait)
 }
 
 // SessionValue runs query, a question about the session's own state that lbd asks right after a
@@ -334,42 +374,25 @@ func (c *Conn) SessionValue(ctx context.Context, query string) (string, error) {
 	return OneValue(ctx, sessionQueryer{c}, query)
 }
 
-// WaitValue runs query, a wait the server holds until something happens elsewhere (a replica
-// applying a GTID position), and returns its one value as OneValue does. Its round trip is no
-// sample of the node's latency estimate: it measures replication, not the node, and counting
-// it would starve a replica of plain reads while causal reads wait on it.
-func (c *Conn) WaitValue(ctx context.Context, query string) (string, error) {
-	return OneValue(ctx, waitQueryer{c}, query)
-}
-
 // sessionQueryer is a connection whose queries skip the role check (SessionValue).
 type sessionQueryer struct{ *Conn }
 
 // QueryContext implements driver.QueryerContext without the role check.
 func (s sessionQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return s.query(ctx, query, args, sessionQuery)
+	return s.query(ctx, query, args, queryOwnSession)
 }
 
-// waitQueryer is a connection whose queries are no latency sample (WaitValue).
-type waitQueryer struct{ *Conn }
-
-// QueryContext implements driver.QueryerContext without a latency sample.
-func (w waitQueryer) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return w.query(ctx, query, args, waitQuery)
-}
-
-// queryKind says how query treats a query.
-type queryKind uint8
+// queryMode says how query runs a query.
+type queryMode uint8
 
 const (
-	appQuery     queryKind = iota // the application's: role-checked (enterText), a latency sample
-	sessionQuery                  // SessionValue's: no role check
-	waitQuery                     // WaitValue's: role-checked, no latency sample
+	queryOwnSession queryMode = 1 << iota // skip the role check of enterText (SessionValue)
+	queryWait                             // a wait: neither on the wire for the stall watch nor a latency sample (WaitValue)
 )
 
-// query runs query as kind says; only the application's queries are traced.
-func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, kind queryKind) (out driver.Rows, err error) {
-	if kind == sessionQuery {
+// query runs query as mode says; only the application's queries (mode 0) are traced.
+func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue, mode queryMode) (out driver.Rows, err error) {
+	if mode&queryOwnSession != 0 {
 		err = c.enter()
 	} else {
 		err = c.enterText(query)
@@ -377,21 +400,38 @@ func (c *Conn) query(ctx context.Context, query string, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	if tr := c.tracing(); tr != nil && kind == appQuery && !tr.Declined(len(args)) {
+	if tr := c.tracing(); tr != nil && mode == 0 && !tr.Declined(len(args)) {
 		sp := tr.StartQuery(ctx, query, c.node)
 		defer sp.endQuery(&out, &err)
 	}
-	start := c.node.depart()
-	if kind == waitQuery {
-		start = time.Time{} // land takes no sample
+	if mode&queryWait == 0 {
+		defer c.node.land(&err, c.node.depart())
 	}
-	defer c.node.land(&err, start)
 	defer c.contain(&err)
 	dr, err := c.dc.QueryContext(ctx, query, args)
 	if err != nil {
 		return c.readFailed(ctx, query, args, c.observeText(ctx, err, query))
 	}
 	return wrapRows(ctx, c, dr), nil
+}
+
+// CallerReadOnly reports whether the caller made the transaction of the connection's latest
+// command read-only, so that a refusal 1792 (exception.ReadOnlyTransaction) is the caller's own
+// and says nothing of the node's role: a transaction begun with BeginTx and ReadOnly; one the
+// server's status flags before the command said was read-only (START TRANSACTION READ ONLY; a
+// server whose transactions are read-only by default sets the flag too, and its demotion is
+// then left to the probe's role check); or a session that set transaction_read_only (or
+// tx_read_only) ON itself, as its session tracking reported. A server default set before the
+// connection and a SET TRANSACTION READ ONLY for the next transaction are not seen.
+func (c *Conn) CallerReadOnly() bool {
+	if c.inTx.Load() && c.txRO.Load() {
+		return true
+	}
+	if c.sock.ReadOnlyTx() {
+		return true
+	}
+	v, ok := c.Session().Var(VarTransactionReadOnly)
+	return ok && (v == "ON" || v == "1")
 }
 
 // OutsideTx reports whether the connection's latest command began outside any transaction:

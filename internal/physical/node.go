@@ -73,6 +73,9 @@ type Node struct {
 	// outlier detection (the root's stall loop reads it).
 	Flight Flight
 
+	// Replication is what statement mode's causal reads learned of the node's replication.
+	Replication Replication
+
 	// Live wrapped connections, for retiring them when the node goes down or is rebalanced;
 	// nil until the first.
 	connsMu sync.Mutex
@@ -81,6 +84,19 @@ type Node struct {
 	// Statement mode: physical connections parked idle, most recently returned last.
 	freeMu sync.Mutex
 	free   []parked
+}
+
+// Replication is what statement mode's causal reads (internal/logical, which alone uses it)
+// learned of one node's replication from their waits there. Times are Unix nanoseconds,
+// durations nanoseconds.
+type Replication struct {
+	// HeldUntil: after a wait timed out, no read waits here until then (0: reads may wait);
+	// their reads go to the primary.
+	HeldUntil atomic.Int64
+	// CatchUp is how long the node has lately taken to apply a write: a read of a younger
+	// write goes to the primary rather than waiting here, but for one read at Remeasure, which
+	// checks the replica all the same (0: never measured).
+	CatchUp, Remeasure atomic.Int64
 }
 
 // parked is an idle physical connection of statement mode and when it was parked.
@@ -141,13 +157,12 @@ func (n *Node) depart() time.Time {
 
 // land counts the end of a statement that departed at start; one the server answered (nil, or
 // a server error) is progress, and the round trip of one that succeeded a sample of n's latency
-// estimate (the node table's Observe, on the monotonic clock: round trips are real time),
-// unless start is zero (a wait: WaitValue).
+// estimate (the node table's Observe, on the monotonic clock: round trips are real time).
 // Errors are no sample: a proxy that fails every statement at once would otherwise measure
 // fastest and draw the most work.
 func (n *Node) land(errp *error, start time.Time) {
 	n.Flight.land(errp)
-	if *errp == nil && !start.IsZero() {
+	if *errp == nil {
 		now := time.Now()
 		n.table.Observe(n.tn, now, now.Sub(start))
 	}

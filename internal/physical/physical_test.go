@@ -80,6 +80,13 @@ type rig struct {
 
 func newRig(t *testing.T, addr string) *rig {
 	t.Helper()
+	return newRigWith(t, addr, nil)
+}
+
+// newRigWith is newRig with the node's go-sql-driver configuration changed by edit (TLS,
+// compression: the node's Transport takes them as the Connector's does).
+func newRigWith(t *testing.T, addr string, edit func(*mysql.Config)) *rig {
+	t.Helper()
 	table, err := nodetable.New(nodetable.Config[*Node]{RecoverCount: 1, FatalThreshold: 1, FatalWindow: time.Minute, ProbeInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +95,18 @@ func newRig(t *testing.T, addr string) *rig {
 	build := func(tn *TableNode) (*Node, error) {
 		cfg := mysql.NewConfig()
 		cfg.User, cfg.Net, cfg.Addr, cfg.Timeout = "u", "lb", tn.Addr(), time.Second
+		if edit != nil {
+			edit(cfg)
+		}
+		tr, err := NewTransport(cfg)
+		if err != nil {
+			return nil, err
+		}
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return NewNode(table, tn, connector, Transport{}, r.hooks), nil
+		return NewNode(table, tn, connector, tr, r.hooks), nil
 	}
 	if err := table.Start([]nodes.Node{{Addr: addr, Weight: 1}}, build); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package physical
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +46,14 @@ type Socket struct {
 
 	guard wire.Guard   // used only by the goroutine reading and writing the connection
 	bound atomic.Int64 // lbd's deadline for every read and write, in Unix nanoseconds; 0: none
+
+	// Session tracking (session.go), used only by the goroutine reading and writing the
+	// connection: what the server reported, the commands lbd sends ahead of the client's next
+	// one, and the answers to those still to read aside.
+	session      SessionState
+	ahead        []byte
+	asideAnswers int
+	asideBuf     []byte
 }
 
 // Read serves the checked greeting first, then the connection (inflated, with compression),
@@ -57,6 +66,18 @@ func (s *Socket) Read(b []byte) (int, error) {
 	var err error
 	if len(s.pending) == 0 && s.tlsOn && !s.loggedIn && s.sentLogin {
 		if err := s.readLoginPacket(); err != nil { // see login.go
+			return 0, err
+		}
+	}
+	if s.asideAnswers > 0 {
+		var src io.Reader = s.conn
+		if s.z != nil {
+			src = s.z
+		}
+		if err := s.readAside(src); err != nil { // see session.go
+			if errors.Is(err, wire.ErrViolation) {
+				return 0, s.guard.Stop(err)
+			}
 			return 0, err
 		}
 	}
@@ -91,10 +112,24 @@ func (s *Socket) Read(b []byte) (int, error) {
 // to expect. During the login the handshake response announces what lbd negotiates beneath
 // go-sql-driver, and over TLS the packets are numbered on past the SSL request and whatever lbd
 // sent in go-sql-driver's place (login.go). With compression, a packet numbered 0 starts a
-// command, whose compressed packets are numbered afresh.
+// command, whose compressed packets are numbered afresh. With session tracking, the commands lbd
+// sends on its own go out ahead of the next command, in the same write (session.go).
 func (s *Socket) Write(b []byte) (int, error) {
+	out := b
+	if s.loggedIn && s.session.negotiated {
+		var answers int
+		out, answers = s.sendAhead(b)
+		s.asideAnswers += answers
+	}
+	ahead := len(out) - len(b)
 	switch {
 	case s.z != nil:
+		if ahead > 0 { // compressed packets of their own, numbered as a command's
+			s.z.ResetSeq()
+			if _, err := s.z.Write(out[:ahead]); err != nil {
+				return 0, err
+			}
+		}
 		s.cliSeq.Walk(b, func(seq *byte) {
 			if *seq == 0 { // a new command: the compressed packets are numbered afresh
 				s.z.ResetSeq()
@@ -118,7 +153,8 @@ func (s *Socket) Write(b []byte) (int, error) {
 	if s.z != nil {
 		n, err = s.z.Write(b)
 	} else {
-		n, err = s.conn.Write(b)
+		n, err = s.conn.Write(out)
+		n = max(0, n-ahead)
 	}
 	s.guard.Client(b[:n])
 	return n, err
@@ -150,6 +186,13 @@ func (s *Socket) Answered() (answered, known bool) {
 // guard cannot see the packets (TLS, compression) or there is no socket.
 func (s *Socket) Autocommitted() bool {
 	return s != nil && !s.guard.Opaque() && s.guard.Autocommitted()
+}
+
+// ReadOnlyTx reports whether the server's status flags, before the latest command, said a
+// read-only transaction was open (wire.Guard.ReadOnlyTx); false when the guard cannot see the
+// packets or there is no socket.
+func (s *Socket) ReadOnlyTx() bool {
+	return s != nil && !s.guard.Opaque() && s.guard.ReadOnlyTx()
 }
 
 // AnswerRead reports whether the whole answer to the latest command has been read from the

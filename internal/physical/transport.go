@@ -118,6 +118,7 @@ func (s *Socket) upgrade(ctx context.Context, greeting []byte, tr Transport) err
 		return nil // an error packet: go-sql-driver reports it
 	}
 	caps, ext, at := greetingCaps(p)
+	s.trackSession(p, caps)
 	if tr.TLS != nil {
 		switch {
 		case caps&clientSSL != 0:
@@ -139,7 +140,7 @@ func (s *Socket) upgrade(ctx context.Context, greeting []byte, tr Transport) err
 // startTLS sends the SSL request (MySQL "Protocol::SSLRequest": the client's flags with
 // CLIENT_SSL, a maximum packet size, a collation, filler) and runs the TLS handshake.
 func (s *Socket) startTLS(ctx context.Context, serverCaps, serverExt uint32, tr Transport) error {
-	caps := tr.caps&serverCaps | clientSSL
+	caps := tr.caps&serverCaps | clientSSL | s.addCaps
 	if tr.Compress {
 		caps |= clientCompress & serverCaps
 	}

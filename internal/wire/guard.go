@@ -16,7 +16,9 @@
 //     header's column count is complete and at most Limits.MaxColumns, column definitions
 //     carry their six strings and fixed fields, text rows carry one complete value per column,
 //     binary rows their NULL bitmap, and a prepare answer its counts;
-//   - nothing arrives while no command is outstanding.
+//   - nothing arrives while no command is outstanding;
+//   - with session tracking (TrackSession), the session-state block of every OK packet: its
+//     framing, its bounds (MaxSessionOK) and, through the sink, its values (session.go).
 //
 // The Guard must see plain packets: lbd runs TLS and the compressed protocol (Compression)
 // beneath go-sql-driver, and the Guard sits above them. Should a client negotiate either
@@ -65,6 +67,7 @@ const (
 	statusInTrans     = 0x0001 // SERVER_STATUS_IN_TRANS
 	statusAutocommit  = 0x0002 // SERVER_STATUS_AUTOCOMMIT
 	statusMoreResults = 0x0008 // SERVER_MORE_RESULTS_EXISTS
+	statusInTransRO   = 0x2000 // SERVER_STATUS_IN_TRANS_READONLY
 )
 
 // Command bytes whose answers differ from a plain OK/ERR.
@@ -157,6 +160,14 @@ type Guard struct {
 	walk   walker
 	auth   []byte // the greeting or auth packet being collected
 	plugin string // the auth plugin in use: the greeting's, then an auth switch's
+
+	// Session tracking (session.go): sink, when set, is told every OK packet's session state;
+	// ok collects the packet that may be one (collect), at most MaxSessionOK bytes of it
+	// (okOver: there was more).
+	sink    SessionSink
+	ok      []byte
+	collect bool
+	okOver  bool
 }
 
 // Init readies g with lim.
@@ -266,6 +277,14 @@ func (g *Guard) Autocommitted() bool {
 	return g.cmdStatusKnown && g.cmdStatus&statusAutocommit != 0 && g.cmdStatus&statusInTrans == 0
 }
 
+// ReadOnlyTx reports whether the server's status flags, in the last OK or EOF packet before the
+// latest command, said a read-only transaction was open (SERVER_STATUS_IN_TRANS_READONLY, which
+// MySQL and MariaDB set inside START TRANSACTION READ ONLY). False when no such packet passed;
+// meaningful only while the connection is not Opaque.
+func (g *Guard) ReadOnlyTx() bool {
+	return g.cmdStatusKnown && g.cmdStatus&statusInTrans != 0 && g.cmdStatus&statusInTransRO != 0
+}
+
 // command sets up for the answer to the command byte c.
 func (g *Guard) command(c byte) {
 	g.binary, g.answered = false, false
@@ -320,6 +339,9 @@ func (g *Guard) Server(p []byte) error {
 		case g.walk.active:
 			g.walk.feed(chunk)
 		}
+		if g.collect && n > 0 {
+			g.collectOK(chunk)
+		}
 		f.remain -= n
 		p = p[n:]
 		if f.remain == 0 {
@@ -367,6 +389,10 @@ func (f *frame) keep(b []byte) {
 func (g *Guard) packetStart() {
 	g.walk.active = false
 	g.auth = g.auth[:0]
+	if g.sink != nil {
+		g.ok, g.okOver = g.ok[:0], false
+		g.collect = g.phase == phaseHeader || g.phase == phaseRows && g.caps&clientDeprecateEOF != 0
+	}
 	switch g.phase {
 	case phaseDefs:
 		g.walk.start(6, 11) // catalog, schema, table, org_table, name, org_name; then the fixed fields go-sql-driver reads
@@ -435,6 +461,9 @@ func (g *Guard) authPacket() error {
 		status, ok := okStatus(a, len(a))
 		if !ok {
 			return g.fail("truncated OK packet (%d bytes) ending the auth exchange", len(a))
+		}
+		if err := g.sessionState(a, status, false); err != nil {
+			return err
 		}
 		g.status, g.statusKnown = status, true
 		g.phase = phaseIdle
@@ -523,6 +552,9 @@ func (g *Guard) headerPacket(p []byte, total int) error {
 		if !ok {
 			return g.fail("truncated OK packet (%d bytes)", total)
 		}
+		if err := g.sessionState(g.ok, status, g.okOver); err != nil {
+			return err
+		}
 		g.endResult(status)
 	case 0xff:
 		if !errPacketOK(p, total) {
@@ -568,6 +600,11 @@ func (g *Guard) rowPacket(p []byte, total int) error {
 		status, ok := g.eofStatus(p, total)
 		if !ok {
 			return g.fail("truncated end-of-result packet (%d bytes)", total)
+		}
+		if g.caps&clientDeprecateEOF != 0 {
+			if err := g.sessionState(g.ok, status, g.okOver); err != nil {
+				return err
+			}
 		}
 		g.endResult(status)
 	case g.binary:

@@ -188,7 +188,13 @@ func guardCases(t *testing.T) []guardCase {
 func run(c guardCase, chunk int) error {
 	var g Guard
 	g.Init(c.lim)
-	for _, s := range c.steps {
+	return feed(&g, c.steps, chunk)
+}
+
+// feed feeds the steps to g, each step in chunks of at most chunk bytes, and returns the first
+// error.
+func feed(g *Guard, steps []step, chunk int) error {
+	for _, s := range steps {
 		for p := s.b; len(p) > 0; {
 			n := min(chunk, len(p))
 			if s.client {
@@ -332,6 +338,7 @@ func TestAutocommitted(t *testing.T) {
 		{"after COMMIT", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("BEGIN"), srv(1, okPacket(inTx)), query("COMMIT"), srv(1, okPacket(auto)), query("SELECT 1")}), true},
 		{"a result's end inside a transaction", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("SELECT 1")}, textResult(modern, "1", inTx), []step{query("SELECT 2")}), false},
 		{"an ERR keeps the flags before it", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("x"), srv(1, b(0xff, 0x28, 0x04, 'x')), query("SELECT 1")}), true},
+		{"in a read-only transaction", join(handshake(modern, 0)[:2], []step{srv(2, okPacket(auto)), query("START TRANSACTION READ ONLY"), srv(1, okPacket(inTx|statusInTransRO)), query("INSERT")}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g Guard
@@ -345,6 +352,9 @@ func TestAutocommitted(t *testing.T) {
 			}
 			if got := g.Autocommitted(); got != tc.want {
 				t.Fatalf("Autocommitted() = %v, want %v", got, tc.want)
+			}
+			if got, want := g.ReadOnlyTx(), strings.Contains(tc.name, "read-only"); got != want {
+				t.Fatalf("ReadOnlyTx() = %v, want %v", got, want)
 			}
 		})
 	}
