@@ -143,6 +143,13 @@ type Config[P any] struct {
 	LocalZone string
 	// ZoneMinUpPercent is that share, from 1 to 100; 0 means DefaultZoneMinUpPercent.
 	ZoneMinUpPercent int
+	// Group is the group (nodes.Node.Groups) the picks that name none choose from (lbd's
+	// group): "" for every node outside the Isolated groups. See groups.go.
+	Group string
+	// Isolated are the groups whose nodes the picks that name no group leave out (lbd's
+	// isolatedGroups), while Group is "": a node in any of them is picked only by a pick that
+	// names one of its groups.
+	Isolated []string
 }
 
 // Table is the node table. Create one with New; it is safe for concurrent use.
@@ -153,11 +160,13 @@ type Table[P any] struct {
 	// The pick indexes, one per role: up, active nodes by open physical connections (where a
 	// new one goes) and by physical connections in use (where statement mode binds). The
 	// standby role's are always empty. Each role has four: local zone or not, full speed or
-	// slowed by TickLoad (see slot).
-	byOpen  [numPickIndexes]pick.Index[*Node[P]]
-	byInUse [numPickIndexes]pick.Index[*Node[P]]
-	active  int                    // nodes in the byOpen indexes
-	turns   [numPickIndexes]uint64 // picks per index, for sharing ties between roles (pickIn)
+	// slowed by TickLoad (see slot); and each set of groups has numPickIndexes of them, the
+	// nodes of no group the first (groups.go). They only grow.
+	byOpen  []pick.Index[*Node[P]]
+	byInUse []pick.Index[*Node[P]]
+	active  int      // nodes in the byOpen indexes
+	turns   []uint64 // picks per index, for sharing ties between roles (pickIn)
+	groups  groupTable
 	tiers   [2]role.Set            // Config.Target's tiers
 	warming []*Node[P]             // nodes whose warm-up has not ended, in no order; see Tick
 	// desired is the node list last asked for while part of it could not be applied (a
@@ -229,8 +238,13 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 	case cfg.ZoneMinUpPercent < 0 || cfg.ZoneMinUpPercent > 100:
 		return nil, fmt.Errorf("zoneMinUpPercent is %d; it must be from 1 to 100", cfg.ZoneMinUpPercent)
 	}
+	if err := checkGroupConfig(cfg.Group, cfg.Isolated); err != nil {
+		return nil, err
+	}
 	t := &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}
 	t.tiers[0], t.tiers[1] = cfg.Target.Tiers()
+	t.groups.init(cfg.Group, cfg.Isolated)
+	t.growIndexesLocked(1)
 	return t, nil
 }
 
@@ -306,11 +320,15 @@ type Node[P any] struct {
 	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause; CauseRole counts role changes, which transitions does not
 	lastProbe            atomic.Int64             // nanoseconds
 
-	lat  latency // the latency estimate (load.go), written by Observe without the mutex
-	slow uint8   // speed steps below full speed TickLoad gave the node (0: full speed); guarded by the mutex
+	lat latency // the latency estimate (load.go), written by Observe without the mutex
+	// What slot reads besides the role, side by side so that the pick's window of recent units
+	// reads one cache line for them; guarded by the mutex.
+	slow  uint8 // speed steps below full speed TickLoad gave the node (0: full speed)
+	other bool  // zone is not Config.LocalZone (always false without one)
+	class uint8 // the node's set of groups (groups.go)
 
-	zone  string // the node's zone from its source ("" when none); guarded by the mutex
-	other bool   // zone is not Config.LocalZone (always false without one): see slot
+	zone      string                   // the node's zone from its source ("" when none); guarded by the mutex
+	groupsNow atomic.Pointer[groupSet] // the node's set of groups, for InGroup without the mutex
 }
 
 // Addr returns the node's "host:port".
