@@ -167,8 +167,8 @@ type Table[P any] struct {
 	active  int      // nodes in the byOpen indexes
 	turns   []uint64 // picks per index, for sharing ties between roles (pickIn)
 	groups  groupTable
-	tiers   [2]role.Set            // Config.Target's tiers
-	warming []*Node[P]             // nodes whose warm-up has not ended, in no order; see Tick
+	tiers   [2]role.Set // Config.Target's tiers
+	warming []*Node[P]  // nodes whose warm-up has not ended, in no order; see Tick
 	// desired is the node list last asked for while part of it could not be applied (a
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
