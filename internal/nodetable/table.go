@@ -164,9 +164,8 @@ type Table[P any] struct {
 	// nodes of no group the first (groups.go). They only grow.
 	byOpen  []pick.Index[*Node[P]]
 	byInUse []pick.Index[*Node[P]]
-	active  int      // nodes in the byOpen indexes
-	turns   []uint64 // picks per index, for sharing ties between roles (pickIn)
-	groups  groupTable
+	active  int         // nodes in the byOpen indexes
+	turns   []uint64    // picks per index, for sharing ties between roles (pickIn)
 	tiers   [2]role.Set // Config.Target's tiers
 	warming []*Node[P]  // nodes whose warm-up has not ended, in no order; see Tick
 	// desired is the node list last asked for while part of it could not be applied (a
@@ -200,6 +199,8 @@ type Table[P any] struct {
 	// The local zone's nodes in state up or down, and of them those in the pick indexes
 	// (zones.go).
 	zoneLive, zoneActive int
+
+	groups groupTable // the sets of groups of the nodes (groups.go)
 
 	// The windows of recent units of open and in-use connections (recent.go).
 	recent [numKinds]recentRing[P]
@@ -320,14 +321,15 @@ type Node[P any] struct {
 	transitionsBy        [NumCauses]atomic.Uint64 // transitions by Cause; CauseRole counts role changes, which transitions does not
 	lastProbe            atomic.Int64             // nanoseconds
 
-	lat latency // the latency estimate (load.go), written by Observe without the mutex
-	// What slot reads besides the role, side by side so that the pick's window of recent units
-	// reads one cache line for them; guarded by the mutex.
-	slow  uint8 // speed steps below full speed TickLoad gave the node (0: full speed)
-	other bool  // zone is not Config.LocalZone (always false without one)
-	class uint8 // the node's set of groups (groups.go)
+	lat  latency // the latency estimate (load.go), written by Observe without the mutex
+	slow uint8   // speed steps below full speed TickLoad gave the node (0: full speed); guarded by the mutex
+	// class is the node's set of groups (groups.go), guarded by the mutex; next to slow and
+	// other, which slot reads too.
+	class uint8
 
-	zone      string                   // the node's zone from its source ("" when none); guarded by the mutex
+	zone  string // the node's zone from its source ("" when none); guarded by the mutex
+	other bool   // zone is not Config.LocalZone (always false without one): see slot
+
 	groupsNow atomic.Pointer[groupSet] // the node's set of groups, for InGroup without the mutex
 }
 
