@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,8 +104,16 @@ func InGroup(groups, name string) bool {
 	return false
 }
 
-// checkGroupSets checks the groups of every node of list (CheckGroups) and that they form at
-// most MaxGroupSets distinct sets. Its errors lack the "nodes: " prefix.
+// CheckGroupSets returns an error for a list whose nodes have groups CheckGroups refuses, or
+// more than MaxGroupSets distinct sets of groups (as Set.Validate does).
+func CheckGroupSets(list []Node) error {
+	if err := checkGroupSets(list); err != nil {
+		return errors.New("nodes: " + err.Error())
+	}
+	return nil
+}
+
+// checkGroupSets is CheckGroupSets without the "nodes: " prefix on its errors.
 func checkGroupSets(list []Node) error {
 	var sets map[string]bool
 	for _, n := range list {

@@ -124,8 +124,8 @@ func (s Set) Validate() error {
 	if err := checkDistinct(s.Addrs()); err != nil {
 		return errors.New("nodes: " + err.Error())
 	}
-	if err := checkGroupSets(s.Nodes); err != nil {
-		return errors.New("nodes: " + err.Error())
+	if err := CheckGroupSets(s.Nodes); err != nil {
+		return err
 	}
 	return nil
 }

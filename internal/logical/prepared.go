@@ -120,7 +120,8 @@ var _ physical.FullStmt = (*logicalStmt)(nil)
 // connection now, so a syntax error surfaces here, and again wherever it later runs.
 func (l *logicalConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	eff := sqlclass.Classify(query)
-	l.want = l.m.route(ctx, query).target
+	rt := l.m.route(ctx, query)
+	l.want, l.wantGroup = rt.target, rt.group
 	// Preparing runs nothing, but a text that may not run where a pin holds the logical
 	// connection is refused now rather than at its first execution.
 	p, err := l.bind(ctx, eff|keepsResult, onReplica{text: query})

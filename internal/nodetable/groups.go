@@ -218,6 +218,10 @@ func (t *Table[P]) InGroup(n *Node[P], group string) bool {
 	return nodes.InGroup(s.names, group)
 }
 
+// DefaultGroup returns Config.Group: the group of the picks that name none ("" when they keep
+// only out of the isolated groups).
+func (t *Table[P]) DefaultGroup() string { return t.cfg.Group }
+
 // Groups reports, for the group name, how many nodes the table holds in it and how many of
 // them take connections now; for "", those of the picks that name no group. It takes the
 // mutex and is O(nodes): for errors and status, not for picks.

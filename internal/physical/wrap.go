@@ -93,6 +93,9 @@ func (s *stmt) Query(args []driver.Value) (_ driver.Rows, err error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ driver.Result, err error) {
+	if err := s.c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
@@ -103,6 +106,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (_ driver.Rows, err error) {
+	if err := s.c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
