@@ -63,7 +63,11 @@ func ParseEntry(entry string) (Node, error) {
 		}
 		n.AZ = zone
 	}
-	rest, groups, hasGroups := strings.Cut(rest, string(GroupSep))
+	groups, hasGroups := "", false
+	if i := strings.IndexByte(rest, GroupSep); i > 0 && rest[i-1] != WeightSep && rest[i-1] != RoleSep {
+		// (A '+' right after '*' or '#' is a signed weight or a bad role, refused below.)
+		rest, groups, hasGroups = rest[:i], rest[i+1:], true
+	}
 	if hasGroups {
 		if strings.ContainsAny(groups, string(WeightSep)+string(RoleSep)) {
 			return Node{}, fmt.Errorf("nodes: %s has its groups before its weight or role; write them after: host:port%cweight%crole%cgroup",
