@@ -264,6 +264,7 @@ type Node[P any] struct {
 	state        State
 	role         nodes.Role    // what the node is for; see Config.RoleCheck and Config.SingleWriter
 	claimed      nodes.Role    // what its check, source or refusal says it is (role but for SingleWriter)
+	class        uint8         // the node's set of groups (groups.go), next to role: slot reads both
 	dialFailures int           // consecutive failed dials
 	goodProbes   int           // consecutive good probes counted since the last failure or markdown
 	recoveredAt  time.Time     // when probes last brought the node up (FlapWindow)
@@ -323,9 +324,6 @@ type Node[P any] struct {
 
 	lat  latency // the latency estimate (load.go), written by Observe without the mutex
 	slow uint8   // speed steps below full speed TickLoad gave the node (0: full speed); guarded by the mutex
-	// class is the node's set of groups (groups.go), guarded by the mutex; next to slow and
-	// other, which slot reads too.
-	class uint8
 
 	zone  string // the node's zone from its source ("" when none); guarded by the mutex
 	other bool   // zone is not Config.LocalZone (always false without one): see slot
