@@ -252,3 +252,67 @@ func TestInGroupWaitsThenFails(t *testing.T) {
 	// Everyday statements are not held up by the analytics group.
 	query(t, db, context.Background(), 5)
 }
+
+// SetNodes takes the list's spelling of groups: a node moved into an isolated group takes no
+// more of the default picks, and in connection mode its pooled connections are retired.
+func TestSetNodesMovesANodeIntoAnIsolatedGroup(t *testing.T) {
+	srvs := startFakes(t, 3, mysqlfake.Config{})
+	a, b, c3 := srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()
+	con, err := NewConnector("u:p@lb("+a+","+b+"+analytics,"+c3+")/db?timeout=2s&isolatedGroups=analytics", append(quiet(), WithLogger(discardLogger()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(con)
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxIdleConns(4)
+	conns := holdConns(t, db, 4)
+	if open := openOf(con, a, b, c3); open != [3]int{2, 0, 2} {
+		t.Fatalf("open connections %v, want 2/0/2: none on the isolated node", open)
+	}
+	for _, cn := range conns {
+		cn.Close() // back in the pool, idle
+	}
+	if err := con.SetNodes([]string{a, b + "+analytics", c3 + "#replica+analytics+reporting"}); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := con.Stats().Node(c3)
+	if fmt.Sprint(ns.Groups) != "[analytics reporting]" || ns.RetiredBy[RetireRole] != 2 || ns.Open != 0 {
+		t.Fatalf("%s after the list moved it: groups %v, retired %v, open %d; want its 2 idle connections retired", c3, ns.Groups, ns.RetiredBy, ns.Open)
+	}
+	for _, cn := range holdConns(t, db, 4) {
+		defer cn.Close()
+	}
+	if open := openOf(con, a, b, c3); open[1] != 0 || open[2] != 0 || open[0] != 4 {
+		t.Fatalf("open connections %v, want every one on %s", open, a)
+	}
+}
+
+// openOf returns the open connections of the nodes addrs.
+func openOf(c *Connector, addrs ...string) (out [3]int) {
+	st := c.Stats()
+	for i, a := range addrs {
+		ns, _ := st.Node(a)
+		out[i] = ns.Open
+	}
+	return out
+}
+
+// In statement mode a caller that chooses a group does not depend on the default picks: with
+// every node outside its group down, its statements run at once in the group (a new logical
+// connection dials nothing among the default picks).
+func TestInGroupDoesNotWaitForTheDefaultPicks(t *testing.T) {
+	db, c, cs, srvs := groupFleet(t, "balance=statement&isolatedGroups=analytics", fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	for _, s := range srvs[:2] {
+		s.Close()
+	}
+	waitFor(t, 5*time.Second, "the default picks' nodes down", func() bool {
+		a, _ := nodeState(c, srvs[0].Addr())
+		b, _ := nodeState(c, srvs[1].Addr())
+		return a == StateDown && b == StateDown
+	})
+	start := time.Now()
+	query(t, db, InGroup(context.Background(), "analytics"), 5)
+	if took := time.Since(start); took > time.Second || cs[2].n.Load() != 5 {
+		t.Fatalf("5 statements in the group took %v and %d ran there; want them at once, on the analytics node", took, cs[2].n.Load())
+	}
+}

@@ -89,13 +89,15 @@ func (m *Mode) Logical() int64 { return m.logical.Load() }
 // Connect opens a logical connection. Physical connections follow the logical count:
 // when there are fewer physical connections than logical ones, one is dialed now (on the node
 // with the fewest open connections) and parked, so connect errors surface here as in
-// connection mode and the first statement finds an idle physical connection.
+// connection mode and the first statement finds an idle physical connection. A caller whose
+// context chooses a group (lbd.InGroup) gets no such dial, which would go to the default
+// picks: its first statement dials in its group.
 func (m *Mode) Connect(ctx context.Context) (driver.Conn, error) {
 	if m.cfg.Closed() {
 		return nil, m.cfg.ErrClosed
 	}
 	want := m.logical.Add(1)
-	if m.table.Total() < want {
+	if g, chose := physical.GroupOf(ctx); (!chose || g == "") && m.table.Total() < want {
 		p, err := m.cfg.Connect(ctx)
 		if err != nil {
 			m.logical.Add(-1)
