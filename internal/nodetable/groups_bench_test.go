@@ -3,42 +3,32 @@ package nodetable_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// groupedTable is newTable with one node in ten in group "analytics", kept out of the default
-// picks, and one in ten in "reporting": three sets of groups to look at per default pick.
+// groupedTable is newTable with one node in ten moved into group "analytics" and one in ten
+// into "reporting" by a node list: three sets of groups for the default pick to look at.
 func groupedTable(b *testing.B, nodeCount, openPerNode int) *nodetable.Table[struct{}] {
-	t, err := nodetable.New(nodetable.Config[struct{}]{RecoverCount: 2, FatalThreshold: 3, FatalWindow: 10 * time.Second,
-		ProbeInterval: 5 * time.Second, Isolated: []string{"analytics"}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	t := newTable(b, nodeCount, openPerNode)
 	list := make([]nodes.Node, nodeCount)
-	for i := range list {
-		list[i].Addr = fmt.Sprintf("10.0.%d.%d:2883", i/256, i%256)
-		switch i % 10 {
-		case 1:
-			list[i].Groups = "analytics"
-		case 2:
-			list[i].Groups = "reporting"
-		}
+	for i, n := range t.Nodes(nil) {
+		list[i] = nodes.Node{Addr: n.Addr(), Groups: []string{"", "analytics", "reporting"}[min(i%10, 2)]}
 	}
-	if err := t.Start(list, func(*nodetable.Node[struct{}]) (struct{}, error) { return struct{}{}, nil }); err != nil {
+	if _, err := t.SetNodes(list, func(*nodetable.Node[struct{}]) (struct{}, error) { return struct{}{}, nil }); err != nil {
 		b.Fatal(err)
 	}
-	for range nodeCount * openPerNode {
-		t.Pick(nil)
+	for range nodeCount * openPerNode { // the new sets' indexes grow to their size here
+		t.Unclaim(t.PickInUseForGroup(role.Any, "analytics", nil))
+		pickAndRelease(t)
 	}
 	return t
 }
 
 // BenchmarkPickGroups is BenchmarkPick's serial case over a fleet with groups: the default
-// pick (two sets of groups of three), and a pick in one group (statement mode's, by in-use
+// pick (over the three sets of groups), and a pick in one group (statement mode's, by in-use
 // count).
 func BenchmarkPickGroups(b *testing.B) {
 	for _, n := range pickSizes {

@@ -17,23 +17,20 @@ import (
 func TestGroupGauge(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	second := cl.Proxy(1).Addr()
-	c, err := lbd.NewConnector(strings.Replace(cl.DSN(""), second, second+"+reporting+analytics", 1), lbd.WithLogger(slog.New(slog.DiscardHandler)))
+	dsn := strings.Replace(cl.DSN(""), second, second+"+reporting+analytics", 1)
+	c, err := lbd.NewConnector(dsn, lbd.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(t.Context())
-	m, err := lbdotel.Register(c, mp, lbdotel.Options{})
-	if err != nil {
+	if _, err := lbdotel.Register(c, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), lbdotel.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
 	got, _ := points(t, reader)
-	db := c.Config().MySQL.DBName
+	pool, port := second+"/"+c.Config().MySQL.DBName, portOf(t, second)
 	for _, g := range []string{"analytics", "reporting"} {
-		if v, ok := got["lbd.node.group"][key(second+"/"+db, "127.0.0.1", portOf(t, second), lbdotel.NodeGroupKey.String(g))]; !ok || v != 1 {
+		if v, ok := got["lbd.node.group"][key(pool, "127.0.0.1", port, lbdotel.NodeGroupKey.String(g))]; !ok || v != 1 {
 			t.Errorf("%s lbd.node.group %s = %d (present %v), want 1", second, g, v, ok)
 		}
 	}

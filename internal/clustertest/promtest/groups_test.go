@@ -17,16 +17,14 @@ import (
 func TestCollectorShowsGroups(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	second := cl.Proxy(1).Addr()
-	c, err := lbd.NewConnector(strings.Replace(cl.DSN("isolatedGroups=analytics"), second, second+"+reporting+analytics", 1),
-		lbd.WithLogger(slog.New(slog.DiscardHandler)))
+	dsn := strings.Replace(cl.DSN("isolatedGroups=analytics"), second, second+"+reporting+analytics", 1)
+	c, err := lbd.NewConnector(dsn, lbd.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	col := lbdprom.NewCollector(c, lbdprom.Options{})
-	defer col.Close()
+	t.Cleanup(func() { c.Close() })
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(col)
+	reg.MustRegister(lbdprom.NewCollector(c, lbdprom.Options{}))
 	got := series(t, reg)["lbd_node_group_info"]
 	if len(got) != 2 || got["group=analytics,node="+second] != 1 || got["group=reporting,node="+second] != 1 {
 		t.Fatalf("lbd_node_group_info %v: want %s in analytics and reporting, one series each", got, second)
