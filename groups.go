@@ -23,11 +23,11 @@ import (
 // InGroup returns a context whose statements run on the nodes of group alone, as MaxScale's
 // server labels, TiProxy's labels and MySQL Router's tags route a session: a report or an
 // export kept to the replicas set aside for it (the group may be one of isolatedGroups). With
-// readWriteSplit, its reads go to the group's replicas (its primary when none serves, unless
-// primaryReads), and its writes to the group's primary, or the cluster's when the group has
-// none up. While no node of the group is up, a statement waits up to failoverTimeoutMillis for
-// one, then fails with a *ConnectError naming the group. InGroup(ctx, "") chooses the
-// Connector's default picks again.
+// readWriteSplit, its reads go to the group's replicas (to its primary when none serves, or as
+// one more reader with primaryReads), and its writes to the group's primary, or the cluster's
+// when the group has none up. While no node of the group is up, a statement waits up to
+// failoverTimeoutMillis for one, then fails with a *ConnectError naming the group.
+// InGroup(ctx, "") chooses the Connector's default picks again.
 //
 // It needs balance=statement, which picks a connection for every statement: in connection
 // mode database/sql hands out whichever pooled connection it has, so a statement whose context
