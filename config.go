@@ -54,6 +54,11 @@ type Config struct {
 	// and role, if any), keyed by its canonical address; a node not in it has no zone. See
 	// LocalZone.
 	Zones map[string]string
+	// Groups holds the groups of each entry of Nodes written "host:port+group" (several:
+	// "host:port+group1+group2", after its weight and role, before its zone), keyed by its
+	// canonical address, as nodes.Node.Groups spells them; a node not in it belongs to none.
+	// See Group and InGroup.
+	Groups map[string]string
 	// SourceAddrs are the address entries of a source network (config-servers, etcd endpoints,
 	// a DNS name), trimmed, in DSN order; the source validates them.
 	SourceAddrs []string
@@ -76,6 +81,13 @@ type Config struct {
 	LocalZone string
 	// ZoneMinUpPercent is that share, from 1 to 100 (zoneMinUpPercent, default 50).
 	ZoneMinUpPercent int
+	// Group keeps the picks whose context chooses no group (InGroup) to the nodes of this
+	// group (group; "" the default; option WithGroup). See docs/reference.md, group.
+	Group string
+	// IsolatedGroups keeps the nodes of these groups out of the picks whose context chooses no
+	// group, while Group is "" (isolatedGroups, comma-separated; option WithIsolatedGroups):
+	// an analytics replica takes only the statements that choose its group.
+	IsolatedGroups []string
 
 	// CheckHealthInterval is how often each node is probed (checkHealthIntervalSeconds, default
 	// 5 s; option WithCheckHealthInterval).
@@ -296,6 +308,8 @@ func cloneConfig(cfg *Config) *Config {
 	cp.Weights = maps.Clone(cfg.Weights)
 	cp.Roles = maps.Clone(cfg.Roles)
 	cp.Zones = maps.Clone(cfg.Zones)
+	cp.Groups = maps.Clone(cfg.Groups)
+	cp.IsolatedGroups = slices.Clone(cfg.IsolatedGroups)
 	cp.SourceAddrs = slices.Clone(cfg.SourceAddrs)
 	cp.SourceParams = maps.Clone(cfg.SourceParams)
 	return &cp
@@ -375,6 +389,9 @@ func (c *Config) settle() error {
 		if err := nodes.CheckZone(z); err != nil {
 			return fmt.Errorf("lbd: Zones[%q]: %w (write the proxy as host:port~zone)", addr, err)
 		}
+	}
+	if err := c.checkGroups(); err != nil {
+		return err
 	}
 	if c.LocalZone != "" {
 		if err := nodes.CheckZone(c.LocalZone); err != nil {

@@ -162,6 +162,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		LeastLoad:          run.BalancePolicy == LeastLoad,
 		LocalZone:          run.LocalZone,
 		ZoneMinUpPercent:   run.ZoneMinUpPercent,
+		Group:              run.Group,
+		Isolated:           run.IsolatedGroups,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lbd: %w", err)
@@ -318,7 +320,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 // connectPhysical dials a physical connection on the up node with the fewest open connections,
 // moving on to the next best when a dial fails, and in panic mode when none is up.
 func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error) {
-	return c.tryNodes(ctx, c.roles.target, c.table.Pick, c.table.PanicPick, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+	return c.tryNodes(ctx, c.roles.target, "", c.table.Pick, c.table.PanicPick, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		return c.connectNode(ctx, n, panicDial)
 	})
 }
@@ -342,7 +344,7 @@ func (c *Connector) connectAvoiding(ctx context.Context, avoid *tableNode) (*phy
 		return c.table.Pick(append(tried[:len(tried):len(tried)], avoid))
 	}
 	noPanic := func([]*tableNode, time.Time) *tableNode { return nil }
-	p, err := c.tryNodes(ctx, c.roles.target, next, noPanic, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+	p, err := c.tryNodes(ctx, c.roles.target, "", next, noPanic, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		return c.connectNode(ctx, n, panicDial)
 	})
 	if first != nil { // tryNodes gave up before dialing it (Close)
@@ -357,12 +359,15 @@ var errNoOtherNode = errors.New("lbd: no node is up to run the read again")
 // tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
 // on it, until one is made, every node has failed, the caller gives up or the Connector closes.
 // When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
-// (panic mode: none is up). It applies Connect's error rules; target is the one next picks for,
-// named when no up node has a role it accepts.
-func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(tried []*tableNode) *tableNode,
+// (panic mode: none is up). It applies Connect's error rules; target and group ("": the
+// default picks) are what next picks for, named when no up node serves them.
+func (c *Connector) tryNodes(ctx context.Context, target role.Target, group string, next func(tried []*tableNode) *tableNode,
 	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
+	}
+	if err := c.checkChosenGroup(group); err != nil {
+		return nil, err
 	}
 	var triedBuf [4]*tableNode
 	tried := triedBuf[:0]
@@ -377,7 +382,7 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 			// panicNext claims the node it picks, and its retry is given back when no node is
 			// due for one.
 			if !c.allowRetry(retryPanicDial) {
-				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", ErrRetryBudget, c.connectError(failures, upTried == 0, target))
+				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", ErrRetryBudget, c.connectError(failures, upTried == 0, target, group))
 			}
 			tn, panicDial = panicNext(tried, c.cfg.clock.Now()), true
 			panics++
@@ -388,7 +393,7 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 		if tn == nil {
 			// Nodes are up but none is of a role the target accepts (a switchover, or role
 			// checks not answered yet): wait for one rather than fail.
-			if len(tried) == 0 && c.table.UpNodes() > 0 && c.roleAware() && c.cfg.FailoverTimeout > 0 {
+			if len(tried) == 0 && c.table.UpNodes() > 0 && (c.roleAware() || c.grouped(group)) && c.cfg.FailoverTimeout > 0 {
 				if failover.IsZero() {
 					failover = time.Now().Add(c.cfg.FailoverTimeout)
 				}
@@ -436,13 +441,13 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, next func(
 			return nil, ErrClosed
 		}
 	}
-	return nil, c.connectError(failures, upTried == 0, target)
+	return nil, c.connectError(failures, upTried == 0, target, group)
 }
 
 // connectError builds the all-failed error: the nodes tried, then every other node with its
 // last failure (for a node up but of a role target does not accept, the role check's latest
-// error, if any). allDown says that no node was up to try.
-func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.Target) error {
+// error, if any). allDown says that no node was up to try; group is the group picked for.
+func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.Target, group string) error {
 	seen := make(map[string]bool, len(tried))
 	for _, t := range tried {
 		seen[t.Addr] = true
@@ -464,10 +469,10 @@ func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.T
 		}
 		tried = append(tried, ne)
 	}
-	if allDown && c.table.UpNodes() > 0 && c.roleAware() {
-		return &ConnectError{NoTarget: true, Target: Target(target), RoleCheck: c.roles.check.Query() != "", Nodes: tried}
+	if allDown && c.table.UpNodes() > 0 && (c.roleAware() || c.grouped(group)) {
+		return c.groupError(&ConnectError{NoTarget: true, Target: Target(target), RoleCheck: c.roles.check.Query() != "", Nodes: tried}, group)
 	}
-	return &ConnectError{AllDown: allDown, Nodes: tried}
+	return c.groupError(&ConnectError{AllDown: allDown, Nodes: tried}, group)
 }
 
 // connectNode makes one physical connection to n, whose count the pick already raised. The

@@ -140,7 +140,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		my.Addr = strings.Join(cfg.SourceAddrs, ",")
 	default:
-		if cfg.Nodes, cfg.Weights, cfg.Roles, cfg.Zones, err = parseNodes(my.Addr); err != nil {
+		if cfg.Nodes, cfg.Weights, cfg.Roles, cfg.Zones, cfg.Groups, err = parseNodes(my.Addr); err != nil {
 			return nil, err
 		}
 		my.Addr = strings.Join(cfg.Nodes, ",")
@@ -215,24 +215,24 @@ func withPlaceholderAddr(dsn string) string {
 
 // parseNodes splits the address list of an lb(...) DSN into validated, canonical host:port
 // entries (see nodes.Canonical), the weights of the entries written host:port*weight, the
-// roles of those written host:port#role or host:port*weight#role, and the zones of those
-// ending in ~zone (each nil when no entry has one).
-func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, zones map[string]string, err error) {
+// roles of those written host:port#role or host:port*weight#role, the zones of those ending in
+// ~zone and the groups of those with +group (each nil when no entry has one).
+func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, zones, groups map[string]string, err error) {
 	if err := nodes.CheckCount(strings.Count(addrs, ",") + 1); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
 	}
 	seen := make(map[string]bool)
 	for raw := range strings.SplitSeq(addrs, ",") {
 		entry := strings.TrimSpace(raw)
 		if entry == "" {
-			return nil, nil, nil, nil, checkNodeAddr(entry)
+			return nil, nil, nil, nil, nil, checkNodeAddr(entry)
 		}
 		n, err := nodes.ParseEntry(entry)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+			return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
 		}
 		if seen[n.Addr] {
-			return nil, nil, nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
+			return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
 		}
 		seen[n.Addr] = true
 		list = append(list, n.Addr)
@@ -254,16 +254,27 @@ func parseNodes(addrs string) (list []string, weights map[string]int, roles map[
 			}
 			zones[n.Addr] = n.AZ
 		}
+		if n.Groups != "" {
+			if groups == nil {
+				groups = make(map[string]string)
+			}
+			groups[n.Addr] = n.Groups
+		}
 	}
-	return list, weights, roles, zones, nil
+	if groups != nil {
+		if err := nodes.CheckGroupSets(staticList(&Config{Nodes: list, Groups: groups})); err != nil {
+			return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
+		}
+	}
+	return list, weights, roles, zones, groups, nil
 }
 
-// staticList is the DSN's node list with its weights, roles and zones, as a node source
+// staticList is the DSN's node list with its weights, roles, zones and groups, as a node source
 // reports one.
 func staticList(c *Config) []nodes.Node {
 	out := make([]nodes.Node, len(c.Nodes))
 	for i, a := range c.Nodes {
-		out[i] = nodes.Node{Addr: a, Weight: c.Weights[a], Role: c.Roles[a], AZ: c.Zones[a]}
+		out[i] = nodes.Node{Addr: a, Weight: c.Weights[a], Role: c.Roles[a], AZ: c.Zones[a], Groups: c.Groups[a]}
 	}
 	return out
 }

@@ -243,6 +243,33 @@ var dsnCases = []struct {
 			}
 		},
 	},
+	{
+		// '+' passes go-sql-driver's DSN parser inside lb(...) as '~' does (groups_test.go's
+		// TestGroupsSurviveGoSQLDriver parses it there and back); each node's groups reach
+		// Config.Groups, and FormatDSN writes them back.
+		name: "groups and the default group",
+		dsn:  "u:p@lb(10.0.0.1:2883*2#replica+analytics~az1,[fd00::1]:2883+reporting+analytics,10.0.0.3:2883)/db?group=analytics",
+		check: func(t *testing.T, c *Config) {
+			wantNodes(t, c, "10.0.0.1:2883", "[fd00::1]:2883", "10.0.0.3:2883")
+			eq(t, "groups", fmt.Sprint(c.Groups), "map[10.0.0.1:2883:analytics [fd00::1]:2883:reporting+analytics]")
+			eq(t, "zones", fmt.Sprint(c.Zones), "map[10.0.0.1:2883:az1]")
+			eq(t, "group", c.Group, "analytics")
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:2883*2#replica+analytics~az1,[fd00::1]:2883+reporting+analytics,10.0.0.3:2883)/db?group=analytics")
+		},
+	},
+	{
+		name: "isolated groups",
+		dsn:  "u:p@lb(10.0.0.1:1,10.0.0.2:1+bi,10.0.0.3:1+etl)/db?isolatedGroups=bi,%20etl",
+		check: func(t *testing.T, c *Config) {
+			eq(t, "isolated", strings.Join(c.IsolatedGroups, " "), "bi etl")
+			eq(t, "formatted", c.FormatDSN(), "u:p@lb(10.0.0.1:1,10.0.0.2:1+bi,10.0.0.3:1+etl)/db?isolatedGroups=bi%2Cetl")
+		},
+	},
+	{name: "group in upper case", dsn: "u:p@lb(10.0.0.1:1+BI)/db", wantErr: `group "BI" has an upper-case letter; write group names in lower case ("bi")`},
+	{name: "group empty", dsn: "u:p@lb(10.0.0.1:1+)/db", wantErr: `group "" must be 1 to 32 characters`},
+	{name: "group after the zone", dsn: "u:p@lb(10.0.0.1:1~az1+bi)/db", wantErr: "write the zone last: host:port*weight#role+group~zone"},
+	{name: "group before the role", dsn: "u:p@lb(10.0.0.1:1+bi#replica)/db", wantErr: "has its groups before its weight or role"},
+	{name: "group parameter bad", dsn: "u:p@lb(10.0.0.1:1)/db?group=a.b", wantErr: `group="a.b": group "a.b" has the character '.'`},
 	{name: "bad zone", dsn: "u:p@lb(10.0.0.1:1~az/1)/db", wantErr: `zone "az/1" has the character '/'`},
 	{name: "zone with a space", dsn: "u:p@lb(10.0.0.1:1~az%201)/db", wantErr: `zone "az%201" has the character '%'`},
 	{name: "bad localZone", dsn: "u:p@lb(10.0.0.1:1)/db?localZone=a%20z", wantErr: `localZone="a z": nodes: zone "a z" has the character ' '`},

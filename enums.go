@@ -99,7 +99,8 @@ const (
 	// open on the server; closing the connection rolls it back.
 	RetireTxEnd = RetireReason(physical.TxEnd)
 	// RetireRole: the node's role no longer suits the Connector's target (a switchover, a
-	// role check), or the node refused a write as not the primary.
+	// role check), or the node refused a write as not the primary, or, in connection mode, a
+	// node list moved the node out of the Connector's group (group) or into an isolated one.
 	RetireRole = RetireReason(physical.Role)
 
 	// NumRetireReasons is how many reasons there are: the length of NodeStats.RetiredBy.

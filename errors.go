@@ -79,6 +79,12 @@ type ConnectError struct {
 	// RoleCheck is true when a role check (roleCheck) decides the roles, false when they come
 	// from the node list.
 	RoleCheck bool
+	// Group is the group the picks kept to (InGroup, or the Connector's group), "" when none;
+	// GroupNodes counts the known nodes in it. Isolated is true when the picks chose no group
+	// and kept out of isolatedGroups.
+	Group      string
+	GroupNodes int
+	Isolated   bool
 	// Nodes holds one entry per known node: tried ones first, in the order tried.
 	Nodes []*NodeError
 }
@@ -87,6 +93,10 @@ type ConnectError struct {
 func (e *ConnectError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.NoTarget && e.Group != "":
+		fmt.Fprintf(&b, "lbd: no proxy of group %q that is up serves target=%s after waiting failoverTimeoutMillis (%d of the proxies are in the group): ", e.Group, e.Target, e.GroupNodes)
+	case e.NoTarget && e.Isolated:
+		fmt.Fprintf(&b, "lbd: no proxy outside isolatedGroups that is up serves target=%s after waiting failoverTimeoutMillis (%d of the proxies are outside them): ", e.Target, e.GroupNodes)
 	case e.NoTarget && e.RoleCheck:
 		fmt.Fprintf(&b, "lbd: no proxy that is up serves target=%s after waiting failoverTimeoutMillis (a switchover may still be under way; the roles and any failed role check follow): ", e.Target)
 	case e.NoTarget:

@@ -177,6 +177,15 @@ func (r *rebalanceCluster) Loads(buf []detect.Load) []detect.Load {
 			// Outside the local zone while the picks stay in it, a node's share is none: its
 			// pooled connections move back into the zone as the rounds retire them.
 			out := local && v.Zone != r.c.cfg.LocalZone
+			if !r.c.table.InGroup(v.Node, "") {
+				// Outside the Connector's group, or isolated: in connection mode its pooled
+				// connections have no place there; in statement mode they are those of the
+				// statements that chose its group, not the default picks' to even out.
+				if r.c.cfg.Balance == BalanceStatement {
+					continue
+				}
+				out = true
+			}
 			buf = append(buf, detect.Load{Node: v.Node.Payload(), Open: v.Open, Weight: v.Effective, Out: out})
 			total += v.Open
 			fullWeight += float64(v.Weight)

@@ -305,6 +305,16 @@ var params = []param{
 		format: func(c *Config) (string, bool) { return c.LocalZone, c.LocalZone != "" },
 	},
 	{
+		name:   "group",
+		parse:  func(c *Config, v string) error { return parseGroup(c, v) },
+		format: func(c *Config) (string, bool) { return c.Group, c.Group != "" },
+	},
+	{
+		name:   "isolatedGroups",
+		parse:  func(c *Config, v string) error { return parseIsolatedGroups(c, v) },
+		format: func(c *Config) (string, bool) { return strings.Join(c.IsolatedGroups, ","), len(c.IsolatedGroups) > 0 },
+	},
+	{
 		name: "zoneMinUpPercent",
 		parse: func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)

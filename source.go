@@ -336,9 +336,9 @@ var ErrNoUpNodeLeft = nodetable.ErrNoUpNodeLeft
 // node taking connections applies its additions only and returns an error wrapping ErrNoUpNodeLeft; the removals
 // happen once one of the listed nodes is up. An empty or malformed list is an error and
 // changes nothing, and so is one of more than nodes.MaxNodes (an error wrapping
-// nodes.ErrTooManyNodes). An entry may carry a weight and a role as in the DSN, "host:port*2",
-// "host:port#replica", "host:port*2#primary"; one without has the default weight and an unknown
-// role. Without a role check (Config.RoleCheck) the roles given here are the nodes' roles: a
+// nodes.ErrTooManyNodes). An entry may carry a weight, a role, groups and a zone as in the
+// DSN, "host:port*2", "host:port#replica", "host:port*2#primary", "host:port#replica+analytics~az1";
+// one without has the default weight, an unknown role, no group and no zone. Without a role check (Config.RoleCheck) the roles given here are the nodes' roles: a
 // list that swaps them moves new connections to the new primary, and the Connector retires the
 // connections of a node its Target no longer accepts as it does for a drain.
 func (c *Connector) SetNodes(addrs []string) error {
@@ -368,6 +368,9 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	c.applyMu.Lock() // one list at a time, so a node is never added and forgotten at once
 	defer c.applyMu.Unlock()
 	added, err := c.table.SetNodes(c.roles.seedRoles(set.Canonical().Nodes), c.newNode)
+	c.retireOutsideGroup()
+	c.warnGroups(set.Nodes)
+	c.topo.changed() // a node may have joined a group a Connect waits for
 	for _, tn := range added {
 		c.cfg.Logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
 		n := at(tn)

@@ -71,7 +71,7 @@ type StatementInfo struct {
 	// Role is the node's role (nodes.Role) when the statement was reported: from the node
 	// source, the DSN or the role check; RoleUnknown when none is known or no node was reached.
 	Role nodes.Role
-	// Groups is reserved for the named groups of the node; nil until nodes carry groups.
+	// Groups are the named groups of the node (nil when it has none); see lbd.InGroup.
 	Groups []string
 }
 
@@ -153,6 +153,9 @@ func (t *statementTracer) info(s physical.Statement) StatementInfo {
 		info.Addr = n.Addr()
 		info.Host, info.Port = splitAddr(info.Addr)
 		info.Role = t.table.Role(n.TN())
+		if g := t.table.GroupsOf(n.TN()); g != "" {
+			info.Groups = nodes.SplitGroups(g)
+		}
 	}
 	return info
 }

@@ -1,6 +1,7 @@
 package lbd
 
 import (
+	"slices"
 	"time"
 
 	"github.com/lbd-go/lbd/internal/inspect"
@@ -50,6 +51,11 @@ type Stats struct {
 	LocalZone            string
 	ZoneLive, ZoneActive int
 	ZoneLocal            bool
+
+	// Group is the Connector's group (group; "" when none) and IsolatedGroups the groups its
+	// default picks leave out (isolatedGroups).
+	Group          string
+	IsolatedGroups []string
 }
 
 // Open returns the open physical connections over all nodes.
@@ -141,6 +147,8 @@ type NodeStats struct {
 	Speed   float64
 	// Zone is the node's zone from its source ("" when none; see Config.LocalZone).
 	Zone string
+	// Groups are the node's groups from its source, in name order (nil when none; see InGroup).
+	Groups []string
 
 	LastProbe time.Duration // how long the latest probe took; 0 before the first
 	LastError string        // the latest dial or probe failure held against the node ("" when none; access denied and other answers every proxy would give are not)
@@ -176,6 +184,7 @@ func (c *Connector) Stats() Stats {
 		s.Idle, _ = n.phys.ConnCounts()
 		s.Latency, s.Speed = c.table.Latency(v.Node, now), v.Speed
 		s.Zone = v.Zone
+		s.Groups = nodes.SplitGroups(v.Groups)
 		if c.cfg.Balance == BalanceConnection {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
@@ -186,6 +195,7 @@ func (c *Connector) Stats() Stats {
 	st.BalancePolicy = c.cfg.BalancePolicy
 	st.LocalZone = c.cfg.LocalZone
 	st.ZoneLive, st.ZoneActive, st.ZoneLocal = c.table.Zones()
+	st.Group, st.IsolatedGroups = c.cfg.Group, slices.Clone(c.cfg.IsolatedGroups)
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

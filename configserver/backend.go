@@ -134,6 +134,7 @@ func cloneDoc(d *nodes.Document) *nodes.Document {
 	c.AZProxy = cloneListMap(d.AZProxy)
 	c.Weight = maps.Clone(d.Weight)
 	c.Role = maps.Clone(d.Role)
+	c.Group = cloneListMap(d.Group)
 	return &c
 }
 

@@ -52,9 +52,9 @@ func (ss *schemaState) protected() bool {
 }
 
 // listBody is the 200 answer; the field order (code, md5, data) is the Java server's. weight,
-// role and zone are lbd's: the weights, roles and zones (the AZ whose az.proxy set lists them) of
-// the listed proxies that have one (Java clients skip
-// fields they do not know, and keep reading data as the plain list it always was).
+// role, zone and group are lbd's: the weights, roles, zones (the AZ whose az.proxy set lists
+// them) and groups (their names, in order) of the listed proxies that have one (Java clients
+// skip fields they do not know, and keep reading data as the plain list it always was).
 type listBody struct {
 	Code   int               `json:"code"`
 	MD5    string            `json:"md5"`
@@ -62,17 +62,21 @@ type listBody struct {
 	Weight map[string]int    `json:"weight,omitempty"`
 	Role   map[string]string `json:"role,omitempty"`
 	Zone   map[string]string `json:"zone,omitempty"`
+
+	Group map[string][]string `json:"group,omitempty"`
 }
 
-// newAnswer builds a variant's answer. Without weights, roles and zones its md5 is the Java
-// server's, byte for byte; with them it is the MD5 of the entries spelled as a static list
-// spells them, "addr*weight#role~zone" (nodes.Node.Entry), so a change of weight, role or zone
-// alone (a switchover) is a new version and clients holding the old md5 get the new answer.
+// newAnswer builds a variant's answer. Without weights, roles, zones and groups its md5 is the
+// Java server's, byte for byte; with them it is the MD5 of the entries spelled as a static list
+// spells them, "addr*weight#role+group~zone" (nodes.Node.Entry), so a change of weight, role,
+// zone or groups alone (a switchover) is a new version and clients holding the old md5 get the
+// new answer.
 func newAnswer(list []nodes.Node) answer {
 	addrs := make([]string, len(list))
 	entries := make([]string, len(list))
 	var weights map[string]int
 	var roles, zones map[string]string
+	var groups map[string][]string
 	for i, n := range list {
 		addrs[i], entries[i] = n.Addr, n.Entry()
 		if n.Weight != 0 {
@@ -93,6 +97,12 @@ func newAnswer(list []nodes.Node) answer {
 			}
 			zones[n.Addr] = n.AZ
 		}
+		if n.Groups != "" {
+			if groups == nil {
+				groups = make(map[string][]string)
+			}
+			groups[n.Addr] = nodes.SplitGroups(n.Groups)
+		}
 	}
 	sorted := slices.Clone(addrs)
 	slices.Sort(sorted)
@@ -101,7 +111,7 @@ func newAnswer(list []nodes.Node) answer {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(listBody{Code: 200, MD5: a.md5, Data: sorted, Weight: weights, Role: roles, Zone: zones}) // strings and ints always encode
+	_ = enc.Encode(listBody{Code: 200, MD5: a.md5, Data: sorted, Weight: weights, Role: roles, Zone: zones, Group: groups}) // strings and ints always encode
 	a.body = bytes.TrimRight(b.Bytes(), "\n")
 	return a
 }

@@ -18,13 +18,16 @@ import (
 //
 //	{"schema":"im_user","auth.enable":true,"api.keys":["k1"],"proxy":["10.0.0.1:2883","10.0.0.2:2883"],
 //	 "az.list":{"az1":["10.1.0.0/16"]},"az.proxy":{"az1":["10.1.0.5:2883"]},"proxy.policy":"az",
-//	 "weight":{"10.0.0.2:2883":2},"role":{"10.0.0.1:2883":"primary","10.0.0.2:2883":"replica"}}
+//	 "weight":{"10.0.0.2:2883":2},"role":{"10.0.0.1:2883":"primary","10.0.0.2:2883":"replica"},
+//	 "group":{"10.0.0.2:2883":["analytics"]}}
 //
 // The az.* fields and proxy.policy are lbd's AZ extension, weight its weighted
 // least-connections: proxy address → weight from 0 to MaxWeight, 0 or absent meaning
-// DefaultWeight (as a DNS SRV weight of 0 does here), and role its roles: proxy address →
+// DefaultWeight (as a DNS SRV weight of 0 does here), role its roles: proxy address →
 // "primary", "replica" or "standby" (see ParseRole), absent meaning RoleUnknown (a role check,
-// when configured, finds it). lb-driver's Java server ignores fields it does not know.
+// when configured, finds it), and group its groups: proxy address → the names of the groups
+// it belongs to (see CheckGroups), absent meaning none. lb-driver's Java server ignores fields
+// it does not know.
 type Document struct {
 	Schema      string              `json:"schema"`
 	AuthEnable  bool                `json:"auth.enable,omitempty"`
@@ -35,10 +38,11 @@ type Document struct {
 	ProxyPolicy string              `json:"proxy.policy,omitempty"` // "default" (everyone gets proxy) or "az"
 	Weight      map[string]int      `json:"weight,omitempty"`       // proxy address → weight; absent: DefaultWeight
 	Role        map[string]string   `json:"role,omitempty"`         // proxy address → role name; absent: RoleUnknown
+	Group       map[string][]string `json:"group,omitempty"`        // proxy address → group names; absent: none
 }
 
 // Nodes returns the entries of list (the document's proxy or one of its az.proxy lists) as
-// nodes with the weights and roles the document gives them, and as zone (Node.AZ) the AZ whose
+// nodes with the weights, roles and groups (in name order) the document gives them, and as zone (Node.AZ) the AZ whose
 // az.proxy set lists them (the first by name when several do; none when none does), so that a
 // client reading the whole proxy list can keep to its own zone (lbd's localZone). The document
 // must be valid.
@@ -53,6 +57,11 @@ func (d *Document) Nodes(list []string) []Node {
 		c, _ := Canonical(a)
 		roles[c], _ = ParseRole(name)
 	}
+	groups := make(map[string]string, len(d.Group))
+	for a, names := range d.Group {
+		c, _ := Canonical(a)
+		groups[c] = JoinGroups(names...)
+	}
 	zones := make(map[string]string)
 	for _, az := range slices.Sorted(maps.Keys(d.AZProxy)) {
 		for _, a := range d.AZProxy[az] {
@@ -65,7 +74,7 @@ func (d *Document) Nodes(list []string) []Node {
 	out := make([]Node, len(list))
 	for i, a := range list {
 		c, _ := Canonical(a)
-		out[i] = Node{Addr: a, Weight: weights[c], Role: roles[c], AZ: zones[c]}
+		out[i] = Node{Addr: a, Weight: weights[c], Role: roles[c], AZ: zones[c], Groups: groups[c]}
 	}
 	return out
 }
@@ -87,7 +96,9 @@ type rawDocument struct {
 // lb-driver's config-server: schema required; proxy present, non-empty, every entry host:port;
 // auth.enable needs at least one api key. lbd adds: az.proxy entries valid, az.list entries valid
 // CIDR blocks, proxy.policy "default", "az" or absent, every weight from 0 to MaxWeight and
-// every role primary, replica or standby, each for a proxy the document lists and given once.
+// every role primary, replica or standby, every proxy's groups as CheckGroups wants them, each
+// for a proxy the document lists and given once, and at most MaxGroupSets distinct sets of
+// groups over the proxy list and over each az.proxy list.
 func ParseDocument(data []byte, wantSchema string) (*Document, error) {
 	var raw rawDocument
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -150,6 +161,9 @@ func (d *Document) Validate(wantSchema string) error {
 	if err := d.checkRoles(); err != nil {
 		return err
 	}
+	if err := d.checkGroups(); err != nil {
+		return err
+	}
 	switch d.ProxyPolicy {
 	case "", PolicyDefault, PolicyAZ:
 	default:
@@ -173,6 +187,38 @@ func (d *Document) checkRoles() error {
 		}
 		return nil
 	})
+}
+
+// checkGroups refuses a proxy's groups that CheckGroups refuses, groups for an address the
+// document does not list, and lists whose proxies have more than MaxGroupSets distinct sets of
+// groups.
+func (d *Document) checkGroups() error {
+	if err := checkPerProxy(d, "group", d.Group, func(names []string) error {
+		if len(names) == 0 {
+			return errors.New("an empty list of groups (leave the proxy out of group when it belongs to none)")
+		}
+		for _, g := range names {
+			if strings.IndexByte(g, GroupSep) >= 0 {
+				return fmt.Errorf("group %s holds %q: give each group as an element of the list", quote(g), GroupSep)
+			}
+		}
+		return CheckGroups(strings.Join(names, string(GroupSep)))
+	}); err != nil {
+		return err
+	}
+	if len(d.Group) == 0 {
+		return nil
+	}
+	for _, az := range append([]string{""}, slices.Sorted(maps.Keys(d.AZProxy))...) {
+		list, field := d.Proxy, "proxy"
+		if az != "" {
+			list, field = d.AZProxy[az], fmt.Sprintf("az.proxy[%q]", az)
+		}
+		if err := checkGroupSets(d.Nodes(list)); err != nil {
+			return fmt.Errorf("nodes: schema %q: %s: %w", d.Schema, field, err)
+		}
+	}
+	return nil
 }
 
 // checkPerProxy checks one of the document's maps keyed by proxy address (field names it in

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Node is one proxy endpoint as a source reports it.
@@ -36,6 +37,13 @@ type Node struct {
 	// it "host:port#role" ("host:port*weight#role" with a weight); DNS has none. With a role
 	// check configured, the check's answer replaces it.
 	Role Role
+	// Groups names the groups the node belongs to, joined by GroupSep: "analytics",
+	// "analytics+reporting" ("" for none; see CheckGroups, JoinGroups and SplitGroups). The
+	// order does not matter. A static list spells them "host:port+group", after the role and
+	// before the zone; the config-server and etcd documents carry them in their "group" map;
+	// a DNS name written "name+group" gives its groups to every node it resolves to (DNS
+	// records carry none). A string rather than a slice, so that a Node stays comparable.
+	Groups string
 	// Standby nodes are probed and keep their state, but take no new connection. The
 	// config-server client marks its AZ's nodes standby while it has fallen back to the
 	// default set, so it sees the moment they recover.
@@ -104,7 +112,8 @@ func (s Set) Addrs() []string {
 
 // Validate reports the first problem of a set that must not be applied: an empty set, one of
 // more than MaxNodes nodes (CheckCount), a malformed address (see CheckAddr) or a duplicate,
-// two entries with one canonical form.
+// two entries with one canonical form, a node's groups that CheckGroups refuses, or more than
+// MaxGroupSets distinct sets of groups.
 func (s Set) Validate() error {
 	if len(s.Nodes) == 0 {
 		return ErrEmptySet
@@ -115,15 +124,21 @@ func (s Set) Validate() error {
 	if err := checkDistinct(s.Addrs()); err != nil {
 		return errors.New("nodes: " + err.Error())
 	}
+	if err := CheckGroupSets(s.Nodes); err != nil {
+		return err
+	}
 	return nil
 }
 
-// Canonical returns a copy of the set with every address in canonical form (see Canonical).
-// The set must be valid.
+// Canonical returns a copy of the set with every address in canonical form (see Canonical)
+// and every node's groups in name order (JoinGroups). The set must be valid.
 func (s Set) Canonical() Set {
 	out := Set{Version: s.Version, Nodes: make([]Node, len(s.Nodes))}
 	for i, n := range s.Nodes {
 		n.Addr, _ = Canonical(n.Addr)
+		if strings.IndexByte(n.Groups, GroupSep) >= 0 {
+			n.Groups = JoinGroups(SplitGroups(n.Groups)...)
+		}
 		out.Nodes[i] = n
 	}
 	return out

@@ -43,9 +43,9 @@ func CheckZone(z string) error {
 }
 
 // ParseEntry reads one static-list entry, "host:port", "host:port*weight", "host:port#role" or
-// "host:port*weight#role" (the weight first), each optionally followed by "~zone" (see ZoneSep
-// and CheckZone), into a Node with a canonical address (see
-// Canonical). The weight is a decimal number from 1 to MaxWeight; an entry without one has
+// "host:port*weight#role" (the weight first), each optionally followed by groups, "+group" once
+// per group (see GroupSep and CheckGroups), and then by "~zone" (see ZoneSep and CheckZone),
+// into a Node with a canonical address (see Canonical). The weight is a decimal number from 1 to MaxWeight; an entry without one has
 // Weight 0 (DefaultWeight). A weight of 0 is refused here, unlike from a source: written by hand
 // it would most likely mean "no traffic", which lbd has no weight for. The role is one ParseRole
 // reads other than "": primary, replica or standby; an entry without one has RoleUnknown.
@@ -54,14 +54,33 @@ func ParseEntry(entry string) (Node, error) {
 	n := Node{}
 	rest, zone, hasZone := strings.Cut(entry, string(ZoneSep))
 	if hasZone {
-		if strings.ContainsAny(zone, string(WeightSep)+string(RoleSep)) {
-			return Node{}, fmt.Errorf("nodes: %s has its zone before its weight or role; write the zone last: host:port%cweight%crole%czone",
-				quote(entry), WeightSep, RoleSep, ZoneSep)
+		if strings.ContainsAny(zone, string(WeightSep)+string(RoleSep)+string(GroupSep)) {
+			return Node{}, fmt.Errorf("nodes: %s has its zone before its weight, role or groups; write the zone last: host:port%cweight%crole%cgroup%czone",
+				quote(entry), WeightSep, RoleSep, GroupSep, ZoneSep)
 		}
 		if err := CheckZone(zone); err != nil {
 			return Node{}, fmt.Errorf("%w (after %q in %s; leave \"%c...\" out when the zone is not known)", err, ZoneSep, quote(rest), ZoneSep)
 		}
 		n.AZ = zone
+	}
+	groups, hasGroups := "", false
+	if i := strings.IndexByte(rest, GroupSep); i > 0 && rest[i-1] != WeightSep && rest[i-1] != RoleSep {
+		// (A '+' right after '*' or '#' is a signed weight or a bad role, refused below.)
+		rest, groups, hasGroups = rest[:i], rest[i+1:], true
+	}
+	if hasGroups {
+		if strings.ContainsAny(groups, string(WeightSep)+string(RoleSep)) {
+			return Node{}, fmt.Errorf("nodes: %s has its groups before its weight or role; write them after: host:port%cweight%crole%cgroup",
+				quote(entry), WeightSep, RoleSep, GroupSep)
+		}
+		check := CheckGroups
+		if groups == "" {
+			check = CheckGroup // a '+' with nothing after it
+		}
+		if err := check(groups); err != nil {
+			return Node{}, fmt.Errorf("%w (after %q in %s: host:port%cgroup, or host:port%cgroup1%cgroup2 for several)", err, GroupSep, quote(rest), GroupSep, GroupSep, GroupSep)
+		}
+		n.Groups = groups
 	}
 	rest, roleName, hasRole := strings.Cut(rest, string(RoleSep))
 	addr, w, hasWeight := strings.Cut(rest, string(WeightSep))
@@ -94,7 +113,8 @@ func ParseEntry(entry string) (Node, error) {
 }
 
 // Entry returns the static-list spelling of n that ParseEntry reads back: its address,
-// "*weight" when it has a weight, "#role" when its role is known, and "~zone" when it has one.
+// "*weight" when it has a weight, "#role" when its role is known, "+group" for each of its
+// groups, in the order Groups has them, and "~zone" when it has one.
 func (n Node) Entry() string {
 	e := n.Addr
 	if n.Weight != 0 {
@@ -102,6 +122,9 @@ func (n Node) Entry() string {
 	}
 	if n.Role != RoleUnknown {
 		e += string(RoleSep) + n.Role.String()
+	}
+	if n.Groups != "" {
+		e += string(GroupSep) + n.Groups
 	}
 	if n.AZ != "" {
 		e += string(ZoneSep) + n.AZ

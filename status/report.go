@@ -32,6 +32,10 @@ type Report struct {
 	// stay in it now (see lbd.Stats.ZoneLocal).
 	LocalZone string `json:"local_zone"`
 	ZoneLocal bool   `json:"zone_local"`
+	// Group is the Connector's group and IsolatedGroups the groups its default picks leave out
+	// (see lbd.Stats.Group); "" and empty when none.
+	Group          string   `json:"group"`
+	IsolatedGroups []string `json:"isolated_groups"`
 }
 
 // Summary adds up every node of the Connector, on every page.
@@ -81,6 +85,8 @@ type Node struct {
 	Speed   float64 `json:"speed"`
 	// Zone is the node's zone ("" when none; see lbd.NodeStats.Zone).
 	Zone string `json:"zone"`
+	// Groups are the node's groups, in name order (empty when none; see lbd.NodeStats.Groups).
+	Groups []string `json:"groups"`
 }
 
 // Transition is one state change (see lbd.Transition). RoleFrom and RoleTo differ for a role
@@ -137,6 +143,7 @@ func report(st lbd.Stats, now time.Time, offset, limit int) Report {
 		Nodes: make([]Node, len(page)), Recent: make([]Transition, len(st.Recent))}
 	r.Policy = st.BalancePolicy.String()
 	r.LocalZone, r.ZoneLocal = st.LocalZone, st.ZoneLocal
+	r.Group, r.IsolatedGroups = st.Group, append([]string{}, st.IsolatedGroups...)
 	for i, n := range page {
 		r.Nodes[i] = Node{
 			Addr: n.Addr, State: n.State.String(), Standby: n.Standby, Role: n.Role.String(), RoleError: n.RoleError,
@@ -149,6 +156,7 @@ func report(st lbd.Stats, now time.Time, offset, limit int) Report {
 		}
 		r.Nodes[i].Latency, r.Nodes[i].Speed = n.Latency.Seconds(), n.Speed
 		r.Nodes[i].Zone = n.Zone
+		r.Nodes[i].Groups = append([]string{}, n.Groups...)
 		for why, v := range n.RetiredBy {
 			r.Nodes[i].RetiredBy[lbd.RetireReason(why).String()] = v
 		}

@@ -39,6 +39,8 @@ type logicalConn struct {
 	produced bool           // the last statement's result may be read by the next one
 	closed   bool
 	want     role.Target // the target of the statement being bound (see route)
+	// wantGroup is the group of the statement being bound (lbd.InGroup; "": the default picks).
+	wantGroup string
 	// boundForRead: phys was bound for a read (the split's read target), so it may be on a
 	// replica from the start; otherwise it was bound on the primary (see strandedErr).
 	boundForRead bool
@@ -96,6 +98,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 			if l.strandedOnReplica() && !replica.allowed() {
 				return nil, l.strandedErr()
 			}
+			l.regroup()
 			l.m.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
 			return l.phys, nil
 		}
@@ -109,6 +112,7 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 					return nil, l.strandedErr() // claimed: database/sql's IsValid gives it back
 				}
 				if l.pinned() || l.fits(l.phys) {
+					l.regroup()
 					return l.phys, nil
 				}
 				// Kept aside for its result on a node whose role no longer serves this
@@ -126,12 +130,22 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 			l.m.parkFree(p)
 		}
 	}
-	p, err := l.m.borrow(ctx, l.want, l.avoid)
+	p, err := l.m.borrow(ctx, l.want, l.wantGroup, l.avoid)
 	if err != nil {
 		return nil, err
 	}
 	l.phys, l.claimed, l.boundForRead = p, true, l.want != writeTarget
 	return p, nil
+}
+
+// regroup marks the bound physical connection picked for the statement's group when its node
+// is in that group: a connection held for the next statement stays right for it. One a pin
+// holds on a node outside the group keeps its mark, and the statement fails there with
+// physical.ErrOutsideGroup, nothing sent.
+func (l *logicalConn) regroup() {
+	if l.m.table.InGroup(l.phys.Node().TN(), l.wantGroup) {
+		l.phys.SetGroup(l.wantGroup)
+	}
 }
 
 // reclaim claims the physical connection kept aside, if lbd has not closed it meanwhile and it
@@ -268,6 +282,7 @@ func (l *logicalConn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ dri
 		defer func() { sp.SetNode(l.node()); sp.End(err) }()
 	}
 	l.want = l.m.txTarget(ctx, opts)
+	l.wantGroup, _ = physical.GroupOf(ctx)
 	p, err := l.bind(ctx, 0, onReplica{always: opts.ReadOnly}) // balanced: LAST_INSERT_ID() is read right after the INSERT, not across a BEGIN
 	if err != nil {
 		return nil, err
@@ -412,7 +427,7 @@ func (l *logicalConn) replicaRefused(rt routing, p *physical.Conn, err error) bo
 // bindFor binds the physical connection a statement with text query, effects eff and routing
 // rt runs on, after, for a causal read, its scope's position was reached there.
 func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff sqlclass.Effect) (*physical.Conn, error) {
-	l.want = rt.target
+	l.want, l.wantGroup = rt.target, rt.group
 	if readRouted(l.want) && l.m.primaryHinted(ctx) {
 		l.want = writeTarget
 	}
@@ -449,7 +464,8 @@ const keepsResult = sqlclass.ReadsResult
 
 // Ping implements driver.Pinger on a physical connection of the least busy node.
 func (l *logicalConn) Ping(ctx context.Context) error {
-	l.want = l.m.route(ctx, "SELECT 1", 0).target // a plain read: no effect
+	rt := l.m.route(ctx, "SELECT 1", 0) // a plain read: no effect
+	l.want, l.wantGroup = rt.target, rt.group
 	p, err := l.bind(ctx, keepsResult, onReplica{always: true})
 	if err != nil {
 		return err
@@ -470,7 +486,7 @@ func (l *logicalConn) CheckNamedValue(nv *driver.NamedValue) error {
 // is unknown to lbd, so the logical connection stays bound to it for life. It returns nil when
 // no physical connection could be bound.
 func (l *logicalConn) Raw() driver.Conn {
-	l.want = l.m.route(context.Background(), "", 0).target // what the caller does with it is unknown: the primary
+	l.want, l.wantGroup = l.m.route(context.Background(), "", 0).target, "" // what the caller does with it is unknown: the primary
 	p, err := l.bind(context.Background(), 0, onReplica{})
 	if err != nil {
 		return nil

@@ -114,7 +114,7 @@ func newRigWith(t *testing.T, nodeCount int, set func(*Config)) *rig {
 		r.conns = append(r.conns, f)
 		return n.Adopt(f, nil), nil
 	}
-	tryNodes := func(ctx context.Context, _ role.Target, next func([]*physical.TableNode) *physical.TableNode,
+	tryNodes := func(ctx context.Context, _ role.Target, _ string, next func([]*physical.TableNode) *physical.TableNode,
 		_ func([]*physical.TableNode, time.Time) *physical.TableNode,
 		use func(*physical.Node, bool) (*physical.Conn, error)) (*physical.Conn, error) {
 		var tried []*physical.TableNode
@@ -129,7 +129,7 @@ func newRigWith(t *testing.T, nodeCount int, set func(*Config)) *rig {
 	cfg := Config{
 		Table: table,
 		Connect: func(ctx context.Context) (*physical.Conn, error) {
-			return tryNodes(ctx, role.Any, table.Pick, nil, func(n *physical.Node, p bool) (*physical.Conn, error) { return dial(ctx, n, p) })
+			return tryNodes(ctx, role.Any, "", table.Pick, nil, func(n *physical.Node, p bool) (*physical.Conn, error) { return dial(ctx, n, p) })
 		},
 		TryNodes:    tryNodes,
 		Dial:        dial,

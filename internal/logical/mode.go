@@ -23,8 +23,9 @@ type Config struct {
 	// none is up.
 	Connect func(ctx context.Context) (*physical.Conn, error)
 	// TryNodes asks next (then panicNext) for a node and use for a connection on it, with
-	// Connect's failover and error rules.
-	TryNodes func(ctx context.Context, target role.Target, next func(tried []*physical.TableNode) *physical.TableNode,
+	// Connect's failover and error rules; target and group are what next picks for ("": the
+	// default picks).
+	TryNodes func(ctx context.Context, target role.Target, group string, next func(tried []*physical.TableNode) *physical.TableNode,
 		panicNext func(tried []*physical.TableNode, now time.Time) *physical.TableNode,
 		use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error)
 	// Dial makes one physical connection to n, whose count the pick already raised.
@@ -92,13 +93,15 @@ func (m *Mode) Logical() int64 { return m.logical.Load() }
 // Connect opens a logical connection. Physical connections follow the logical count:
 // when there are fewer physical connections than logical ones, one is dialed now (on the node
 // with the fewest open connections) and parked, so connect errors surface here as in
-// connection mode and the first statement finds an idle physical connection.
+// connection mode and the first statement finds an idle physical connection. A caller whose
+// context chooses a group (lbd.InGroup) gets no such dial, which would go to the default
+// picks: its first statement dials in its group.
 func (m *Mode) Connect(ctx context.Context) (driver.Conn, error) {
 	if m.cfg.Closed() {
 		return nil, m.cfg.ErrClosed
 	}
 	want := m.logical.Add(1)
-	if m.table.Total() < want {
+	if g, chose := physical.GroupOf(ctx); (!chose || g == "") && m.table.Total() < want {
 		p, err := m.cfg.Connect(ctx)
 		if err != nil {
 			m.logical.Add(-1)
@@ -119,13 +122,14 @@ func (m *Mode) Connect(ctx context.Context) (driver.Conn, error) {
 // fewest physical connections in use, else a new one dialed there; when that dial fails, the
 // next least busy node. The node's in-use count is charged; GiveBack or park returns it.
 func (m *Mode) Borrow(ctx context.Context, target role.Target) (*physical.Conn, error) {
-	return m.borrow(ctx, target, nil)
+	return m.borrow(ctx, target, "", nil)
 }
 
-// borrow is Borrow on a node other than avoid (nil: any), or on avoid when no other is up: a
-// read run again because avoid failed it goes elsewhere when it can, and never on the
-// connection that failed (the caller retired that one).
-func (m *Mode) borrow(ctx context.Context, target role.Target, avoid *physical.TableNode) (*physical.Conn, error) {
+// borrow is Borrow among the nodes of group ("": the default picks) on a node other than
+// avoid (nil: any), or on avoid when no other is up: a read run again because avoid failed it
+// goes elsewhere when it can, and never on the connection that failed (the caller retired that
+// one). The connection is marked picked for group (physical.Conn.SetGroup).
+func (m *Mode) borrow(ctx context.Context, target role.Target, group string, avoid *physical.TableNode) (*physical.Conn, error) {
 	if m.cfg.Closed() {
 		return nil, m.cfg.ErrClosed
 	}
@@ -133,29 +137,34 @@ func (m *Mode) borrow(ctx context.Context, target role.Target, avoid *physical.T
 	if avoid != nil {
 		skip = []*physical.TableNode{avoid}
 	}
-	first := m.table.PickInUseFor(target, skip)
+	first := m.table.PickInUseForGroup(target, group, skip)
 	if first == nil && avoid != nil {
-		first, avoid = m.table.PickInUseFor(target, nil), nil // none other: avoid itself, on another connection
+		first, avoid = m.table.PickInUseForGroup(target, group, nil), nil // none other: avoid itself, on another connection
 		if first == nil {
 			return nil, errNoOtherNode
 		}
 	}
 	if first != nil {
 		if p := m.takeFree(ctx, first.Payload()); p != nil {
+			p.SetGroup(group)
 			return p, nil
 		}
 	}
-	return m.dialFor(ctx, target, first, avoid)
+	p, err := m.dialFor(ctx, target, group, first, avoid)
+	if err == nil {
+		p.SetGroup(group)
+	}
+	return p, err
 }
 
 // errNoOtherNode: a read to run again found no node up.
 var errNoOtherNode = errors.New("lbd: no node is up to run the read again")
 
-// dialFor is Borrow when no idle physical connection was found on first (the node Borrow
-// picked and claimed, nil when none): a new one is dialed there, then on the next least busy
+// dialFor is borrow when no idle physical connection was found on first (the node borrow
+// picked and claimed in group, nil when none): a new one is dialed there, then on the next least busy
 // nodes. It is a function of its own so that first, which the closures below share and
 // Config.TryNodes sees, is moved to the heap only when a dial is needed.
-func (m *Mode) dialFor(ctx context.Context, target role.Target, first, avoid *physical.TableNode) (*physical.Conn, error) {
+func (m *Mode) dialFor(ctx context.Context, target role.Target, group string, first, avoid *physical.TableNode) (*physical.Conn, error) {
 	next := func(tried []*physical.TableNode) *physical.TableNode {
 		if n := first; n != nil { // already claimed: dial there before trying any other node
 			first = nil
@@ -164,13 +173,18 @@ func (m *Mode) dialFor(ctx context.Context, target role.Target, first, avoid *ph
 		if avoid != nil {
 			tried = append(tried[:len(tried):len(tried)], avoid) // a copy: tried is TryNodes'
 		}
-		return m.table.PickInUseFor(target, tried)
+		return m.table.PickInUseForGroup(target, group, tried)
 	}
 	panicNext := m.table.PanicPickInUse
-	if avoid != nil {
+	switch {
+	case avoid != nil:
 		panicNext = func([]*physical.TableNode, time.Time) *physical.TableNode { return nil }
+	case group != "":
+		panicNext = func(tried []*physical.TableNode, now time.Time) *physical.TableNode {
+			return m.table.PanicPickInUseFor(group, tried, now)
+		}
 	}
-	p, err := m.cfg.TryNodes(ctx, target, next, panicNext, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
+	p, err := m.cfg.TryNodes(ctx, target, group, next, panicNext, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
 		if p := m.takeFree(ctx, n); p != nil {
 			return p, nil
 		}

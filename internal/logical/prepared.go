@@ -124,7 +124,8 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (_ drive
 		defer func() { sp.SetNode(l.node()); sp.End(err) }()
 	}
 	eff := sqlclass.Classify(query)
-	l.want = l.m.route(ctx, query, eff).target
+	rt := l.m.route(ctx, query, eff)
+	l.want, l.wantGroup = rt.target, rt.group
 	// Preparing runs nothing, but a text that may not run where a pin holds the logical
 	// connection is refused now rather than at its first execution.
 	p, err := l.bind(ctx, eff|keepsResult, onReplica{text: query})

@@ -107,6 +107,8 @@ type routing struct {
 	target role.Target
 	write  bool // a write: once it ran, it starts its scope's read-your-writes window
 	ryw    bool // a read sent to the primary by read-your-writes
+
+	group string // the group its context chooses (lbd.InGroup; "": the default picks)
 }
 
 // replicaHintTarget is where a replica-safe read hinted /* lbd:replica */ goes: the replicas,
@@ -129,6 +131,13 @@ func readRouted(t role.Target) bool {
 // replicas first, and changes nothing else: OnPrimary, read-your-writes and the causal wait
 // still apply, and a text that is not proven replica-safe goes to the primary, hint or not.
 func (m *Mode) route(ctx context.Context, query string, eff sqlclass.Effect) routing {
+	rt := m.routeRole(ctx, query, eff)
+	rt.group, _ = physical.GroupOf(ctx)
+	return rt
+}
+
+// routeRole is route but for the group.
+func (m *Mode) routeRole(ctx context.Context, query string, eff sqlclass.Effect) routing {
 	if !m.split.on {
 		return routing{target: m.cfg.Target}
 	}
@@ -176,9 +185,9 @@ func (m *Mode) noteWrite(ctx context.Context) {
 }
 
 // fits reports whether the bound physical connection p serves the logical connection's current
-// target: always without the split.
+// target (always without the split) and is on a node of its current group.
 func (l *logicalConn) fits(p *physical.Conn) bool {
-	return !l.m.split.on || l.want.Accepts(l.m.table.Role(p.Node().TN()))
+	return (!l.m.split.on || l.want.Accepts(l.m.table.Role(p.Node().TN()))) && l.m.table.InGroup(p.Node().TN(), l.wantGroup)
 }
 
 // strandedOnReplica reports whether the logical connection is pinned to a physical connection

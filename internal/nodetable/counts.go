@@ -1,6 +1,8 @@
 package nodetable
 
 import (
+	"math/bits"
+
 	"github.com/lbd-go/lbd/internal/pick"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
@@ -23,43 +25,64 @@ import (
 // skipping nodes already tried costs one step per skipped node.
 
 // Pick charges one open connection to the up node with the fewest open connections for its
-// effective weight that is not in skip and whose role Config.Target accepts, and returns it,
-// or nil when there is none. Equal loads take turns.
-func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] { return t.pickIn(t.byOpen[:], t.tiers, skip, true) }
+// effective weight that is not in skip, whose role Config.Target accepts and that the picks
+// naming no group may choose (groups.go), and returns it, or nil when there is none. Equal
+// loads take turns.
+func (t *Table[P]) Pick(skip []*Node[P]) *Node[P] {
+	return t.pickIn(t.tiers, "", skip, true)
+}
 
 // PickInUse claims one in-use connection on the up node with the fewest connections in use for
-// its effective weight that is not in skip and whose role Config.Target accepts, and returns
-// it, or nil when there is none. Equal loads take turns. The claim is given back with Unclaim.
+// its effective weight that is not in skip, whose role Config.Target accepts and that the
+// picks naming no group may choose, and returns it, or nil when there is none. Equal loads
+// take turns. The claim is given back with Unclaim.
 func (t *Table[P]) PickInUse(skip []*Node[P]) *Node[P] {
-	return t.pickIn(t.byInUse[:], t.tiers, skip, false)
+	return t.pickIn(t.tiers, "", skip, false)
 }
 
 // PickInUseFor is PickInUse for target instead of Config.Target: statement mode's read/write
 // split picks reads and writes for different roles.
 func (t *Table[P]) PickInUseFor(target role.Target, skip []*Node[P]) *Node[P] {
-	var tiers [2]role.Set
-	tiers[0], tiers[1] = target.Tiers()
-	return t.pickIn(t.byInUse[:], tiers, skip, false)
+	return t.PickInUseForGroup(target, "", skip)
 }
 
-// pickIn picks from the indexes of the target's first tier of roles, or of its second when the
-// first has no node: the least-loaded entry over at most six indexes (a role's at full speed
-// and slowed; twelve while the local zone spills), so O(1) in the number of nodes. While the local zone keeps the traffic
-// (zones.go) a tier is looked for there first, and in every zone only when the local zone has
-// none of it.
-func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip []*Node[P], open bool) *Node[P] {
+// PickInUseForGroup is PickInUseFor among the nodes of group ("" for the picks that name none;
+// see groups.go): a caller may choose a group (lbd.InGroup).
+func (t *Table[P]) PickInUseForGroup(target role.Target, group string, skip []*Node[P]) *Node[P] {
+	var tiers [2]role.Set
+	tiers[0], tiers[1] = target.Tiers()
+	return t.pickIn(tiers, group, skip, false)
+}
+
+// pickIn picks, from the indexes of open connections (open) or of connections in use, from
+// those of the target's first tier of roles, or of its second when the first has no node,
+// among the sets of groups a pick for group takes in (groups.go): the
+// least-loaded entry over at most six indexes per set (a role's at full speed and slowed;
+// twelve while the local zone spills), so O(1) in the number of nodes. While the local zone
+// keeps the traffic (zones.go) a tier is looked for there first, and in every zone only when
+// the local zone has none of it. A pick for the primary first (primaryFirst) that finds no node
+// in its group's sets takes a primary of any set.
+func (t *Table[P]) pickIn(tiers [2]role.Set, group string, skip []*Node[P], open bool) *Node[P] {
 	t.mu.Lock()
+	byRole := t.byInUse // read under the mutex: a new set of groups grows the indexes
+	if open {
+		byRole = t.byOpen
+	}
 	local := t.localOnlyLocked()
+	mask := t.groups.def
+	if group != "" {
+		mask = t.groups.byName[group]
+	}
 	var e *pick.Entry[*Node[P]]
 	xr := 0 // the place of e's index in byRole
 	for _, tier := range tiers {
-		e, _, xr = t.bestLocked(byRole, tier, skip, local)
-		if e == nil && local {
-			e, _, xr = t.bestLocked(byRole, tier, skip, false)
-		}
+		e, xr = t.bestInLocked(byRole, tier, mask, skip, local)
 		if e != nil {
 			break
 		}
+	}
+	if e == nil && mask != t.groups.all && tiers[0] == primaryFirst {
+		e, xr = t.bestInLocked(byRole, primaryFirst, t.groups.all, skip, local)
 	}
 	if e == nil {
 		t.mu.Unlock()
@@ -76,36 +99,54 @@ func (t *Table[P]) pickIn(byRole []pick.Index[*Node[P]], tiers [2]role.Set, skip
 	return e.Value
 }
 
+// primaryFirst is the first tier of the targets that ask for a primary first.
+var primaryFirst = role.Of(nodes.RolePrimary)
+
+// bestInLocked is bestLocked over the local zone first when local is true, then over every
+// zone.
+func (t *Table[P]) bestInLocked(byRole []pick.Index[*Node[P]], tier role.Set, mask uint64, skip []*Node[P], local bool) (*pick.Entry[*Node[P]], int) {
+	e, xr := t.bestLocked(byRole, tier, mask, skip, local)
+	if e == nil && local {
+		e, xr = t.bestLocked(byRole, tier, mask, skip, false)
+	}
+	return e, xr
+}
+
 // bestLocked returns the least-loaded entry not in skip among the indexes of byRole whose role
-// tier has, the index it is in and that index's place in byRole; of the local zone's indexes
-// alone when local is true or zones are off.
-func (t *Table[P]) bestLocked(byRole []pick.Index[*Node[P]], tier role.Set, skip []*Node[P], local bool) (e *pick.Entry[*Node[P]], x *pick.Index[*Node[P]], xr int) {
-	end := len(byRole)
+// tier has, in the sets of groups of mask, and that index's place in byRole; of the local
+// zone's indexes alone when local is true or zones are off.
+func (t *Table[P]) bestLocked(byRole []pick.Index[*Node[P]], tier role.Set, mask uint64, skip []*Node[P], local bool) (e *pick.Entry[*Node[P]], xr int) {
+	end := numPickIndexes
 	if local || t.cfg.LocalZone == "" {
 		end = localSlots
 	}
-	for r := range end {
-		if !tier.Has(nodes.Role(r % nodes.NumRoles)) {
-			continue
-		}
-		c := byRole[r].FirstNotIn(skip)
-		if c == nil {
-			continue
-		}
-		if e == nil {
-			e, x, xr = c, &byRole[r], r
-			continue
-		}
-		// The lighter load for its weight (pick.Compare, as the index orders). Between
-		// indexes at the same load, the one with the fewest picks per node so far goes next,
-		// so that ties are shared by node, not by role or zone: one primary next to three
-		// replicas gets a quarter of them.
-		cmp := pick.Compare(c, e)
-		if cmp < 0 || cmp == 0 && t.turns[r]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[r].Len()) {
-			e, x, xr = c, &byRole[r], r
+	var x *pick.Index[*Node[P]]
+	for m := mask; m != 0; m &= m - 1 {
+		base := bits.TrailingZeros64(m) * numPickIndexes
+		for r := range end {
+			if !tier.Has(nodes.Role(r % nodes.NumRoles)) {
+				continue
+			}
+			i := base + r
+			c := byRole[i].FirstNotIn(skip)
+			if c == nil {
+				continue
+			}
+			if e == nil {
+				e, x, xr = c, &byRole[i], i
+				continue
+			}
+			// The lighter load for its weight (pick.Compare, as the index orders). Between
+			// indexes at the same load, the one with the fewest picks per node so far goes
+			// next, so that ties are shared by node, not by role, zone or group: one primary
+			// next to three replicas gets a quarter of them.
+			cmp := pick.Compare(c, e)
+			if cmp < 0 || cmp == 0 && t.turns[i]*uint64(x.Len()) < t.turns[xr]*uint64(byRole[i].Len()) {
+				e, x, xr = c, &byRole[i], i
+			}
 		}
 	}
-	return e, x, xr
+	return e, xr
 }
 
 // Charge counts one more open connection on n, which the caller is about to dial (statement

@@ -14,7 +14,7 @@ import "time"
 //   - Standby nodes are never tried: standby is a choice made by the node list or the role
 //     check (the node must not carry application connections), not a health verdict, and panic
 //     mode relaxes only the health verdict. Nor are nodes of a role the target does not accept
-//     (their last known role).
+//     (their last known role), nor nodes outside the pick's group (groups.go).
 //   - A panic-mode dial that succeeds while no node takes connections brings its node up at
 //     once (CausePanic), without the RecoverCount good probes a probe-led recovery needs. That
 //     rule keeps load off a doubtful node while others can carry it; with none up, the
@@ -32,25 +32,32 @@ import "time"
 // not in skip, with no panic-mode dial in flight and none started within PanicSpacing before
 // now. The caller must report the dial's end with PanicDialed, whatever it was.
 func (t *Table[P]) PanicPick(skip []*Node[P], now time.Time) *Node[P] {
-	return t.panicPick(skip, now, true)
+	return t.panicPick("", skip, now, true)
 }
 
 // PanicPickInUse is PanicPick for statement mode: it claims one in-use connection on the node,
 // as PickInUse does, instead of charging an open one.
 func (t *Table[P]) PanicPickInUse(skip []*Node[P], now time.Time) *Node[P] {
-	return t.panicPick(skip, now, false)
+	return t.panicPick("", skip, now, false)
 }
 
-func (t *Table[P]) panicPick(skip []*Node[P], now time.Time, open bool) *Node[P] {
+// PanicPickInUseFor is PanicPickInUse among the nodes of group ("" for the picks that name
+// none; see groups.go).
+func (t *Table[P]) PanicPickInUseFor(group string, skip []*Node[P], now time.Time) *Node[P] {
+	return t.panicPick(group, skip, now, false)
+}
+
+func (t *Table[P]) panicPick(group string, skip []*Node[P], now time.Time, open bool) *Node[P] {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active > 0 {
 		return nil
 	}
 	accepted := t.tiers[0] | t.tiers[1] // a standby role is in no tier
+	mask := t.groups.mask(group)
 	var best *Node[P]
 	for _, n := range t.downs {
-		if n.standby || n.shutdown || n.panicBusy || !accepted.Has(n.role) || contains(skip, n) {
+		if n.standby || n.shutdown || n.panicBusy || !accepted.Has(n.role) || mask>>n.class&1 == 0 || contains(skip, n) {
 			continue
 		}
 		if !n.panicAt.IsZero() && now.Sub(n.panicAt) < t.cfg.PanicSpacing {

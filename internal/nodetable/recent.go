@@ -115,10 +115,11 @@ func (n *Node[P]) entry(k kind) *pick.Entry[*Node[P]] {
 
 // kindIndexLocked returns the pick index of kind k that n's slot has.
 func (t *Table[P]) kindIndexLocked(k kind, n *Node[P]) *pick.Index[*Node[P]] {
+	x := t.byInUse
 	if k == kindOpen {
-		return &t.byOpen[n.slot()]
+		x = t.byOpen
 	}
-	return &t.byInUse[n.slot()]
+	return &x[n.slot()] // slot once, so that this stays small enough to inline
 }
 
 // chargeLocked counts one more unit of kind k on n: a connection about to be dialed, or one

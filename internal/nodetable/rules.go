@@ -247,6 +247,7 @@ func (t *Table[P]) setStateLocked(n *Node[P], to State, cause Cause, reason stri
 func (t *Table[P]) forgetLocked(n *Node[P]) {
 	delete(t.nodes, n.addr)
 	t.stopWarmupLocked(n)
+	t.leaveGroupsLocked(n)
 	for i, x := range t.order {
 		if x == n {
 			t.order = append(t.order[:i], t.order[i+1:]...)

@@ -43,8 +43,12 @@ func (t *Table[P]) newNodeLocked(want nodes.Node, build Build[P]) (*Node[P], err
 	n.roleNow.Store(uint32(want.Role))
 	n.byOpen.Value, n.byInUse.Value = n, n
 	t.setWeightLocked(n, want.Weight)
+	if err := t.setGroupsLocked(n, want.Groups); err != nil {
+		return nil, err
+	}
 	p, err := build(n)
 	if err != nil {
+		t.leaveGroupsLocked(n)
 		return nil, err
 	}
 	n.payload = p
@@ -101,7 +105,8 @@ func (t *Table[P]) indexTrustedLocked(batch []*Node[P]) {
 //     every connection in between). Standby nodes are never trusted.
 //   - A draining node listed again keeps its counts and goes down until one good probe.
 //   - A listed node's standby flag takes effect at once: a standby node leaves the pick indexes.
-//     So does its role, unless roles come from role checks (Config.RoleCheck).
+//     So does its role, unless roles come from role checks (Config.RoleCheck), and so do its
+//     zone, weight and groups.
 //   - Nodes no longer listed start draining (no new connection; they leave the table when their
 //     last connection closes, at once when they have none), unless that would leave no listed
 //     node up and active (in the pick indexes: not standby by its flag or its role, not
@@ -111,7 +116,9 @@ func (t *Table[P]) indexTrustedLocked(batch []*Node[P]) {
 //     after a refused read), or by a later SetNodes.
 //
 // It returns the nodes added or listed again, which the caller must start probing. An error
-// of build stops the change there and is returned with the nodes added so far.
+// of build, or a list that would have the table hold more than 64 sets of groups at once
+// (nodes of earlier lists still draining), stops the change there and is returned with the
+// nodes added so far.
 func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P], err error) {
 	var trusted []*Node[P]
 	t.mu.Lock()
@@ -123,10 +130,7 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 		switch {
 		case !known:
 			if n, err = t.newNodeLocked(want, build); err != nil {
-				t.indexTrustedLocked(trusted)
-				t.mu.Unlock()
-				t.deliver()
-				return added, err
+				return t.stopSetLocked(trusted, added, err)
 			}
 			if trustNew && !want.Standby {
 				t.addUpLocked(n)
@@ -147,6 +151,9 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 		t.setStandbyLocked(n, want.Standby)
 		t.setZoneLocked(n, want.AZ)
 		t.setWeightLocked(n, want.Weight)
+		if err := t.setGroupsLocked(n, want.Groups); err != nil {
+			return t.stopSetLocked(trusted, added, err)
+		}
 		if !t.cfg.RoleCheck {
 			t.claimLocked(n, want.Role, "node list: "+want.Role.String())
 		}
@@ -156,6 +163,15 @@ func (t *Table[P]) SetNodes(list []nodes.Node, build Build[P]) (added []*Node[P]
 	err = t.applyRemovalsLocked()
 	t.electLocked(nil, "") // the list may have added, removed or set standby its writer
 	t.updatePanicLocked()
+	t.mu.Unlock()
+	t.deliver()
+	return added, err
+}
+
+// stopSetLocked ends a SetNodes that failed with err: the trusted nodes it added go into the
+// pick indexes, the mutex is released and the transitions delivered.
+func (t *Table[P]) stopSetLocked(trusted, added []*Node[P], err error) ([]*Node[P], error) {
+	t.indexTrustedLocked(trusted)
 	t.mu.Unlock()
 	t.deliver()
 	return added, err

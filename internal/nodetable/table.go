@@ -143,6 +143,13 @@ type Config[P any] struct {
 	LocalZone string
 	// ZoneMinUpPercent is that share, from 1 to 100; 0 means DefaultZoneMinUpPercent.
 	ZoneMinUpPercent int
+	// Group is the group (nodes.Node.Groups) the picks that name none choose from (lbd's
+	// group): "" for every node outside the Isolated groups. See groups.go.
+	Group string
+	// Isolated are the groups whose nodes the picks that name no group leave out (lbd's
+	// isolatedGroups), while Group is "": a node in any of them is picked only by a pick that
+	// names one of its groups.
+	Isolated []string
 }
 
 // Table is the node table. Create one with New; it is safe for concurrent use.
@@ -153,13 +160,14 @@ type Table[P any] struct {
 	// The pick indexes, one per role: up, active nodes by open physical connections (where a
 	// new one goes) and by physical connections in use (where statement mode binds). The
 	// standby role's are always empty. Each role has four: local zone or not, full speed or
-	// slowed by TickLoad (see slot).
-	byOpen  [numPickIndexes]pick.Index[*Node[P]]
-	byInUse [numPickIndexes]pick.Index[*Node[P]]
-	active  int                    // nodes in the byOpen indexes
-	turns   [numPickIndexes]uint64 // picks per index, for sharing ties between roles (pickIn)
-	tiers   [2]role.Set            // Config.Target's tiers
-	warming []*Node[P]             // nodes whose warm-up has not ended, in no order; see Tick
+	// slowed by TickLoad (see slot); and each set of groups has numPickIndexes of them, the
+	// nodes of no group the first (groups.go). They only grow.
+	byOpen  []pick.Index[*Node[P]]
+	byInUse []pick.Index[*Node[P]]
+	active  int         // nodes in the byOpen indexes
+	turns   []uint64    // picks per index, for sharing ties between roles (pickIn)
+	tiers   [2]role.Set // Config.Target's tiers
+	warming []*Node[P]  // nodes whose warm-up has not ended, in no order; see Tick
 	// desired is the node list last asked for while part of it could not be applied (a
 	// removal that would have left no up node); nil when everything asked for is applied.
 	desired []string
@@ -191,6 +199,8 @@ type Table[P any] struct {
 	// The local zone's nodes in state up or down, and of them those in the pick indexes
 	// (zones.go).
 	zoneLive, zoneActive int
+
+	groups groupTable // the sets of groups of the nodes (groups.go)
 
 	// The windows of recent units of open and in-use connections (recent.go).
 	recent [numKinds]recentRing[P]
@@ -230,8 +240,13 @@ func New[P any](cfg Config[P]) (*Table[P], error) {
 	case cfg.ZoneMinUpPercent < 0 || cfg.ZoneMinUpPercent > 100:
 		return nil, fmt.Errorf("zoneMinUpPercent is %d; it must be from 1 to 100", cfg.ZoneMinUpPercent)
 	}
+	if err := checkGroupConfig(cfg.Group, cfg.Isolated); err != nil {
+		return nil, err
+	}
 	t := &Table[P]{nodes: make(map[string]*Node[P]), cfg: cfg}
 	t.tiers[0], t.tiers[1] = cfg.Target.Tiers()
+	t.groups.init(cfg.Group, cfg.Isolated)
+	t.growIndexesLocked(1)
 	return t, nil
 }
 
@@ -250,6 +265,7 @@ type Node[P any] struct {
 	state        State
 	role         nodes.Role    // what the node is for; see Config.RoleCheck and Config.SingleWriter
 	claimed      nodes.Role    // what its check, source or refusal says it is (role but for SingleWriter)
+	class        uint8         // the node's set of groups (groups.go), next to role: slot reads both
 	dialFailures int           // consecutive failed dials
 	goodProbes   int           // consecutive good probes counted since the last failure or markdown
 	recoveredAt  time.Time     // when probes last brought the node up (FlapWindow)
@@ -315,6 +331,8 @@ type Node[P any] struct {
 
 	zone  string // the node's zone from its source ("" when none); guarded by the mutex
 	other bool   // zone is not Config.LocalZone (always false without one): see slot
+
+	groupsNow atomic.Pointer[groupSet] // the node's set of groups, for InGroup without the mutex
 }
 
 // Addr returns the node's "host:port".

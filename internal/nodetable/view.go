@@ -24,6 +24,7 @@ type View[P any] struct {
 	Effective  float64    // the weight the picks use: Weight × max(Warmth, WarmupFloor) × Speed
 	Speed      float64    // the speed factor TickLoad gave the node, from 1/16 to 1 (1 without Config.LeastLoad)
 	Zone       string     // the node's zone from its source ("" when none)
+	Groups     string     // the node's groups from its source, in name order (nodes.Node.Groups; "" when none)
 
 	Dials         uint64            // successful dials
 	DialFailures  uint64            // failed dials, refused ones included
@@ -50,6 +51,7 @@ func (t *Table[P]) Snapshot(buf []View[P]) []View[P] {
 			Node: n, State: n.state, Standby: n.standby, Role: n.role, Lagging: n.lagging, LagFloor: n.floorServing, Open: n.byOpen.Count(), InUse: n.byInUse.Count(),
 			GoodProbes: n.goodProbes, LastErr: n.lastErr,
 			Weight: n.weight, Warmth: n.warmth, Effective: effective(n), Speed: speedOf(n.slow), Zone: n.zone,
+			Groups: n.groupsNow.Load().names,
 		})
 	}
 	t.mu.Unlock()

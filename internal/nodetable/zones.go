@@ -38,11 +38,12 @@ func (t *Table[P]) otherZone(zone string) bool {
 	return t.cfg.LocalZone != "" && zone != t.cfg.LocalZone
 }
 
-// slot is the place of n's pick entries in the byOpen and byInUse arrays: its role among the
-// local zone's indexes or the other zones', at full speed or slowed. The local zone's come
-// first (localSlots of them).
+// slot is the place of n's pick entries in the byOpen and byInUse slices: its role among the
+// local zone's indexes or the other zones', at full speed or slowed, among those of its set of
+// groups (numPickIndexes per set: groups.go). The local zone's come first in each set
+// (localSlots of them).
 func (n *Node[P]) slot() int {
-	s := int(n.role)
+	s := int(n.class)*numPickIndexes + int(n.role)
 	if n.slow != 0 {
 		s += nodes.NumRoles
 	}

@@ -45,6 +45,7 @@ type Conn struct {
 	broken  atomic.Pointer[error] // set once the proxy broke the protocol; dc is closed then
 	cut     atomic.Bool           // set once a caller's context ended during a command: its errors are the caller's (observeRun)
 	rerun   bool                  // made by QueryOnce to run a read again: its own failure is not run again
+	group   string                // the group the connection was picked for (SetGroup; "": the default picks)
 
 	// Prepared and Swept belong to whoever claimed the connection (statement mode's logical
 	// connection): the statements prepared on it, by the claimer's key, and the claimer's
@@ -259,6 +260,9 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 
 // PrepareContext implements driver.ConnPrepareContext.
 func (c *Conn) PrepareContext(ctx context.Context, query string) (_ driver.Stmt, err error) {
+	if err := c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
@@ -309,6 +313,9 @@ func (c *Conn) Begin() (driver.Tx, error) {
 
 // BeginTx implements driver.ConnBeginTx.
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx, err error) {
+	if err := c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
@@ -331,6 +338,9 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (_ driver.Tx,
 // without interpolateParams) passes through untouched so database/sql falls back to a prepared
 // statement.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (_ driver.Result, err error) {
+	if err := c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.enterText(query); err != nil {
 		return nil, err
 	}
@@ -346,6 +356,9 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	return c.query(ctx, query, args, 0)
 }
 

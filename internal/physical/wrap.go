@@ -101,6 +101,9 @@ func (s *stmt) Query(args []driver.Value) (out driver.Rows, err error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ driver.Result, err error) {
+	if err := s.c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}
@@ -115,6 +118,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (_ dri
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (out driver.Rows, err error) {
+	if err := s.c.checkGroup(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.c.enterText(s.query); err != nil {
 		return nil, err
 	}

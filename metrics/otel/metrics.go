@@ -15,6 +15,7 @@
 //	db.client.connection.create_time  s             histogram: each dial and MySQL handshake, failed ones included
 //	lbd.node.state                    {node}        observable gauge: 1 for the node's lbd.node.state (up, down, draining), 0 for the others
 //	lbd.node.role                     {node}        observable gauge: 1 for the node's lbd.node.role (nodes.Role: unknown, primary, replica, standby), 0 for the others
+//	lbd.node.group                    {node}        observable gauge: 1 for each lbd.node.group the node belongs to (lbd.InGroup); none for a node of no group
 //	lbd.node.weight                   1             observable gauge: the node's weight from its source or the DSN
 //	lbd.node.warmup                   1             observable gauge: slow-start progress, 0 as the node comes up to 1 once warm
 //	lbd.node.weight.effective         1             observable gauge: what new connections go by, weight × max(warm-up, 0.1)
@@ -63,6 +64,7 @@ const ScopeName = "github.com/lbd-go/lbd/metrics/otel"
 const (
 	NodeStateKey       = attribute.Key("lbd.node.state")
 	NodeRoleKey        = attribute.Key("lbd.node.role")
+	NodeGroupKey       = attribute.Key("lbd.node.group")
 	RetireReasonKey    = attribute.Key("lbd.retire.reason")
 	TransitionCauseKey = attribute.Key("lbd.transition.cause")
 )
@@ -93,7 +95,7 @@ type Metrics struct {
 	count                                     dbconv.ClientConnectionCountObservable
 	state, dials, dialFailures, retired       metric.Int64Observable
 	fatal, probes, probeFailures, transitions metric.Int64Observable
-	role, weight, passive                     metric.Int64Observable
+	role, weight, passive, group              metric.Int64Observable
 	warmup, effectiveWeight                   metric.Float64Observable
 	latency, speed                            metric.Float64Observable
 	createTime                                dbconv.ClientConnectionCreateTime
@@ -142,6 +144,9 @@ func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics
 	m.role, err = meter.Int64ObservableGauge("lbd.node.role", metric.WithUnit("{node}"),
 		metric.WithDescription("1 for the node's current role (lbd.node.role unknown, primary, replica or standby), 0 for the others."))
 	check(err)
+	m.group, err = meter.Int64ObservableGauge("lbd.node.group", metric.WithUnit("{node}"),
+		metric.WithDescription("1 for each group the node belongs to (lbd.node.group), none for a node of no group."))
+	check(err)
 	m.weight, err = meter.Int64ObservableGauge("lbd.node.weight", metric.WithUnit("1"),
 		metric.WithDescription("The node's weight from its source or the DSN (1 when none was given)."))
 	check(err)
@@ -177,7 +182,7 @@ func Register(c *lbd.Connector, mp metric.MeterProvider, opts Options) (*Metrics
 	}
 	m.reg, err = meter.RegisterCallback(m.observe, m.count.Inst(), m.state, m.dials, m.dialFailures, m.retired,
 		m.fatal, m.probes, m.probeFailures, m.transitions, m.role, m.weight, m.warmup, m.effectiveWeight, m.passive,
-		m.latency, m.speed)
+		m.latency, m.speed, m.group)
 	if err != nil {
 		return nil, fmt.Errorf("lbdotel: %w", err)
 	}
@@ -242,6 +247,9 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 				v = 1
 			}
 			o.ObserveInt64(m.role, v, with(a, NodeRoleKey.String(r.String())))
+		}
+		for _, g := range n.Groups {
+			o.ObserveInt64(m.group, 1, with(a, NodeGroupKey.String(g)))
 		}
 		o.ObserveInt64(m.weight, int64(n.Weight), with(a))
 		o.ObserveFloat64(m.warmup, n.Warmup, with(a))

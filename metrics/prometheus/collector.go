@@ -16,6 +16,10 @@
 //	sum by (role) (lbd_node_open_connections * on (node) group_left (role) lbd_node_info)
 //
 // On a role change the old info series ends and the new one starts: one series churns, not all.
+// The node's groups (lbd.InGroup) are likewise the label of lbd_node_group_info{node,group} = 1,
+// one series per group of the node, none for a node of no group:
+//
+//	sum by (group) (lbd_node_in_use_connections * on (node) group_right lbd_node_group_info)
 //
 // Register it next to client_golang's collectors.NewDBStatsCollector for the *sql.DB, which
 // exports database/sql's own pool (waits, lifetime closes) under go_sql_*:
@@ -58,7 +62,7 @@ type Collector struct {
 	dials, dialFailures, retired, fatal, probes    *prometheus.Desc
 	probeFailures, transitions                     *prometheus.Desc
 	info, weight, effectiveWeight, warmup, passive *prometheus.Desc
-	latency, speed                                 *prometheus.Desc
+	latency, speed, groupInfo                      *prometheus.Desc
 	probeSeconds, dialSeconds                      *prometheus.HistogramVec
 
 	mu    sync.Mutex      // guards known
@@ -72,6 +76,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 //
 //	lbd_logical_connections                  gauge    connections database/sql holds open
 //	lbd_node_info{role}                      gauge    1, with the node's role (nodes.Role): primary, replica, standby, unknown
+//	lbd_node_group_info{group}               gauge    1 per group the node belongs to (lbd.NodeStats.Groups)
 //	lbd_node_up                              gauge    1 while the node takes new connections
 //	lbd_node_state{state}                    gauge    1 for the node's state: up, down or draining
 //	lbd_node_standby                         gauge    1 while the node is a standby
@@ -108,6 +113,8 @@ func NewCollector(c *lbd.Connector, opts Options) *Collector {
 		c:       c,
 		logical: prometheus.NewDesc("lbd_logical_connections", "Connections database/sql holds open through lbd: logical ones in statement mode, physical ones in connection mode.", nil, opts.ConstLabels),
 		info:    desc("lbd_node_info", "1, with the node's role (primary, replica, standby, unknown) as a label: join on node to carry the role to other series.", "role"),
+		groupInfo: desc("lbd_node_group_info",
+			"1 for each group the node belongs to (lbd.InGroup), with the group as a label: join on node to carry groups to other series.", "group"),
 		up:      desc("lbd_node_up", "1 while the node is up (takes new connections), 0 while down or draining."),
 		state:   desc("lbd_node_state", "1 for the node's current state (up, down, draining), 0 for the others.", "state"),
 		standby: desc("lbd_node_standby", "1 while the node is a standby: probed, but taking no new connection."),
@@ -164,7 +171,7 @@ func (col *Collector) Close() { col.remove() }
 func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{col.logical, col.up, col.state, col.standby, col.open, col.idle, col.inUse,
 		col.dials, col.dialFailures, col.retired, col.fatal, col.probes, col.probeFailures, col.transitions,
-		col.info, col.weight, col.warmup, col.effectiveWeight, col.passive, col.latency, col.speed} {
+		col.info, col.weight, col.warmup, col.effectiveWeight, col.passive, col.latency, col.speed, col.groupInfo} {
 		ch <- d
 	}
 	col.probeSeconds.Describe(ch)
@@ -190,6 +197,9 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 		a := n.Addr
 		present[a] = true
 		gauge(col.info, 1, a, n.Role.String())
+		for _, g := range n.Groups {
+			gauge(col.groupInfo, 1, a, g)
+		}
 		gauge(col.up, b2f(n.State == lbd.StateUp), a)
 		for _, s := range nodeStates {
 			gauge(col.state, b2f(n.State == s), a, s.String())

@@ -59,6 +59,9 @@ type entry struct {
 	port uint16 // for A/AAAA
 	srv  bool
 	zone string // written "name~zone": the zone of every node the name gives; "" when none
+	// groups, written "name+group" (before any ~zone): the groups of every node the name gives,
+	// as nodes.Node.Groups spells them; "" when none
+	groups string
 }
 
 // parseEntry reads one name; errors say what is wrong with it, the caller says where it is.
@@ -74,6 +77,19 @@ func parseEntry(raw string) (entry, error) {
 		}
 		e, err := parseEntry(raw)
 		e.zone = zone
+		return e, err
+	}
+	raw, groups, hasGroups := strings.Cut(raw, string(nodes.GroupSep))
+	if hasGroups {
+		check := nodes.CheckGroups
+		if groups == "" {
+			check = nodes.CheckGroup
+		}
+		if err := check(groups); err != nil {
+			return entry{}, fmt.Errorf("has bad groups after %q: %s", nodes.GroupSep, strings.TrimPrefix(err.Error(), "nodes: "))
+		}
+		e, err := parseEntry(raw)
+		e.groups = nodes.JoinGroups(nodes.SplitGroups(groups)...)
 		return e, err
 	}
 	host, port, err := net.SplitHostPort(raw)

@@ -28,6 +28,13 @@
 // and reading it from a target's name or a TXT record would be a naming convention of one
 // deployment, not of DNS; so the zone is the name's, written next to it.
 //
+// Either may also carry groups, "+group" once per group, before any "~zone" (nodes.GroupSep):
+// every node the name gives belongs to them (nodes.Node.Groups), for lbd's group,
+// isolatedGroups and InGroup: "_mysql._tcp.oltp.example,_mysql._tcp.bi.example+analytics", one
+// name per group. DNS records carry no group either, for the same reason as zones; a node that
+// two names give belongs to the groups of both. Merging at most nodes.MaxGroupSets sets of
+// groups over the names is checked with the rest of each answer.
+//
 // All entries are resolved and their nodes merged, without duplicates, sorted by address. The
 // set's Version is a hash of that sorted answer, so the same answer always has the same
 // version.

@@ -62,8 +62,16 @@ func (s *Source) round(ctx context.Context) (nodes.Set, []failure) {
 			continue
 		}
 		for _, n := range found {
-			if old, dup := byAddr[n.Addr]; !dup || n.Weight > old.Weight {
+			old, dup := byAddr[n.Addr]
+			if dup && old.Groups != n.Groups {
+				// Two names give the node: it belongs to the groups of both.
+				n.Groups = unionGroups(old.Groups, n.Groups)
+				old.Groups = n.Groups
+			}
+			if !dup || n.Weight > old.Weight {
 				byAddr[n.Addr] = n
+			} else {
+				byAddr[n.Addr] = old
 			}
 		}
 	}
@@ -100,7 +108,7 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 			if r.Port == 0 {
 				return nil, fmt.Errorf("SRV record for %s has port 0", r.Target)
 			}
-			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight), AZ: e.zone})
+			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight), AZ: e.zone, Groups: e.groups})
 		}
 		return out, nil
 	}
@@ -118,7 +126,7 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 		if a.Is6() && ip.Zone != "" {
 			a = a.WithZone(ip.Zone)
 		}
-		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String(), AZ: e.zone})
+		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String(), AZ: e.zone, Groups: e.groups})
 	}
 	return out, nil
 }
@@ -140,9 +148,24 @@ func (s *Source) namingServer(err error) error {
 func version(ns []nodes.Node) string {
 	h := sha256.New()
 	for _, n := range ns {
+		if n.Groups != "" {
+			fmt.Fprintf(h, "%s %d %s\n", n.Addr, n.Weight, n.Groups)
+			continue
+		}
 		fmt.Fprintf(h, "%s %d\n", n.Addr, n.Weight)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// unionGroups returns the groups of a and b (nodes.Node.Groups), each once, in name order.
+func unionGroups(a, b string) string {
+	names := nodes.SplitGroups(a)
+	for _, g := range nodes.SplitGroups(b) {
+		if !slices.Contains(names, g) {
+			names = append(names, g)
+		}
+	}
+	return nodes.JoinGroups(names...)
 }
 
 // condition is the comparable form of a round's failures.

@@ -87,12 +87,13 @@ func (s *Source) compose() nodes.Set {
 	return nodes.Set{Nodes: out, Version: "default:" + s.def.md5 + "+az:" + s.az.md5}
 }
 
-// nodes is v's list as nodes with the weights, roles and zones the config-server gave (absent:
-// the default weight, an unknown role, no zone), marked standby when standby is true.
+// nodes is v's list as nodes with the weights, roles, zones and groups the config-server gave
+// (absent: the default weight, an unknown role, no zone, no group), marked standby when standby
+// is true.
 func (v *variant) nodes(standby bool) []nodes.Node {
 	out := make([]nodes.Node, len(v.list))
 	for i, a := range v.list {
-		out[i] = nodes.Node{Addr: a, Weight: v.weights[a], Role: v.roles[a], AZ: v.zones[a], Standby: standby}
+		out[i] = nodes.Node{Addr: a, Weight: v.weights[a], Role: v.roles[a], AZ: v.zones[a], Groups: v.groups[a], Standby: standby}
 	}
 	return out
 }
@@ -238,7 +239,7 @@ func (s *Source) defaultFromCache() {
 		return
 	}
 	s.def.list, s.def.weights, s.def.roles, s.def.md5, s.def.have = slices.Clone(cf.Nodes), cf.Weights, cf.roles, cf.MD5, true
-	s.def.zones = cf.Zones
+	s.def.zones, s.def.groups = cf.Zones, cf.Groups
 	s.notes.emit(slog.LevelWarn, "lbd: no config-server gave the default set; using the one cached by an earlier poll",
 		"cache_file", path, "cached_at", cf.SavedAt.Format(time.RFC3339), "nodes", len(cf.Nodes))
 }

@@ -55,6 +55,9 @@ type cacheFile struct {
 	// Zones are the zones the config-server gave (canonical address → zone); absent in files
 	// of older releases and for lists without zones.
 	Zones map[string]string `json:"zones,omitempty"`
+	// Groups are the groups the config-server gave (canonical address → nodes.Node.Groups);
+	// absent in files of older releases and for lists without groups.
+	Groups map[string]string `json:"groups,omitempty"`
 
 	roles map[string]nodes.Role // Roles, read by load
 }
@@ -77,7 +80,7 @@ func (c *diskCache) path(variant string) string {
 // synced, then renamed over the old one (a symbolic link planted there is replaced, not
 // followed). The directory is created with mode 0700; one that others can write is refused
 // (errUnsafeCache). The list and md5 are checked as load checks them.
-func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, roles map[string]nodes.Role, zones map[string]string, now time.Time) error {
+func (c *diskCache) save(variant, md5 string, list []string, weights map[string]int, roles map[string]nodes.Role, zones, groups map[string]string, now time.Time) error {
 	if err := checkCached(md5, list); err != nil {
 		return fmt.Errorf("refusing to cache an unusable list: %v", err)
 	}
@@ -97,6 +100,7 @@ func (c *diskCache) save(variant, md5 string, list []string, weights map[string]
 		Roles:   roleNames(roles),
 		SavedAt: now.UTC(),
 		Zones:   zones,
+		Groups:  groups,
 	}, "", "  ")
 	if err != nil {
 		return err
@@ -215,6 +219,11 @@ func (c *diskCache) load(variant string) (cacheFile, string, error) {
 	for a, z := range cf.Zones {
 		if err := nodes.CheckZone(z); err != nil || !slices.Contains(cf.Nodes, a) {
 			return cacheFile{}, path, fmt.Errorf("holds a zone %q for %q, not a listed node's zone name", clip(z), clip(a))
+		}
+	}
+	for a, g := range cf.Groups {
+		if err := nodes.CheckGroups(g); err != nil || g == "" || !slices.Contains(cf.Nodes, a) {
+			return cacheFile{}, path, fmt.Errorf("holds groups %q for %q, not a listed node's group names", clip(g), clip(a))
 		}
 	}
 	// In the spelling answers are handed on in (a file of an older release may differ).

@@ -111,6 +111,7 @@ type answer struct {
 	weights   map[string]int        // code 200: canonical address → weight, for the listed nodes that have one; nil when none
 	roles     map[string]nodes.Role // code 200: canonical address → role, for the listed nodes that have one; nil when none
 	zones     map[string]string     // code 200: canonical address → zone, for the listed nodes that have one; nil when none
+	groups    map[string]string     // code 200: canonical address → groups (nodes.Node.Groups), for the listed nodes in any; nil when none
 }
 
 // wireAnswer is the JSON body; lb-driver's config-server writes code, md5 and data, and
@@ -127,6 +128,9 @@ type wireAnswer struct {
 	// Zone is lbd's config-server's: proxy address → the AZ whose az.proxy set lists it (see
 	// nodes.Document.Nodes).
 	Zone map[string]json.RawMessage `json:"zone"`
+	// Group is lbd's config-server's: proxy address → the names of its groups (see
+	// nodes.Document.Group).
+	Group map[string]json.RawMessage `json:"group"`
 }
 
 // fetch asks one config-server for the schema's list. The request carries the md5 the client
@@ -258,13 +262,67 @@ func decodeAnswer(srv server, status int, body []byte, sentMD5 bool) (answer, *S
 	if err != nil {
 		return answer{}, newServerError(srv, ErrMalformedEntry, "zone", err.Error())
 	}
+	groups, err := decodeGroups(w.Group, seen)
+	if err != nil {
+		return answer{}, newServerError(srv, ErrMalformedEntry, "group", err.Error())
+	}
 	md5 := strings.TrimSpace(w.MD5)
 	if md5 == "" {
 		md5 = nodes.ListMD5(spelled) // what lb-driver's config-server would have sent
 	} else if err := checkMD5(md5); err != nil {
 		return answer{}, newServerError(srv, ErrBadAnswer, "md5", err.Error())
 	}
-	return answer{md5: md5, list: list, weights: weights, roles: roles, zones: zones}, nil
+	return answer{md5: md5, list: list, weights: weights, roles: roles, zones: zones, groups: groups}, nil
+}
+
+// groupNames reports whether names are group names as a node may have them (nodes.CheckGroup,
+// each once, at most nodes.MaxGroupsPerNode).
+func groupNames(names []string) bool {
+	for _, g := range names {
+		if nodes.CheckGroup(g) != nil {
+			return false
+		}
+	}
+	return nodes.CheckGroups(strings.Join(names, string(nodes.GroupSep))) == nil
+}
+
+// decodeGroups checks an answer's group map against its list (seen: canonical address →
+// spelling) and returns it keyed by canonical address, as nodes.Node.Groups spells them: every
+// key a listed node, once, every value a list of group names nodes.CheckGroups accepts, and at
+// most nodes.MaxGroupSets distinct sets over the list.
+func decodeGroups(raw map[string]json.RawMessage, seen map[string]string) (map[string]string, error) {
+	var out map[string]string
+	for a, v := range raw {
+		canon, err := nodes.Canonical(a)
+		if err != nil {
+			return nil, fmt.Errorf("groups for %q: %s", clip(a), clip(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
+		if _, listed := seen[canon]; !listed {
+			return nil, fmt.Errorf("groups for %q, which the answer does not list", clip(a))
+		}
+		var names []string
+		if err := json.Unmarshal(v, &names); err != nil || len(names) == 0 || !groupNames(names) {
+			return nil, fmt.Errorf("groups %s for %q are not a list of 1 to %d group names (lower-case letters, digits, '-' and '_')",
+				clip(string(bytes.TrimSpace(v))), clip(a), nodes.MaxGroupsPerNode)
+		}
+		if _, dup := out[canon]; dup {
+			return nil, fmt.Errorf("two group lists for %q", clip(a))
+		}
+		if out == nil {
+			out = make(map[string]string)
+		}
+		out[canon] = nodes.JoinGroups(names...)
+	}
+	if out != nil {
+		list := make([]nodes.Node, 0, len(out))
+		for a, g := range out {
+			list = append(list, nodes.Node{Addr: a, Groups: g})
+		}
+		if err := nodes.CheckGroupSets(list); err != nil {
+			return nil, errors.New(clip(strings.TrimPrefix(err.Error(), "nodes: ")))
+		}
+	}
+	return out, nil
 }
 
 // decodeZones checks an answer's zone map against its list (seen: canonical address → spelling)

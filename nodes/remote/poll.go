@@ -36,14 +36,14 @@ func (s *Source) round(ctx context.Context, v *variant) (ans answer, errs []*Ser
 // take stores a usable answer for v and reports whether v's list changed. A new list is
 // written to the disk cache and logged.
 func (s *Source) take(v *variant, a answer) bool {
-	if a.unchanged || (v.have && a.md5 == v.md5 && slices.Equal(a.list, v.list) && maps.Equal(a.weights, v.weights) && maps.Equal(a.roles, v.roles) && maps.Equal(a.zones, v.zones)) {
+	if a.unchanged || (v.have && a.md5 == v.md5 && slices.Equal(a.list, v.list) && maps.Equal(a.weights, v.weights) && maps.Equal(a.roles, v.roles) && maps.Equal(a.zones, v.zones) && maps.Equal(a.groups, v.groups)) {
 		return false
 	}
 	v.list, v.weights, v.roles, v.md5, v.have = a.list, a.weights, a.roles, a.md5, true
-	v.zones = a.zones
+	v.zones, v.groups = a.zones, a.groups
 	s.notes.emit(slog.LevelInfo, "lbd: config-server sent a new node list", "set", v.name, "nodes", len(a.list), "md5", a.md5)
 	if s.cache != nil {
-		err := s.cache.save(v.cacheKey, v.md5, v.list, v.weights, v.roles, v.zones, s.s.Clock.Now())
+		err := s.cache.save(v.cacheKey, v.md5, v.list, v.weights, v.roles, v.zones, v.groups, s.s.Clock.Now())
 		s.notes.cacheWrite(err, s.cache.dir)
 	}
 	return true

@@ -40,7 +40,7 @@ func TestCacheRoleRoundTrip(t *testing.T) {
 	c := newDiskCache(t.TempDir(), "s", []server{{base: "http://cs:1"}})
 	list := []string{"10.0.0.1:1", "10.0.0.2:1"}
 	roles := map[string]nodes.Role{"10.0.0.1:1": nodes.RolePrimary, "10.0.0.2:1": nodes.RoleStandby}
-	if err := c.save("default", nodes.ListMD5(list), list, nil, roles, nil, time.Now()); err != nil {
+	if err := c.save("default", nodes.ListMD5(list), list, nil, roles, nil, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	cf, path, err := c.load("default")
@@ -75,7 +75,7 @@ func TestCacheZoneRoundTrip(t *testing.T) {
 	c := newDiskCache(t.TempDir(), "s", []server{{base: "http://cs:1"}})
 	list := []string{"10.0.0.1:1", "10.0.0.2:1"}
 	zones := map[string]string{"10.0.0.1:1": "az1", "10.0.0.2:1": "az2"}
-	if err := c.save("default", nodes.ListMD5(list), list, nil, nil, zones, time.Now()); err != nil {
+	if err := c.save("default", nodes.ListMD5(list), list, nil, nil, zones, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	cf, path, err := c.load("default")

@@ -55,6 +55,7 @@ type variant struct {
 	weights  map[string]int        // canonical address → weight, from the config-server's answer; nil when none
 	roles    map[string]nodes.Role // canonical address → role, likewise
 	zones    map[string]string     // canonical address → zone, likewise
+	groups   map[string]string     // canonical address → groups (nodes.Node.Groups), likewise
 	md5      string
 	have     bool
 }
@@ -175,7 +176,7 @@ func (s *Source) startFromCache(errs []*ServerError) error {
 		return fail(fmt.Sprintf(", and the cached list is unusable (%s: %v)", path, err))
 	}
 	s.az.list, s.az.weights, s.az.roles, s.az.md5, s.az.have = slices.Clone(cf.Nodes), cf.Weights, cf.roles, cf.MD5, true
-	s.az.zones = cf.Zones
+	s.az.zones, s.az.groups = cf.Zones, cf.Groups
 	s.notes.startedFromCache(errs, path, cf.SavedAt, len(cf.Nodes))
 	return nil
 }
