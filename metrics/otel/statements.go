@@ -26,10 +26,6 @@ import (
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// NodeGroupKey is the attribute of a statement's node's named groups, once nodes carry groups
-// (lbd.StatementInfo.Groups); absent while a node has none.
-const NodeGroupKey = attribute.Key("lbd.node.group")
-
 // DefaultOperationDurationBuckets are db.client.operation.duration's bucket boundaries in
 // seconds: the database metric conventions' advice.
 var DefaultOperationDurationBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
