@@ -128,12 +128,14 @@ func ReadYourWrites(ctx context.Context) context.Context { return logical.ReadYo
 // the write's own answer (MariaDB's last_gtid, MySQL's session_track_gtids=OWN_GTID, which lbd
 // asks for on each connection it opens); elsewhere lbd reads it on the same session right after
 // the write (MariaDB @@last_gtid; MySQL @@global.gtid_executed, a superset): one more round trip
-// per write. A later read of that scope bound to a replica first waits there until the replica
-// has applied that position (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET), for at most
-// readAfterWriteMillis: one more round trip per such read. When the wait times out or fails,
-// the read runs on the primary instead. As MySQL Router's wait_for_my_writes, but the position
-// belongs to the scope, not to one proxy's session, so it holds across every proxy. Reads bound
-// to the primary, and reads of a scope that has written nothing, wait for nothing.
+// per write. A later read of that scope bound to a replica runs there once the replica has
+// applied that position, proven by an earlier wait on the same connection or by a wait now
+// (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET: one more round trip), for at most
+// readAfterWriteMillis and no longer than the replica lately took to catch up; a read of a write
+// younger than that catch-up time, or one whose wait fails, runs on the primary instead. As
+// MySQL Router's wait_for_my_writes, but the position belongs to the scope, not to one proxy's
+// session, so it holds across every proxy. Reads bound to the primary, and reads of a scope that
+// has written nothing, wait for nothing. docs/design.md (read/write splitting) has the rules.
 
 // CausalStats counts what readConsistency=gtid did (zero without it).
 type CausalStats struct {

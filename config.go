@@ -235,9 +235,10 @@ type Config struct {
 	MinServingReplicas int
 	// ReadConsistency is how ReadWriteSplit keeps read-your-writes (readConsistency): "time"
 	// (the default) sends a scope's reads to the primary for ReadAfterWrite after its write;
-	// "gtid" records the GTID position each write reached and makes a later read of the scope
-	// wait on its replica until the replica applied it, for at most ReadAfterWrite, then run on
-	// the primary (with RoleCheck "galera", by Galera's WSREP_LAST_WRITTEN_GTID and
+	// "gtid" records the GTID position each write reached and runs a later read of the scope on
+	// its replica once the replica applied it, waiting there for at most ReadAfterWrite (and no
+	// longer than the replica lately took to catch up), on the primary otherwise (with RoleCheck
+	// "galera", by Galera's WSREP_LAST_WRITTEN_GTID and
 	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down). See
 	// ReadYourWrites for scopes.
 	ReadConsistency string

@@ -134,13 +134,13 @@ func splitOverPairConnector(t *testing.T, params string) (*sql.DB, *lbd.Connecto
 
 // With readConsistency=gtid and the replica 2 s behind, a read right after its write cannot run on
 // the replica: lbd finds the replica behind with a check (it waits no delay out) and runs the
-// read on the primary, where it sees its write; a read of a write older than the delay runs on
-// the replica, which has it. With a bound shorter than the delay every read runs on the
+// read on the primary, where it sees its write; a read of a write the replica has applied runs
+// there. With a bound shorter than the delay every read runs on the
 // primary, and sees its write too. MASTER_DELAY counts from the event's timestamp, which has
 // whole seconds, so a delay of 2 s holds a write back between 1 and 2 s: always longer than the
 // 200 ms bound (a 1 s delay holds some writes back for only a few ms).
 func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
-	_, _, table := delayedPairTable(t, "lbd_gtidread", 2*time.Second)
+	_, rAdmin, table := delayedPairTable(t, "lbd_gtidread", 2*time.Second)
 
 	db, c := splitOverPairConnector(t, "readConsistency=gtid&readAfterWriteMillis=3000")
 	if stale := staleReads(t, db, table, 5); stale != 0 {
@@ -152,20 +152,23 @@ func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
 	if cs.Captures != 5 || cs.Reported != 5 || cs.Waits == 0 || cs.Fallbacks != 5 || cs.WaitTime > time.Second {
 		t.Errorf("causal stats %+v: want 5 positions reported by the writes, the replica checked without waiting the delay out, and 5 reads on the primary", cs)
 	}
-	// A write older than the delay: the replica has it, and the read runs there.
+	// A write the replica has applied (after the delay): the read runs there.
 	ctx := context.Background()
 	id := time.Now().UnixNano()
 	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?)", id); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the write on the delayed replica", func() bool {
+		var n int
+		return rAdmin.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE id = ?", id).Scan(&n) == nil && n == 1
+	})
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE id = ?", id).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("a read 2.5 s after its write: %d rows, %v", n, err)
+		t.Fatalf("a read after the replica applied its write: %d rows, %v", n, err)
 	}
 	after := c.Stats().Causal
 	if after.Fallbacks != cs.Fallbacks || after.Waits != cs.Waits+1 {
-		t.Errorf("causal stats %+v after %+v: want the read of a write older than the delay on the replica, after one wait", after, cs)
+		t.Errorf("causal stats %+v after %+v: want the read of a write the replica applied on the replica, after one wait", after, cs)
 	}
 
 	db2, c2 := splitOverPairConnector(t, "readConsistency=gtid&readAfterWriteMillis=200")
