@@ -12,8 +12,7 @@ import "github.com/lbd-go/lbd/internal/pick"
 // the order until the window of recent units moves past it (pick.Index.Expire). The window
 // holds RecentPerNode units per node in the pick indexes, less FlightShrink for each unit in
 // flight: recent units decide while little is in flight, and give way to the counts in flight
-// as they grow.
-// The order is by (FlightUnits × in flight + 1 + recent × cost)/weight (internal/pick), so:
+// as they grow. The order is by (FlightUnits × in flight + 1 + recent × cost)/weight (internal/pick), so:
 //
 //   - with nothing in flight, picks follow the weights over every window: 3:1:1 gives
 //     60/20/20 at one worker, and equal nodes take exact turns;
@@ -36,7 +35,7 @@ import "github.com/lbd-go/lbd/internal/pick"
 // one worker and 0.046 at sixteen with no other noise (on a busy host, where every round trip
 // carries the host's delays too, 0.2 to 0.3: internal/clustertest's
 // TestSlowProxyShedsWithoutStarving), and a hung node 6 of 16 workers.
-
+//
 // Envoy's weighted least-request reaches shares at low concurrency with an EDF schedule over
 // weight/(active+1)^bias; a window of recent units keeps the integer order and the O(1)
 // buckets, and costs each cycle of a pick and its release one more move of one entry (a unit
