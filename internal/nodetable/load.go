@@ -48,7 +48,8 @@ import (
 // than LoadBand of it plus LoadFloor: limit = ref × (1+LoadBand) + LoadFloor. A node whose
 // estimate is within limit keeps its full weight (factor 1: nodes of equal speed keep the
 // unit weight, so the pick stays in its O(1) buckets and takes turns exactly); a slower one
-// gets limit/estimate, rounded down to steps of 1/SpeedSteps of an octave, and at least
+// gets reference/estimate (its speed against the reference; the band decides only whether it
+// is slowed), rounded down to steps of 1/SpeedSteps of an octave, and at least
 // 2^-MaxSlowness/SpeedSteps (1/16) of its weight, so it keeps a share of new work and of its
 // own measurement. A lower factor takes effect once SlowAfterTicks ticks in a row asked for it,
 // and a node at full speed is slowed only by EnterSlowSteps steps or more.
@@ -264,12 +265,19 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 	ref := reference(ests)
 	t.loadEsts = ests[:0]
 	limit := ref*(1+LoadBand) + float64(LoadFloor)
+	clearly := t.loadClear[:0]
 	for _, n := range buf {
 		var k uint8
+		over := false
 		if est, age, _, settled := n.lat.read(now); settled && !math.IsInf(ref, 1) {
-			k = slowness(decayed(est, age), limit)
+			if est = decayed(est, age); est > limit {
+				// Over the band, a node is slowed by its speed against the reference, not
+				// against the band's edge: a proxy ten times slower gets about a tenth.
+				k = slowness(est, ref)
+				over = slowness(est, limit) >= EnterSlowSteps
+			}
 		}
-		slow = append(slow, k)
+		slow, clearly = append(slow, k), append(clearly, over)
 	}
 	t.mu.Lock()
 	for i, n := range buf {
@@ -279,7 +287,7 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 			k = n.slow - 1 // forget slowly
 			n.overTicks = 0
 		case k > n.slow:
-			if n.slow == 0 && k < EnterSlowSteps {
+			if n.slow == 0 && !clearly[i] {
 				k, n.overTicks = 0, 0 // within the margin of a node at full speed
 			} else if n.overTicks++; n.overTicks < SlowAfterTicks {
 				k = n.slow // not yet: it must last
@@ -306,6 +314,6 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 	}
 	t.mu.Unlock()
 	clear(buf)
-	t.loadNodes, t.loadSlow = buf[:0], slow[:0]
+	t.loadNodes, t.loadSlow, t.loadClear = buf[:0], slow[:0], clearly[:0]
 	return slowed
 }

@@ -209,6 +209,7 @@ type Table[P any] struct {
 	loadNodes []*Node[P]
 	loadSlow  []uint8
 	loadEsts  []float64
+	loadClear []bool
 }
 
 // New returns an empty table, or an error naming the setting of cfg that is out of range (by

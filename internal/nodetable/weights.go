@@ -36,7 +36,7 @@ const WarmupFloor = 0.1
 // InUseSpeedFloor is the least the speed factor cuts a node's weight for statements in flight
 // (statement mode's in-use count): beyond it, the cost of the node's recent units takes the cut
 // (see applyWeightLocked).
-const InUseSpeedFloor = 0.5
+const InUseSpeedFloor = 0.4
 
 // WarmupSteps is how many steps a warm-up takes when the caller ticks every Warmup/WarmupSteps.
 const WarmupSteps = 20
