@@ -79,14 +79,14 @@ const (
 	// SlowAfterTicks is how many ticks in a row a node's estimate must call for a lower speed
 	// factor before it gets one: on a busy host a node sees its estimate jump for a moment when
 	// the host stalls a few of its statements (64 workers over three in-process proxies beside
-	// two CPU-bound processes slowed one of three equal proxies to 0.28 with 3 ticks), and a
-	// slowdown that lasts half a second more is still shed within the second.
-	SlowAfterTicks = 5
-	// EnterSlowSteps is the least slowness a node at full speed is given: one whose estimate is
-	// just over the limit stays at full speed (a slowdown of a step or two moved the shares of
-	// equal proxies by 8 % on a busy host), and one clearly over it (by 2^(6/16), 30 %) is
-	// slowed to limit/estimate as any other.
-	EnterSlowSteps = 6
+	// two CPU-bound processes slowed one of three equal proxies to 0.28 when one tick sufficed),
+	// and a slowdown that lasts 0.4 s more is still shed within the second.
+	SlowAfterTicks = 4
+	// EnterSlowSteps is how far over the limit, in steps, a node at full speed must be to be
+	// slowed: one just over it stays at full speed (a slowdown of a step or two moved the shares
+	// of equal proxies by 8 % on a busy host), one clearly over it (by 2^(5/16), 24 %) is slowed
+	// to reference/estimate as any other.
+	EnterSlowSteps = 5
 )
 
 // monoBase anchors the estimates' timestamps on the monotonic clock.
