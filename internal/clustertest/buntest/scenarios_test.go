@@ -51,7 +51,7 @@ func (l bunLib) ByName(name string) (adaptertest.Item, error) {
 }
 
 func (l bunLib) ByNames(names ...string) ([]adaptertest.Item, error) {
-	return all(l.db.NewSelect().Where("name IN (?)", bun.In(names)))
+	return all(l.db.NewSelect().Where("name IN (?)", bun.List(names)))
 }
 
 func (l bunLib) QtyAtLeast(qty int) ([]adaptertest.Item, error) {

@@ -280,7 +280,7 @@ func TestStatementTelemetryOptions(t *testing.T) {
 			a := spanAttrs(spans[0])
 			port, hasPort := a["server.port"]
 			if a["db.system.name"].AsString() != tc.system || a["server.address"].AsString() != tc.server || int(port.AsInt64()) != tc.serverPort || hasPort != (tc.serverPort != 0) {
-				t.Errorf("db.system.name %q, server.address %q, server.port %v; want %q, %q, %d", a["db.system.name"].AsString(), a["server.address"].AsString(), port.Emit(), tc.system, tc.server, tc.serverPort)
+				t.Errorf("db.system.name %q, server.address %q, server.port %v; want %q, %q, %d", a["db.system.name"].AsString(), a["server.address"].AsString(), port.String(), tc.system, tc.server, tc.serverPort)
 			}
 			if _, ok := a["db.query.text"]; ok {
 				t.Error("db.query.text without QueryText")
