@@ -16,13 +16,13 @@ import "github.com/lbd-go/lbd/internal/pick"
 //
 //   - with nothing in flight, picks follow the weights over every window: 3:1:1 gives
 //     60/20/20 at one worker, and equal nodes take exact turns;
-//   - a node the load policy slowed has a lighter in-use weight (by at most half) and
+//   - a node the load policy slowed has a lighter in-use weight (InUseSpeedFloor at least) and
 //     costlier recent units (by the rest of its speed factor: applyWeightLocked), so at one
 //     worker it gets its speed factor's share of a full-speed node's picks and keeps being
 //     measured;
 //   - as units in flight fill the window, the order becomes weighted least-connections: a
 //     slow node holds the share its answers free up (its statements stay in flight longer),
-//     cut by at most half on top, and a hung node, whose units never finish, draws about what
+//     cut by its in-use weight on top, and a hung node, whose units never finish, draws about what
 //     least-connections gives it (a third of 16 workers over three nodes).
 //
 // The figures were chosen by simulation (recent_test.go drives the table with 1 to 64
