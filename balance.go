@@ -151,19 +151,18 @@ type CausalStats struct {
 // balancePolicy=least-load|least-connections; option WithBalancePolicy; default
 // DefaultBalancePolicy.
 //
-// LeastConnections goes by counts alone: the node with the fewest open connections (connection
-// mode) or connections in use (statement mode) for its weight. LeastLoad goes by cost: that
-// count, once charged, times the node's latency estimate, as Finagle's and linkerd's peak-EWMA
-// balancers do, so a proxy that answers slower gets less new work and the rebalancer moves
-// pooled connections off it by the same cost. The estimate is a moving average of the answered
-// statements' round trips over about half a second; a slower estimate cuts the proxy's share
-// at the next tick (every 100 ms), a faster one gives it back over seconds (about 2.5 s after
-// a threefold slowdown). A proxy is slowed only by what it takes beyond the fastest proxy's
-// estimate plus half of it plus 500 µs, so proxies of the same speed keep sharing evenly and
-// many clients do not rush to whichever proxy measured fastest. The figures are
-// internal/nodetable's LoadBand, LoadFloor, LatencyWindow and LatencyDecay, and the measured
-// effect is in docs/reference.md (balancePolicy). NodeStats.Latency and NodeStats.Speed show
-// the estimate and its effect under either policy.
+// LeastConnections goes by load alone: the node with the least connections open (connection
+// mode) or in use (statement mode) for its weight, counting, while little is in flight, its
+// recent ones too, so that weights are shares at every concurrency. LeastLoad adds each node's
+// latency estimate, a moving average of the answered statements' round trips over about half a
+// second: a node clearly slower than the median node (24 % past 1.5 times its estimate plus
+// 500 µs, for four 100 ms ticks in a row) gets a speed factor of the median over its estimate,
+// down to 1/16, which lowers its share of new work in proportion while little is in flight and
+// its in-flight weight to no less than 0.4 when much is; a faster estimate gives the factor back
+// by a quarter of an octave per tick. The figures are internal/nodetable's LoadBand, LoadFloor,
+// LatencyWindow, SlowAfterTicks, EnterSlowSteps, RiseSteps and InUseSpeedFloor, and the
+// measured effect is in docs/performance.md. NodeStats.Latency and NodeStats.Speed show the
+// estimate and its effect under either policy.
 type BalancePolicy uint8
 
 const (

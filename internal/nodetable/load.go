@@ -32,8 +32,8 @@ import (
 // peak-EWMA jumps to every sample above its estimate, and on a shared host one descheduled
 // statement would then mark a node slow for seconds. Reacting fast and forgetting slowly is
 // the speed factor's part instead: a slower estimate lowers it at the next tick, however far,
-// while a faster one raises it by at most one step (1/SpeedSteps of an octave) per tick, so a
-// node three times slower for a while regains its full weight over about 2.5 s of good
+// while a faster one raises it by at most RiseSteps steps (a quarter of an octave) per tick, so
+// a node three times slower for a while regains its full weight over about 0.7 s of good
 // answers. A node that gets no samples has its estimate decay toward zero with LatencyDecay,
 // as linkerd's does, so a node left alone because it was slow is tried again and measured
 // anew.
@@ -82,6 +82,12 @@ const (
 	// two CPU-bound processes slowed one of three equal proxies to 0.28 when one tick sufficed),
 	// and a slowdown that lasts 0.4 s more is still shed within the second.
 	SlowAfterTicks = 4
+	// RiseSteps is how many steps a slowed node's speed factor rises at most per tick once its
+	// estimate asks for less slowness: a quarter of an octave, so a node the host stalled for a
+	// moment is back at full speed within a second or two, and a node that heals regains a
+	// share at one worker within a second of its estimate falling (one step a tick left a node
+	// slowed to a quarter for three seconds after a stall).
+	RiseSteps = 4
 	// EnterSlowSteps is how far over the limit, in steps, a node at full speed must be to be
 	// slowed: one just over it stays at full speed (a slowdown of a step or two moved the shares
 	// of equal proxies by 8 % on a busy host), one clearly over it (by 2^(5/16), 24 %) is slowed
@@ -284,7 +290,7 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 		k := slow[i]
 		switch {
 		case k < n.slow:
-			k = n.slow - 1 // forget slowly
+			k = n.slow - min(n.slow-k, RiseSteps) // forget at a bounded pace
 			n.overTicks = 0
 		case k > n.slow:
 			if n.slow == 0 && !clearly[i] {

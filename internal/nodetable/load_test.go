@@ -101,11 +101,11 @@ func TestTickLoadSlowsASlowNode(t *testing.T) {
 	if got["a:1"] < 20 || got["b:1"] < 20 || got["c:1"] < 6 || got["c:1"] > 8 {
 		t.Errorf("50 picks went %v, want about a:21 b:21 c:7", got)
 	}
-	// Back to speed: the factor rises one step per tick, however fast the node is now.
+	// Back to speed: the factor rises RiseSteps steps per tick, however fast the node is now.
 	h.feed(4*time.Second, ms, map[string]time.Duration{"a:1": 10 * ms, "b:1": 10 * ms, "c:1": 10 * ms})
-	for i := 1; i <= 26; i++ {
+	for i := 1; i <= (26+RiseSteps-1)/RiseSteps; i++ {
 		h.tab.TickLoad(h.now)
-		if want := math.Exp2(-float64(26-i) / SpeedSteps); math.Abs(h.speed("c:1")-want) > 1e-9 {
+		if want := math.Exp2(-float64(max(26-RiseSteps*i, 0)) / SpeedSteps); math.Abs(h.speed("c:1")-want) > 1e-9 {
 			t.Fatalf("tick %d after recovery: speed factor %v, want %v", i, h.speed("c:1"), want)
 		}
 	}
