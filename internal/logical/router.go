@@ -127,8 +127,9 @@ func readRouted(t role.Target) bool {
 //
 // With routingHints, a leading hint comment (sqlclass.RoutingHint) acts after the replica-safety
 // proof, never before it: /* lbd:primary */ sends a replica-safe read to the primary, as
-// OnPrimary does; /* lbd:replica */ narrows where a replica-safe read goes, from any node to the
-// replicas first, and changes nothing else: OnPrimary, read-your-writes and the causal wait
+// OnPrimary does; /* lbd:replica */ sends a replica-safe read to the replicas first, which
+// narrows it only under primaryReads (by default such reads go there already), and changes
+// nothing else: OnPrimary, read-your-writes and the causal wait
 // still apply, and a text that is not proven replica-safe goes to the primary, hint or not.
 func (m *Mode) route(ctx context.Context, query string, eff sqlclass.Effect) routing {
 	rt := m.routeRole(ctx, query, eff)
