@@ -125,8 +125,13 @@ func TestCustomSorterByOption(t *testing.T) {
 	everything := exception.SorterFunc(func(err error) bool { return err != nil })
 	db, c := openDB(t, cl, "", append(quiet(), lbd.WithExceptionSorter(everything))...)
 	db.SetMaxOpenConns(1)
-	cl.Proxy(0).FailNext(1, errNoSuchTable)
-	db.Exec("SELECT 1")
+	// By text, not FailNext: a probe or the session's first statement may reach the proxy
+	// before the application's statement does.
+	cl.Proxy(0).FailQueries("SELECT 1", errNoSuchTable)
+	if _, err := db.Exec("SELECT 1"); err == nil {
+		t.Fatal("SELECT 1 succeeded; the proxy was told to fail it")
+	}
+	cl.Proxy(0).FailQueries("", nil)
 	if got := c.Stats().Nodes[0].FatalErrors; got != 1 {
 		t.Fatalf("fatal errors = %d with a sorter that calls everything fatal, want 1", got)
 	}
