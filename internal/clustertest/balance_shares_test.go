@@ -58,7 +58,6 @@ func loopUntil(t testing.TB, cl *lbdtest.Cluster, workers int, d time.Duration, 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*d)
 	defer cancel()
 	done := make(chan struct{})
-	defer func() { <-done }()
 	go func() {
 		defer close(done)
 		wait := d
@@ -86,6 +85,8 @@ func loopUntil(t testing.TB, cl *lbdtest.Cluster, workers int, d time.Duration, 
 	for _, w := range waits {
 		w()
 	}
+	cancel()
+	<-done // the watcher reads before; deltas writes it
 	return deltas(cl, before)
 }
 
