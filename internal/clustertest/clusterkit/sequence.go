@@ -26,7 +26,7 @@ func SequenceOptions() []lbd.Option {
 			var me *mysql.MySQLError
 			return (errors.As(err, &me) && me.Number == 1146) || mysqlSorter.IsFatal(err)
 		})),
-		lbd.WithCheckHealthInterval(20 * time.Millisecond),
+		lbd.WithCheckHealthInterval(250 * time.Millisecond), // the probe timeout is capped at it: a probe dials, and under -race on a busy host a dial can take tens of milliseconds
 		lbd.WithCheckHealthTimeout(time.Second),
 		lbd.WithCheckBalanceInterval(time.Hour),
 		lbd.WithJitter(func(time.Duration) time.Duration { return 0 }),
