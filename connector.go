@@ -406,7 +406,7 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, group stri
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	if err := c.checkChosenGroup(group); err != nil {
+	if err := checkChosenGroup(group); err != nil {
 		return nil, err
 	}
 	var triedBuf [4]*tableNode

@@ -204,7 +204,7 @@ func (c *Connector) grouped(group string) bool {
 
 // checkChosenGroup fails at once a pick for a group name no node can have (InGroup with a
 // name nodes.CheckGroup refuses), rather than waiting for one.
-func (c *Connector) checkChosenGroup(group string) error {
+func checkChosenGroup(group string) error {
 	if group == "" {
 		return nil
 	}
