@@ -88,8 +88,9 @@ func newRig(t *testing.T, check string, addrs ...string) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		r.closed.Store(true)
-		close(r.stop)
+		if !r.closed.Swap(true) {
+			close(r.stop)
+		}
 		r.m.Close()
 	})
 	return r
@@ -151,5 +152,46 @@ func TestDialFailed(t *testing.T) {
 	}
 	if v := r.table.Snapshot(nil)[0]; v.State != nodetable.Down {
 		t.Fatalf("after two failed dials: %v, want down", v.State)
+	}
+}
+
+// TestFailoverWaiters: at most MaxFailoverWaiters Connects wait at once, the one beyond is
+// counted refused; a change of the topology wakes a wait, its deadline and Close end it.
+func TestFailoverWaiters(t *testing.T) {
+	r := newRig(t, "none", "127.0.0.1:1")
+	r.m.cfg.MaxFailoverWaiters = 1
+	if !r.m.StartWaiting() {
+		t.Fatal("the first waiter was refused")
+	}
+	if r.m.StartWaiting() {
+		t.Fatal("a second waiter was let in beyond MaxFailoverWaiters=1")
+	}
+	if w, refused := r.m.Waiting(); w != 1 || refused != 1 {
+		t.Fatalf("Waiting() = %d, %d; want 1 waiting, 1 refused", w, refused)
+	}
+	changed := r.m.Topology()
+	woke := make(chan bool)
+	go func() { woke <- r.m.AwaitTarget(context.Background(), time.Now().Add(time.Minute), changed) }()
+	r.m.TopologyChanged()
+	select {
+	case ok := <-woke:
+		if !ok {
+			t.Fatal("a wait woken by a change reported nothing worth picking again")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a change of the topology did not wake the wait")
+	}
+	r.m.StopWaiting()
+	if w, _ := r.m.Waiting(); w != 0 {
+		t.Fatalf("%d still waiting after StopWaiting", w)
+	}
+	if r.m.AwaitTarget(context.Background(), time.Now().Add(20*time.Millisecond), r.m.Topology()) {
+		t.Fatal("a wait whose deadline passed reported a change")
+	}
+	r.closed.Store(true)
+	close(r.stop)
+	start := time.Now()
+	if r.m.AwaitTarget(context.Background(), time.Now().Add(time.Minute), r.m.Topology()) || time.Since(start) > 10*time.Second {
+		t.Fatal("a wait did not end at Close")
 	}
 }

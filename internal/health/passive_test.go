@@ -154,3 +154,74 @@ func TestStallWatchThreshold(t *testing.T) {
 		t.Fatalf("after an answer: suspected %q, want again a threshold after the answer at 550 ms (n2@700), then backing off (n2@800)", got)
 	}
 }
+
+// TestErrorWatch drives the error-rate watch by hand over three nodes: each window of
+// errorWindow lands answered[i] statements on node i, failed[i] of them errors.
+func TestErrorWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		answered, failed []uint64
+		windows          int
+		want             string // the ejections, "node@window"
+	}{
+		{"one node fails nearly all, the others few: ejected at its second window, then again two later",
+			[]uint64{40, 40, 40}, []uint64{38, 1, 1}, 5, "n0@2 n0@4"},
+		{"every node fails alike: no outlier", []uint64{40, 40, 40}, []uint64{20, 20, 20}, 5, ""},
+		{"too few statements to judge", []uint64{10, 40, 40}, []uint64{10, 0, 0}, 5, ""},
+		{"under half failed: no outlier", []uint64{40, 40, 40}, []uint64{19, 0, 0}, 5, ""},
+		{"the others fail too often for a ratio of five", []uint64{40, 40, 40}, []uint64{40, 10, 10}, 5, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodes []*Node
+			for range tc.answered {
+				nodes = append(nodes, &Node{phys: &physical.Node{}})
+			}
+			var w errorWatch
+			var ejected []string
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			window := 0
+			eject := func(n *Node, evidence string) {
+				if !strings.Contains(evidence, "answered with errors") {
+					t.Fatalf("evidence %q", evidence)
+				}
+				ejected = append(ejected, fmt.Sprintf("n%d@%d", slices.Index(nodes, n), window))
+			}
+			w.tick(now, nodes, eject) // opens the first window
+			for window = 1; window <= tc.windows; window++ {
+				for i, n := range nodes {
+					n.phys.Flight.Landed.Add(tc.answered[i])
+					n.answeredErrors.Add(tc.failed[i])
+				}
+				// A tick within the window closes nothing.
+				w.tick(now.Add(errorWindow/2), nodes, eject)
+				now = now.Add(errorWindow)
+				w.tick(now, nodes, eject)
+			}
+			if got := strings.Join(ejected, " "); got != tc.want {
+				t.Fatalf("ejected %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoteStatementError: only errors the server answered that may be the node's own count
+// toward its error rate.
+func TestNoteStatementError(t *testing.T) {
+	n := &Node{}
+	for _, err := range []error{
+		&mysql.MySQLError{Number: 1105, Message: "proxy: backend pool exhausted"},
+		&mysql.MySQLError{Number: 1062, Message: "Duplicate entry"},
+	} {
+		n.noteStatementError(err)
+	}
+	for _, err := range []error{
+		&mysql.MySQLError{Number: 1290, Message: "read-only"},     // not the primary: the role rules'
+		&mysql.MySQLError{Number: 1045, Message: "Access denied"}, // the same on every node
+		io.EOF, // no answer: a passive signal, not an error rate
+	} {
+		n.noteStatementError(err)
+	}
+	if got := n.answeredErrors.Load(); got != 2 {
+		t.Fatalf("%d errors counted, want 2", got)
+	}
+}
