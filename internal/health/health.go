@@ -93,7 +93,7 @@ type Monitor struct {
 	stallBase atomic.Int64 // the stall threshold now, in nanoseconds: a confirming probe's deadline
 	allStuck  atomic.Bool  // stallWatch.allStuck at the stall loop's last tick
 
-	budget  *budget.Budget // bounds what lbd runs again on its own (retry.go)
+	budget  *budget.Budget // bounds what lbd runs again on its own (AllowRetry)
 	retried retryCounts
 
 	trq   transitionQueue // state changes on their way to transitionLoop
