@@ -163,7 +163,7 @@ func (m *Monitor) Watch(tn *physical.TableNode) {
 // Node is what health hangs off one proxy: the role check's last error, the replica lag, the
 // probe target and the counters of the passive watches. It is the node's physical.Hooks, so the
 // physical connections reach health through it; the root may wrap it in a Hooks of its own
-// that embeds it (nodeOf finds it there).
+// that embeds it (NodeOf finds it there).
 type Node struct {
 	m    *Monitor
 	tn   *physical.TableNode
