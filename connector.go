@@ -437,16 +437,10 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, group stri
 				if failover.IsZero() {
 					failover = time.Now().Add(c.cfg.FailoverTimeout)
 				}
-				if !c.health.StartWaiting() {
-					return nil, fmt.Errorf("%w: %d already wait for one that serves target=%s (maxFailoverWaiters); this Connect fails at once rather than queue",
-						ErrFailoverWaitersFull, c.cfg.MaxFailoverWaiters, target)
+				ok, err := c.health.AwaitTarget(ctx, target, failover, changed)
+				if err != nil {
+					return nil, err
 				}
-				if !c.health.AllowRetry(health.FailoverWait) {
-					c.health.StopWaiting()
-					return nil, fmt.Errorf("%w: no node up serves target=%s, and waiting for one would exceed it (retryBudgetPercent, retryBudgetPerSecond)", ErrRetryBudget, target)
-				}
-				ok := c.health.AwaitTarget(ctx, failover, changed)
-				c.health.StopWaiting()
 				if ok {
 					continue
 				}

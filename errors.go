@@ -147,7 +147,7 @@ var ErrProtocol = physical.ErrProtocol
 // that found no node its target accepts while maxFailoverWaiters other Connects already wait
 // for one: it fails at once instead of queuing. Retry later, raise maxFailoverWaiters, or shed
 // load until the switchover ends.
-var ErrFailoverWaitersFull = errors.New("lbd: too many callers already wait for a node of the target")
+var ErrFailoverWaitersFull = health.ErrFailoverWaitersFull
 
 // ErrPrimaryChanged is returned (wrapped, with the server's error) when a statement inside a
 // transaction was refused because its node is no longer the primary (exception.NotPrimary):

@@ -86,7 +86,7 @@ type Monitor struct {
 
 	topo        topologySignal // wakes Connects waiting for a node their target accepts
 	lastRecheck atomic.Int64   // when roles were last checked again out of turn (unix nanoseconds)
-	waiting     atomic.Int64   // Connects waiting for a node their target accepts (StartWaiting)
+	waiting     atomic.Int64   // Connects waiting for a node their target accepts (AwaitTarget)
 	waitRefused atomic.Uint64  // Connects refused because MaxFailoverWaiters already waited
 
 	recent    recentFatal  // latest fatal errors, for NodeOfError

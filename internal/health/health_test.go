@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/budget"
 	"github.com/lbd-go/lbd/internal/clock"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
@@ -53,6 +55,7 @@ func newRig(t *testing.T, check string, addrs ...string) *rig {
 	r := &rig{table: table, stop: make(chan struct{})}
 	r.m, err = New(Config{
 		Table: table, Check: rc, Interval: time.Hour, Timeout: time.Second, FatalWindow: time.Minute, Sorter: sorter,
+		RetryBudgetPercent: 20, RetryBudgetPerSecond: 10,
 		Clock: clock.Real, Jitter: func(max time.Duration) time.Duration { return max - 1 },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stop: r.stop, Closed: r.closed.Load,
 		Refused:      func(addr string, err error) error { return err },
@@ -155,23 +158,29 @@ func TestDialFailed(t *testing.T) {
 	}
 }
 
-// TestFailoverWaiters: at most MaxFailoverWaiters Connects wait at once, the one beyond is
-// counted refused; a change of the topology wakes a wait, its deadline and Close end it.
+// TestFailoverWaiters: at most MaxFailoverWaiters Connects wait at once, the one beyond fails
+// at once and is counted refused; a change of the topology wakes a wait, its deadline and Close
+// end it; a wait the budget cannot pay for fails at once.
 func TestFailoverWaiters(t *testing.T) {
 	r := newRig(t, "none", "127.0.0.1:1")
 	r.m.cfg.MaxFailoverWaiters = 1
-	if !r.m.StartWaiting() {
-		t.Fatal("the first waiter was refused")
-	}
-	if r.m.StartWaiting() {
-		t.Fatal("a second waiter was let in beyond MaxFailoverWaiters=1")
+	changed := r.m.Topology()
+	woke := make(chan bool, 1)
+	go func() {
+		ok, err := r.m.AwaitTarget(context.Background(), role.PrimaryOnly, time.Now().Add(time.Minute), changed)
+		if err != nil {
+			t.Error(err)
+		}
+		woke <- ok
+	}()
+	testkit.WaitFor(t, 10*time.Second, "the first waiter", func() bool { w, _ := r.m.Waiting(); return w == 1 })
+	_, err := r.m.AwaitTarget(context.Background(), role.PrimaryOnly, time.Now().Add(time.Minute), changed)
+	if !errors.Is(err, ErrFailoverWaitersFull) || !strings.Contains(err.Error(), "target=primary") {
+		t.Fatalf("a second waiter beyond MaxFailoverWaiters=1: %v, want ErrFailoverWaitersFull naming the target", err)
 	}
 	if w, refused := r.m.Waiting(); w != 1 || refused != 1 {
 		t.Fatalf("Waiting() = %d, %d; want 1 waiting, 1 refused", w, refused)
 	}
-	changed := r.m.Topology()
-	woke := make(chan bool)
-	go func() { woke <- r.m.AwaitTarget(context.Background(), time.Now().Add(time.Minute), changed) }()
 	r.m.TopologyChanged()
 	select {
 	case ok := <-woke:
@@ -181,17 +190,23 @@ func TestFailoverWaiters(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a change of the topology did not wake the wait")
 	}
-	r.m.StopWaiting()
 	if w, _ := r.m.Waiting(); w != 0 {
-		t.Fatalf("%d still waiting after StopWaiting", w)
+		t.Fatalf("%d still waiting after the wait ended", w)
 	}
-	if r.m.AwaitTarget(context.Background(), time.Now().Add(20*time.Millisecond), r.m.Topology()) {
-		t.Fatal("a wait whose deadline passed reported a change")
+	if ok, err := r.m.AwaitTarget(context.Background(), role.Any, time.Now().Add(20*time.Millisecond), r.m.Topology()); ok || err != nil {
+		t.Fatalf("a wait whose deadline passed: %v, %v; want false, nil", ok, err)
 	}
 	r.closed.Store(true)
 	close(r.stop)
 	start := time.Now()
-	if r.m.AwaitTarget(context.Background(), time.Now().Add(time.Minute), r.m.Topology()) || time.Since(start) > 10*time.Second {
+	if ok, _ := r.m.AwaitTarget(context.Background(), role.Any, time.Now().Add(time.Minute), r.m.Topology()); ok || time.Since(start) > 10*time.Second {
 		t.Fatal("a wait did not end at Close")
+	}
+	r.m.budget = budget.New(0, 0)
+	if _, err := r.m.AwaitTarget(context.Background(), role.Any, time.Now().Add(time.Minute), r.m.Topology()); !errors.Is(err, ErrRetryBudget) {
+		t.Fatalf("a wait with the budget spent: %v, want ErrRetryBudget", err)
+	}
+	if w, _ := r.m.Waiting(); w != 0 {
+		t.Fatalf("%d still waiting after a refused wait", w)
 	}
 }

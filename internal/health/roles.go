@@ -10,6 +10,7 @@ import (
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
+	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -64,32 +65,38 @@ func (m *Monitor) onRoleChange(n *Node, t nodetable.Transition[*physical.Node]) 
 	m.topo.changed()
 }
 
-// StartWaiting counts one more Connect waiting for a node its target accepts and reports
-// whether it may wait: no more than MaxFailoverWaiters do at once. One refused is counted. A
-// Connect that may wait calls StopWaiting when it stops.
-func (m *Monitor) StartWaiting() bool {
-	if m.waiting.Add(1) > int64(m.cfg.MaxFailoverWaiters) {
-		m.waiting.Add(-1)
-		m.waitRefused.Add(1)
-		return false
-	}
-	return true
-}
-
-// StopWaiting ends a wait StartWaiting allowed.
-func (m *Monitor) StopWaiting() { m.waiting.Add(-1) }
+// ErrFailoverWaitersFull is the root's ErrFailoverWaitersFull: MaxFailoverWaiters Connects
+// already wait for a node of their target.
+var ErrFailoverWaitersFull = errors.New("lbd: too many callers already wait for a node of the target")
 
 // Waiting reports how many Connects wait now for a node their target accepts, and how many
-// StartWaiting refused.
+// AwaitTarget refused because MaxFailoverWaiters already waited.
 func (m *Monitor) Waiting() (waiting int64, refused uint64) {
 	return m.waiting.Load(), m.waitRefused.Load()
 }
 
-// AwaitTarget waits until a node the target accepts may have come up (changed, from Topology,
-// is closed: a node came up or a role changed), the deadline passes, ctx ends or the Connector
-// closes; it reports whether picking again is worth it. While it waits, roles are checked again
-// every recheckSpacing.
-func (m *Monitor) AwaitTarget(ctx context.Context, deadline time.Time, changed <-chan struct{}) bool {
+// AwaitTarget waits, for a Connect that found no up node target accepts, until one may have
+// come up (changed, from Topology, is closed: a node came up or a role changed), the deadline
+// passes, ctx ends or the Connector closes; it reports whether picking again is worth it. While
+// it waits, roles are checked again every recheckSpacing. A wait is a retry from the budget, and
+// no more than MaxFailoverWaiters Connects wait at once. Errors, before any wait:
+// ErrFailoverWaitersFull (counted in Waiting) and ErrRetryBudget, wrapped, naming target.
+func (m *Monitor) AwaitTarget(ctx context.Context, target role.Target, deadline time.Time, changed <-chan struct{}) (bool, error) {
+	if m.waiting.Add(1) > int64(m.cfg.MaxFailoverWaiters) {
+		m.waiting.Add(-1)
+		m.waitRefused.Add(1)
+		return false, fmt.Errorf("%w: %d already wait for one that serves target=%s (maxFailoverWaiters); this Connect fails at once rather than queue",
+			ErrFailoverWaitersFull, m.cfg.MaxFailoverWaiters, target)
+	}
+	defer m.waiting.Add(-1)
+	if !m.AllowRetry(FailoverWait) {
+		return false, fmt.Errorf("%w: no node up serves target=%s, and waiting for one would exceed it (retryBudgetPercent, retryBudgetPerSecond)", ErrRetryBudget, target)
+	}
+	return m.awaitChange(ctx, deadline, changed), nil
+}
+
+// awaitChange is AwaitTarget's wait.
+func (m *Monitor) awaitChange(ctx context.Context, deadline time.Time, changed <-chan struct{}) bool {
 	wait := time.Until(deadline)
 	if wait <= 0 {
 		return false
