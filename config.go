@@ -15,6 +15,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
 	"github.com/lbd-go/lbd/nodes"
@@ -453,7 +454,7 @@ func (c *Config) settle() error {
 		return fmt.Errorf("lbd: invalid readConsistency %q: want time or gtid", c.ReadConsistency)
 	}
 	if c.StatusURL != "" {
-		if err := checkStatusTemplate(c.StatusURL); err != nil {
+		if err := health.CheckStatusTemplate(c.StatusURL); err != nil {
 			return fmt.Errorf("lbd: statusURL %q %v", c.StatusURL, err)
 		}
 	}

@@ -18,13 +18,12 @@ import (
 
 	"github.com/lbd-go/lbd/detect"
 	"github.com/lbd-go/lbd/exception"
-	"github.com/lbd-go/lbd/internal/budget"
+	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/ring"
 	"github.com/lbd-go/lbd/internal/role"
-	"github.com/lbd-go/lbd/internal/statushook"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -36,37 +35,22 @@ import (
 // Create one with NewConnector and hand it to sql.OpenDB; DB.Close calls Close, which stops
 // every background loop. A Connector is safe for concurrent use.
 type Connector struct {
-	cfg   *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
-	roles roleSettings
-	topo  *topologySignal // wakes Connects waiting for a node their target accepts
-	// lastRecheck is when roles were last checked again out of turn (unix nanoseconds).
-	lastRecheck atomic.Int64
-	table       *nodeTable
-	prober      *detect.Prober
-	rebal       *detect.Rebalancer
+	cfg    *Config // what runs: the DSN's settings after options, defaults and clamps; never changed
+	roles  roleSettings
+	table  *nodeTable
+	health *health.Monitor // probes, passive detection, state and role reactions, the retry budget
+	rebal  *detect.Rebalancer
 
 	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
 
 	start *sourceStart  // the node source's background start; nil for a static list
 	ready chan struct{} // closed once the first node list is in the table; Connect and source updates wait for it
 
-	recent      recentFatal            // latest fatal errors, for NodeOfError
 	observers   observers              // AddObserver's list
-	trace       *physical.Trace        // WithStatementObserver's tracing; nil without one
 	transitions *ring.Ring[Transition] // latest state changes, for Stats.Recent
 	stmt        *logical.Mode          // statement mode: logical connections, prepared statements, the router
 	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
-	stallBase   atomic.Int64           // the stall threshold now, in nanoseconds: a confirming probe's deadline
-	allStuck    atomic.Bool            // stallWatch.allStuck at the stall loop's last tick
-	waiting     atomic.Int64           // Connects waiting for a node their target accepts (startWaiting)
-	waitRefused atomic.Uint64          // Connects refused because MaxFailoverWaiters already waited
-	retryBudget *budget.Budget         // bounds what lbd runs again on its own (retry.go)
-	retried     retryCounts
-
-	trq transitionQueue // state changes on their way to transitionLoop
-
-	statusGet   statushook.Get // the statusURL checks' client; nil without statusURL
-	rebalRounds atomic.Uint64  // rebalancing rounds that retired connections (logRebalance)
+	rebalRounds atomic.Uint64          // rebalancing rounds that retired connections (logRebalance)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -112,13 +96,6 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 	if err := run.settle(); err != nil {
 		return nil, err
 	}
-	var statusGet statushook.Get // the statusURL checks, refused unless a package provides them
-	if run.StatusURL != "" {
-		var err error
-		if statusGet, err = newStatusGet(run.CheckHealthTimeout); err != nil {
-			return nil, err
-		}
-	}
 	src := run.source // the Connector owns it from here; see Config.source
 	run.source = nil
 	if run.Balance == BalanceStatement && autocommitOff(run.MySQL.Params) {
@@ -134,11 +111,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		roles:       roles,
 		stop:        make(chan struct{}),
 		ready:       make(chan struct{}),
-		topo:        newTopologySignal(),
-		trq:         transitionQueue{wake: make(chan struct{}, 1)},
 		transitions: ring.New[Transition](recentTransitions),
-		retryBudget: budget.New(run.RetryBudgetPercent, run.RetryBudgetPerSecond),
-		statusGet:   statusGet,
 	}
 	table, err := nodetable.New(nodetable.Config[*physical.Node]{
 		Target:             roles.target,
@@ -148,8 +121,8 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		FatalThreshold:     run.FatalErrorThreshold,
 		FatalWindow:        run.FatalErrorWindow,
 		ProbeInterval:      run.CheckHealthInterval,
-		RecoverSpacing:     recoverySpacing(run.CheckHealthInterval),
-		FlapWindow:         flapWindow,
+		RecoverSpacing:     health.RecoverySpacing(run.CheckHealthInterval),
+		FlapWindow:         health.FlapWindow,
 		Warmup:             run.Warmup,
 		SlowStartAfterDown: SlowStartAfterDown,
 		MaxEjectionPercent: run.MaxEjectionPercent,
@@ -158,7 +131,7 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		BaseEjectionTime:   run.BaseEjectionTime,
 		Rand:               run.randN,
 		PanicSpacing:       panicSpacing(run.CheckHealthInterval),
-		OnTransition:       c.queueTransition,
+		OnTransition:       func(t nodetable.Transition[*physical.Node]) { c.health.OnTransition(t) },
 		LeastLoad:          run.BalancePolicy == LeastLoad,
 		LocalZone:          run.LocalZone,
 		ZoneMinUpPercent:   run.ZoneMinUpPercent,
@@ -169,7 +142,43 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, fmt.Errorf("lbd: %w", err)
 	}
 	c.table = table
-	c.trace = statementTrace(run, table)
+	trace := statementTrace(run, table)
+	hc := health.Config{
+		Table:                table,
+		Check:                roles.check,
+		Target:               roles.target,
+		RoleAware:            roles.aware,
+		Interval:             run.CheckHealthInterval,
+		Timeout:              run.CheckHealthTimeout,
+		MaxReplicationLag:    run.MaxReplicationLag,
+		FatalWindow:          run.FatalErrorWindow,
+		StatusURL:            run.StatusURL,
+		Sorter:               run.Sorter,
+		RetryReads:           run.RetryReads,
+		RetryBudgetPercent:   run.RetryBudgetPercent,
+		RetryBudgetPerSecond: run.RetryBudgetPerSecond,
+		MaxFailoverWaiters:   run.MaxFailoverWaiters,
+		Clock:                run.clock,
+		Jitter:               run.jitter,
+		Logger:               run.Logger,
+		Stop:                 c.stop,
+		Closed:               c.closed.Load,
+		Refused:              func(addr string, err error) error { return &RefusedError{Addr: addr, Err: err} },
+		ShuttingDown:         func(addr string, err error) error { return &ShutdownError{Addr: addr, Err: err} },
+		ObserveProbe:         c.observers.probe,
+		Record:               recordTo(c.transitions),
+	}
+	if run.Balance == BalanceConnection {
+		// In statement mode the physical connections trace nothing (internal/logical traces
+		// the statements) and reads run again through logical.Config.RetryRead.
+		hc.Trace = trace
+		hc.ReadElsewhere = c.connectAvoiding
+	} else {
+		hc.Tick = func(now time.Time) { c.stmt.TrimIdle(now) } // closes the idle surplus of physical connections
+	}
+	if c.health, err = health.New(hc); err != nil {
+		return nil, err
+	}
 	c.stmt = logical.New(logical.Config{
 		Table:             table,
 		Connect:           c.connectPhysical,
@@ -188,11 +197,10 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Causal:            run.ReadConsistency == "gtid",
 		CausalGalera:      roles.check == role.Galera,
 		Refused:           isRefusal,
-		RetryRead:         c.retryRead,
+		RetryRead:         c.health.RetryRead,
 		InterpolateParams: run.MySQL.InterpolateParams,
-		Trace:             c.trace,
+		Trace:             trace,
 	})
-	c.stallBase.Store(int64(stallFloor))
 	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	if err := c.startSource(src); err != nil {
@@ -239,9 +247,40 @@ func (c *Connector) newNode(tn *tableNode) (*physical.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lbd: node %s: %w", tn.Addr(), err)
 	}
-	n := &node{c: c, addr: tn.Addr(), tn: tn}
-	n.phys = physical.NewNode(c.table, tn, dialConnector{n}, tr, n)
-	return n.phys, nil
+	n := &node{c: c}
+	c.health.InitNode(&n.Node, tn)
+	pn := physical.NewNode(c.table, tn, dialConnector{n}, tr, n)
+	n.Attach(pn)
+	return pn, nil
+}
+
+// node is what the Connector hangs off one proxy beside its physical side (internal/physical)
+// and its health (internal/health, embedded: its Hooks are the physical node's): the split's
+// counters.
+type node struct {
+	health.Node
+	c *Connector
+	// splitReads and splitWrites count the statements readWriteSplit ran here, by class.
+	splitReads, splitWrites atomic.Uint64
+}
+
+// nodeTable is the Connector's node table, and tableNode a node's handle in it; the payload is
+// the physical node, whose Hooks is the root's node.
+type (
+	nodeTable = nodetable.Table[*physical.Node]
+	tableNode = nodetable.Node[*physical.Node]
+)
+
+// nodeOf returns the root's side of a physical node.
+func nodeOf(pn *physical.Node) *node { return pn.Hooks().(*node) }
+
+// countRouted counts a statement of the read/write split on n, as a read or a write.
+func countRouted(n *physical.Node, write bool) {
+	if write {
+		nodeOf(n).splitWrites.Add(1)
+	} else {
+		nodeOf(n).splitReads.Add(1)
+	}
 }
 
 // dialConnector is one node's go-sql-driver connector (with the credentials provider, when
@@ -254,13 +293,14 @@ type dialConnector struct{ n *node }
 // Connect implements driver.Connector. newNode checked that the config builds.
 func (dc dialConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	c := dc.n.c
-	my, _, err := c.driverConfig(dc.n.addr)
+	addr := dc.n.Addr()
+	my, _, err := c.driverConfig(addr)
 	var connector driver.Connector
 	if err == nil {
-		connector, err = c.nodeConnector(dc.n.addr, my)
+		connector, err = c.nodeConnector(addr, my)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lbd: node %s: %w", dc.n.addr, err)
+		return nil, fmt.Errorf("lbd: node %s: %w", addr, err)
 	}
 	return connector.Connect(ctx)
 }
@@ -366,7 +406,7 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, group stri
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	if err := c.checkChosenGroup(group); err != nil {
+	if err := checkChosenGroup(group); err != nil {
 		return nil, err
 	}
 	var triedBuf [4]*tableNode
@@ -375,38 +415,32 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, group stri
 	var failover time.Time // when waiting for a node of the target's roles ends; zero before the first wait
 	upTried, panics := 0, 0
 	for {
-		changed := c.topo.wait() // before the pick: a change after it must still wake the wait
+		changed := c.health.Topology() // before the pick: a change after it must still wake the wait
 		tn, panicDial := next(tried), false
 		if tn == nil && panics < panicDialsPerConnect {
 			// A dial to a node marked down is a retry: the budget is asked first, since
 			// panicNext claims the node it picks, and its retry is given back when no node is
 			// due for one.
-			if !c.allowRetry(retryPanicDial) {
+			if !c.health.AllowRetry(health.PanicDial) {
 				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", ErrRetryBudget, c.connectError(failures, upTried == 0, target, group))
 			}
 			tn, panicDial = panicNext(tried, c.cfg.clock.Now()), true
 			panics++
 			if tn == nil {
-				c.refundRetry(retryPanicDial)
+				c.health.RefundRetry(health.PanicDial)
 			}
 		}
 		if tn == nil {
 			// Nodes are up but none is of a role the target accepts (a switchover, or role
 			// checks not answered yet): wait for one rather than fail.
-			if len(tried) == 0 && c.table.UpNodes() > 0 && (c.roleAware() || c.grouped(group)) && c.cfg.FailoverTimeout > 0 {
+			if len(tried) == 0 && c.table.UpNodes() > 0 && (c.roles.aware || c.grouped(group)) && c.cfg.FailoverTimeout > 0 {
 				if failover.IsZero() {
 					failover = time.Now().Add(c.cfg.FailoverTimeout)
 				}
-				if !c.startWaiting() {
-					return nil, fmt.Errorf("%w: %d already wait for one that serves target=%s (maxFailoverWaiters); this Connect fails at once rather than queue",
-						ErrFailoverWaitersFull, c.cfg.MaxFailoverWaiters, target)
+				ok, err := c.health.AwaitTarget(ctx, target, failover, changed)
+				if err != nil {
+					return nil, err
 				}
-				if !c.allowRetry(retryWait) {
-					c.waiting.Add(-1)
-					return nil, fmt.Errorf("%w: no node up serves target=%s, and waiting for one would exceed it (retryBudgetPercent, retryBudgetPerSecond)", ErrRetryBudget, target)
-				}
-				ok := c.awaitTarget(ctx, failover, changed)
-				c.waiting.Add(-1)
 				if ok {
 					continue
 				}
@@ -430,7 +464,7 @@ func (c *Connector) tryNodes(ctx context.Context, target role.Target, group stri
 			return nil, err
 		}
 		failures = append(failures, &NodeError{Addr: n.Addr(), State: state, Err: err})
-		if callerGaveUp(ctx) {
+		if health.CallerGaveUp(ctx) {
 			cause := ctx.Err()
 			if cause == nil {
 				cause = context.DeadlineExceeded
@@ -464,12 +498,12 @@ func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.T
 		if v.Role != nodes.RoleUnknown {
 			ne.RoleSource = roleSource
 		}
-		if e := at(v.Node).roleErr.Load(); e != nil && ne.Err == nil {
-			ne.Err = *e
+		if ne.Err == nil {
+			ne.Err = health.NodeOf(v.Node.Payload()).RoleErr()
 		}
 		tried = append(tried, ne)
 	}
-	if allDown && c.table.UpNodes() > 0 && (c.roleAware() || c.grouped(group)) {
+	if allDown && c.table.UpNodes() > 0 && (c.roles.aware || c.grouped(group)) {
 		return c.groupError(&ConnectError{NoTarget: true, Target: Target(target), RoleCheck: c.roles.check.Query() != "", Nodes: tried}, group)
 	}
 	return c.groupError(&ConnectError{AllDown: allDown, Nodes: tried}, group)
@@ -480,12 +514,12 @@ func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.T
 // cut short when the Connector closes. A panic-mode dial (panicDial) that succeeds brings its
 // node up before the connection is adopted, so the connection is not retired at once.
 func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDial bool) (*physical.Conn, error) {
-	n := nodeOf(pn)
-	if !panicDial && !c.table.IsUp(n.tn) && !c.closed.Load() && !c.allowRetry(retryPanicDial) {
+	tn, addr := pn.TN(), pn.Addr()
+	if !panicDial && !c.table.IsUp(tn) && !c.closed.Load() && !c.health.AllowRetry(health.PanicDial) {
 		// A node below the panic threshold (down, served while too few are up) is dialed as
 		// panic mode dials one: a retry, from the budget.
-		c.table.Release(n.tn)
-		return nil, fmt.Errorf("%w: %s is down (served while fewer than panicThresholdPercent of the nodes are up), and dialing it would exceed the budget", ErrRetryBudget, n.addr)
+		c.table.Release(tn)
+		return nil, fmt.Errorf("%w: %s is down (served while fewer than panicThresholdPercent of the nodes are up), and dialing it would exceed the budget", ErrRetryBudget, addr)
 	}
 	timeout := c.cfg.MySQL.Timeout
 	if timeout <= 0 {
@@ -504,12 +538,12 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 	}
 	dc, sock, err := physical.Connect(dctx, pn, true)
 	if obs != nil {
-		c.observeDial(obs, n.addr, time.Since(began), err)
+		observeDial(obs, addr, time.Since(began), err)
 	}
 	if err == nil {
 		if mc, ok := dc.(physical.FullConn); ok {
 			if panicDial {
-				c.table.PanicDialed(n.tn, nil)
+				c.table.PanicDialed(tn, nil)
 			}
 			return pn.Adopt(mc, sock), nil
 		}
@@ -519,25 +553,9 @@ func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDia
 	if sock != nil {
 		sock.Close() // gives the count back once, even if go-sql-driver closed it already
 	} else {
-		c.table.Release(n.tn)
+		c.table.Release(tn)
 	}
-	switch {
-	case c.closed.Load():
-	case callerGaveUp(ctx):
-		// That says nothing certain about the node, but a dial still stalled when the caller's
-		// deadline passed may be a hung proxy: have it probed now rather than at its turn.
-		if ctx.Err() != context.Canceled {
-			n.probeForTraffic()
-		}
-	case exception.SameOnEveryNode(err), errors.Is(err, ErrNoCredentials):
-		c.table.DialRefused(n.tn)
-	case exception.ServerShutdown(err):
-		c.table.Shutdown(n.tn, err) // the next node is tried at once; this one is not dialed again
-		c.table.Dialed(n.tn, err)
-	default:
-		c.table.Dialed(n.tn, err)
-		n.probeForTraffic()
-	}
+	c.health.DialFailed(ctx, tn, err)
 	return nil, err
 }
 
@@ -549,17 +567,6 @@ const panicDialTimeout = time.Second
 // DefaultDialTimeout bounds one node's dial and handshake when the DSN sets no timeout, so a
 // proxy that accepts TCP but never greets cannot hold a Connect forever.
 const DefaultDialTimeout = 10 * time.Second
-
-// callerGaveUp reports whether the caller's context has ended or its deadline has passed. The
-// net package can report "i/o timeout" for the caller's deadline a moment before the context
-// itself says so, and that must not be blamed on the node.
-func callerGaveUp(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	deadline, ok := ctx.Deadline()
-	return ok && !time.Now().Before(deadline)
-}
 
 // Driver implements driver.Connector.
 func (c *Connector) Driver() driver.Driver { return Driver{} }
@@ -583,7 +590,7 @@ func (c *Connector) Close() error {
 		c.stmt.CloseParked()
 		c.stopSource()
 		c.rebal.Close()
-		c.prober.Close()
+		c.health.Close()
 		c.loops.Wait()
 	})
 	return nil

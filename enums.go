@@ -5,6 +5,7 @@ import (
 
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
+	"github.com/lbd-go/lbd/internal/ring"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -58,6 +59,16 @@ type Transition struct {
 
 // recentTransitions is how many transitions Stats.Recent keeps, over all nodes.
 const recentTransitions = 64
+
+// recordTo returns the function that keeps the node table's transitions in r for Stats.Recent
+// (health.Config.Record).
+func recordTo(r *ring.Ring[Transition]) func(time.Time, nodetable.Transition[*physical.Node]) {
+	return func(now time.Time, t nodetable.Transition[*physical.Node]) {
+		r.Add(Transition{At: now, Node: t.Node.Payload().Addr(), From: NodeState(t.From),
+			To: NodeState(t.To), Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot,
+			RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
+	}
+}
 
 // NodeState is where a node stands in the node table.
 type NodeState int32

@@ -1,10 +1,14 @@
 package lbd
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/health"
+	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -138,3 +142,89 @@ func (e *ConnectError) Unwrap() []error {
 // connection is closed underneath and never reused, and the failure counts against the node like
 // a fatal error. Test with errors.Is(err, lbd.ErrProtocol).
 var ErrProtocol = physical.ErrProtocol
+
+// ErrFailoverWaitersFull is returned (wrapped, naming the target and the bound) by a Connect
+// that found no node its target accepts while maxFailoverWaiters other Connects already wait
+// for one: it fails at once instead of queuing. Retry later, raise maxFailoverWaiters, or shed
+// load until the switchover ends.
+var ErrFailoverWaitersFull = health.ErrFailoverWaitersFull
+
+// ErrPrimaryChanged is returned (wrapped, with the server's error) when a statement inside a
+// transaction was refused because its node is no longer the primary (exception.NotPrimary):
+// the transaction is lost and must be started again, on the new primary; the connection is
+// retired. Outside a transaction lbd hides the change: the refused statement did not run, so
+// database/sql runs it again on a new connection, which waits up to FailoverTimeout for the new
+// primary.
+var ErrPrimaryChanged = physical.ErrPrimaryChanged
+
+// ErrPartialRun is returned (wrapped, with the server's error) when a server refused a statement
+// of a multi-statement text (multiStatements=true) after earlier statements of the same text
+// had run: the text is not run again, since running it again would repeat what ran. The caller
+// must find out what ran and finish the work itself; the connection is retired.
+var ErrPartialRun = health.ErrPartialRun
+
+// RefusedError is a statement a server refused before running any of it, because the node is
+// not the primary (exception.NotPrimary: MySQL/MariaDB 1290 and 1836, OceanBase 4782). It
+// wraps the server's error (errors.As finds the *mysql.MySQLError with its number, SQLSTATE
+// and message) and driver.ErrBadConn, which tells database/sql that the statement may run again
+// on another connection. database/sql does so a few times; when it gives up, the caller gets
+// this error.
+type RefusedError struct {
+	Addr string // the node that refused, "host:port"
+	Err  error  // the server's error
+}
+
+// Error names the node and quotes the server's error.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("lbd: %s refused the statement as not the primary; none of it ran: %v", e.Addr, e.Err)
+}
+
+// Unwrap returns the server's error and driver.ErrBadConn.
+func (e *RefusedError) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
+
+// ShutdownError is a statement a server refused before running any of it because it is
+// shutting down (ER_SERVER_SHUTDOWN, 1053; exception.ServerShutdown). It wraps the server's
+// error and driver.ErrBadConn, so database/sql runs the statement again on another connection,
+// which goes to another node: the one that refused is drained from that moment. When
+// database/sql's retries end, the caller gets this error.
+type ShutdownError struct {
+	Addr string // the node that refused, "host:port"
+	Err  error  // the server's error
+}
+
+// Error names the node and quotes the server's error.
+func (e *ShutdownError) Error() string {
+	return fmt.Sprintf("lbd: %s refused the statement while shutting down; none of it ran: %v", e.Addr, e.Err)
+}
+
+// Unwrap returns the server's error and driver.ErrBadConn.
+func (e *ShutdownError) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
+
+// isRefusal reports a RefusedError in err's tree. It is a function of its own so that the
+// target errors.As needs is allocated only for an error.
+func isRefusal(err error) bool {
+	var refused *RefusedError
+	return errors.As(err, &refused)
+}
+
+// ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split
+// cannot prove replica-safe (a write, a locking read, a named lock, anything
+// sqlclass.ReplicaSession does not accept) meets a logical connection pinned to a replica: by a
+// read-only transaction (BeginTx with ReadOnly), or by session state (SET @v, ...) set in one;
+// or pinned by a transaction or session state to a primary that the role check has since
+// found a replica (a switchover). Running it there could write on a replica; moving it to the primary would lose the session
+// state, so it runs nowhere. Fix: run the transaction read-write (a read-write transaction and
+// the state it leaves live on the primary), or give its context OnPrimary. database/sql does
+// not hand such a logical connection out again once it returns to the pool.
+var ErrPinnedToReplica = logical.ErrPinnedToReplica
+
+// ExceptionSorter returns the sorter the Connector judges errors with (WithExceptionSorter, or
+// the one the exceptionSorter DSN parameter names).
+func (c *Connector) ExceptionSorter() exception.Sorter { return c.cfg.Sorter }
+
+// NodeOfError reports the node whose connection returned err (or an error err wraps) and had it
+// judged fatal within the last FatalErrorWindow. Errors are matched by identity (==), so it
+// answers for the very error value a caller got back; ok is false when no such error was
+// recorded, or when the same value came from two nodes (sentinels such as
+// mysql.ErrInvalidConn). ORM integrations use it to name the node in their logs.
+func (c *Connector) NodeOfError(err error) (addr string, ok bool) { return c.health.NodeOfError(err) }

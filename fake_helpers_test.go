@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/internal/testkit"
 )
@@ -50,6 +51,9 @@ func fast(health, timeout, balance time.Duration, logs *logRecorder) []Option {
 }
 
 var waitFor = testkit.WaitFor
+
+// probeQuery is the text of every probe, for faults and answers aimed at probes alone.
+const probeQuery = health.ProbeQuery
 
 // logRecorder keeps what lbd logs, for tests that check it.
 type logRecorder = testkit.Logs

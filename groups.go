@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -189,7 +190,7 @@ func (c *Connector) retireOutsideGroup() {
 	}
 	for _, tn := range c.table.Nodes(nil) {
 		if !c.table.InGroup(tn, "") {
-			at(tn).phys.RetireAll(physical.Role)
+			tn.Payload().RetireAll(physical.Role)
 		}
 	}
 }
@@ -203,7 +204,7 @@ func (c *Connector) grouped(group string) bool {
 
 // checkChosenGroup fails at once a pick for a group name no node can have (InGroup with a
 // name nodes.CheckGroup refuses), rather than waiting for one.
-func (c *Connector) checkChosenGroup(group string) error {
+func checkChosenGroup(group string) error {
 	if group == "" {
 		return nil
 	}
@@ -227,4 +228,34 @@ func (c *Connector) groupError(e *ConnectError, group string) *ConnectError {
 		e.GroupNodes, _ = c.table.Groups("")
 	}
 	return e
+}
+
+// Zones: every node may carry a zone (nodes.Node.AZ) from its source: the static list spells it
+// "host:port~zone" (after "*weight" and "#role"), the config-server and etcd documents give the
+// zone of each proxy their az.proxy sets name, and DNS carries none (see docs/reference.md,
+// localZone). With a local zone set (localZone, or LBD_LOCAL_ZONE), picks stay among the local
+// zone's up proxies while at least zoneMinUpPercent of its listed proxies take connections,
+// and at least one does; below that they spread over the up proxies of every zone, from the
+// pick after the state change that took the zone below (so within one probe interval of the
+// zone going down), and come back at the pick after it recovers. A target whose roles the
+// local zone has no proxy of is picked from every zone. Panic mode ignores zones.
+
+// EnvLocalZone is the environment variable that replaces the localZone DSN parameter when it
+// is set (set but empty, it turns zones off), so that machines in different zones share one
+// DSN.
+const EnvLocalZone = "LBD_LOCAL_ZONE"
+
+// DefaultZoneMinUpPercent is zoneMinUpPercent's default: the local zone keeps the traffic while
+// at least half of its listed proxies take connections.
+const DefaultZoneMinUpPercent = nodetable.DefaultZoneMinUpPercent
+
+// parseLocalZone reads localZone: a zone name as nodes.CheckZone accepts, or "" for none.
+func parseLocalZone(c *Config, v string) error {
+	if v != "" {
+		if err := nodes.CheckZone(v); err != nil {
+			return err
+		}
+	}
+	c.LocalZone = v
+	return nil
 }

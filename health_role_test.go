@@ -8,52 +8,6 @@ import (
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 )
 
-// The role check is read from a proxy like any answer: every fault of the catalogue, sent in
-// answer to it, ends the probe within its timeout without a panic, and leaves no role behind
-// that the proxy did not give (the fake answers as a replica, or as a Galera donor: never a
-// primary).
-func TestRoleCheckAgainstHostileAnswers(t *testing.T) {
-	for _, check := range []struct {
-		param, match string
-		result       *mysqlfake.Result
-	}{
-		{"roleCheck=mysql", "@@global.read_only", &mysqlfake.Result{Columns: []string{"@@global.read_only"}, Rows: [][]string{{"1"}}}},
-		{"roleCheck=galera", "wsrep_local_state", &mysqlfake.Result{Columns: []string{"Variable_name", "Value"},
-			Rows: [][]string{{"wsrep_ready", "ON"}, {"wsrep_cluster_status", "Primary"}, {"wsrep_local_state", "2"}}}},
-	} {
-		answer := func(q string) *mysqlfake.Result {
-			if strings.Contains(q, check.match) {
-				return check.result
-			}
-			return mysqlfake.DefaultAnswer(q)
-		}
-		for _, f := range mysqlfake.Catalogue() {
-			if f.Phase.Connection() || f.Heavy {
-				continue
-			}
-			t.Run(check.param+"/"+f.Name, func(t *testing.T) {
-				t.Parallel()
-				srv := mysqlfake.Start(t, mysqlfake.Config{Answer: answer, StallTimeout: 5 * time.Second})
-				f.Match = mysqlfake.QueryContains(check.match)
-				srv.AddFault(f)
-				_, c := openFakeDB(t, []*mysqlfake.Server{srv}, check.param, quiet()...)
-				target := &nodeProbe{owner: c, n: at(c.table.Nodes(nil)[0])}
-				t.Cleanup(func() { target.Close() })
-				start := time.Now()
-				err := probeOnce(target, time.Second) // a panic here fails the test
-				if took := time.Since(start); took > 3*time.Second {
-					t.Fatalf("probe took %v against a 1 s timeout (err %v)", took, err)
-				}
-				// The catalogue's values are 1 and 2, never 0 or a Synced state: no broken
-				// answer may pass for a primary.
-				if r := c.table.Role(c.table.Nodes(nil)[0]); r.String() == "primary" {
-					t.Fatalf("a broken answer made the node a primary (err %v)", err)
-				}
-			})
-		}
-	}
-}
-
 // A role check answered with a valid but empty result tells nothing about the role: the node
 // keeps the role it had and stays up, RoleError says why, and the probe still passes (the node
 // answered its health query). OceanBase's tenant view without the privilege to see the tenant's

@@ -1,54 +1,24 @@
 package lbd
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/lbd-go/lbd/detect"
-	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 )
 
-// The Connector's loops: the prober, the rebalancer, the transition loop that reacts to node
-// state changes in order, warm-up ticks, and the stats logger (the stall loop of passive
-// outlier detection is in outlier.go). startLoops starts them; Close stops them and waits.
+// The Connector's loops: the rebalancer, warm-up and load ticks, and the stats logger; the
+// prober, the transition loop and the stall loop are internal/health's. startLoops starts them;
+// Close stops them and waits.
 
-// startLoops starts the prober, the rebalancer and, with logStats, the stats logger.
+// startLoops starts the rebalancer, health's prober and loops and, with logStats, the stats
+// logger.
 func (c *Connector) startLoops() error {
 	var err error
-	c.prober, err = detect.NewProber(detect.ProberConfig{
-		Interval: c.cfg.CheckHealthInterval,
-		Timeout:  c.cfg.CheckHealthTimeout,
-		Clock:    c.cfg.clock,
-		Jitter:   c.cfg.jitter,
-		Report: func(t detect.Target, err error, took time.Duration) {
-			pt := t.(*nodeProbe)
-			pt.good = err == nil
-			if errors.Is(err, ErrNoCredentials) {
-				// The probe never reached the node: no verdict on it.
-				c.cfg.Logger.Warn("lbd: probe not run: no credentials for its dial", "node", pt.n.addr, "error", err.Error())
-				return
-			}
-			if exception.ServerShutdown(err) || errors.Is(err, errStatusNotServing) {
-				c.table.Shutdown(pt.n.tn, err)
-			}
-			if pt.confirming {
-				c.table.Confirmed(pt.n.tn, c.cfg.clock.Now(), err, took)
-			} else {
-				c.table.Probed(pt.n.tn, c.cfg.clock.Now(), err, took)
-			}
-			c.observeProbe(pt.n.addr, took, err)
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("lbd: %w", err)
-	}
 	c.rebal, err = detect.NewRebalancer(&rebalanceCluster{c: c}, detect.RebalancerConfig{
 		Interval:   c.cfg.CheckBalanceInterval,
 		TriggerGap: triggeredRebalanceGap,
@@ -56,15 +26,12 @@ func (c *Connector) startLoops() error {
 		Report:     c.logRebalance,
 	})
 	if err != nil {
-		c.prober.Close()
 		return fmt.Errorf("lbd: %w", err)
 	}
-	for _, tn := range c.table.Nodes(nil) {
-		at(tn).startProbing()
+	if err := c.health.Start(); err != nil {
+		return err
 	}
 	c.rebal.Start()
-	c.loops.Add(1)
-	go c.transitionLoop()
 	if c.table.WarmupStep() > 0 {
 		// The node table reads no clock of its own: a tick here keeps pick and release free
 		// of time, and a node warming up (slow start) rises in steps of 5 % of the window.
@@ -81,8 +48,6 @@ func (c *Connector) startLoops() error {
 			}
 		})
 	}
-	c.loops.Add(1)
-	go c.watchStalls()
 	if c.cfg.LogStats {
 		c.every(c.cfg.StatsInterval, c.logStats)
 	}
@@ -112,44 +77,6 @@ func (c *Connector) every(d time.Duration, fn func()) {
 			t.Reset(d)
 		}
 	}()
-}
-
-// onTransition reacts to a node state change, on transitionLoop's goroutine, in the order the
-// table made the changes: it is logged once, a down node's idle connections close at once (so
-// no stale connection is handed out after it recovers) and its in-use ones at their next
-// return; a draining node stops being probed. Checkouts do not wait for it: from the moment
-// the table shows a node not up, a checkout of its connections answers driver.ErrBadConn.
-func (c *Connector) onTransition(t nodetable.Transition[*physical.Node]) {
-	n := at(t.Node)
-	if t.Forgot {
-		c.cfg.Logger.Info("lbd: node drained and removed", "node", n.addr)
-		return
-	}
-	if t.Cause == nodetable.CauseRole {
-		c.onRoleChange(n, t)
-		return
-	}
-	if t.To == nodetable.Up {
-		c.topo.changed()
-	}
-	level := slog.LevelInfo
-	if t.To != nodetable.Up {
-		level = slog.LevelWarn
-	}
-	c.cfg.Logger.Log(context.Background(), level, "lbd: node state changed",
-		"node", n.addr, "from", t.From.String(), "to", t.To.String(), "cause", t.Cause.String(), "reason", t.Reason)
-	switch t.To {
-	case nodetable.Down:
-		n.phys.RetireBefore(physical.NodeDown, t.Seq)
-		if t.Cause != nodetable.CauseProbe {
-			n.triggerProbe()
-		}
-	case nodetable.Draining:
-		n.phys.RetireBefore(physical.NodeDraining, t.Seq)
-		if t := n.probe.Swap(nil); t != nil && c.prober != nil {
-			c.prober.Remove(t)
-		}
-	}
 }
 
 // rebalanceCluster shows the connector to the rebalancer.
@@ -270,78 +197,6 @@ func (c *Connector) logRebalance(retired []detect.Retired) {
 	round := c.rebalRounds.Add(1)
 	for _, r := range retired {
 		c.cfg.Logger.Info("lbd: rebalanced", "node", r.Node.(*physical.Node).Addr(), "retired", r.Count, "round", round)
-	}
-}
-
-// transitionQueue carries the node table's transitions to one goroutine per Connector, which
-// logs them and retires connections (onTransition), in the order the table made them. The
-// goroutine of a statement that reported an error only queues; gRPC serialises balancer
-// updates on one goroutine the same way. What a checkout must not hand out is decided by the
-// table's state itself (nodetable's UpSince), not by this goroutine having caught up.
-type transitionQueue struct {
-	mu   sync.Mutex
-	list []nodetable.Transition[*physical.Node] // queued, oldest first
-	done bool                                   // the goroutine has ended: transitions are handled where they are made
-	wake chan struct{}                          // one pending wake-up at most
-}
-
-// queueTransition is the table's OnTransition: the table delivers one at a time, in order, so
-// appending here keeps that order. Stats.Recent lists the transition at once, so that it agrees
-// with the states Stats shows; the log line and the retiring follow on transitionLoop.
-func (c *Connector) queueTransition(t nodetable.Transition[*physical.Node]) {
-	now := c.cfg.clock.Now()
-	if t.To == nodetable.Down && !t.Forgot {
-		// Before the call that took the node down returns, and so before the probe it
-		// asks for runs: that probe paces the next by it (NextProbeIn).
-		at(t.Node).downAt.Store(now.UnixNano())
-	}
-	c.transitions.Add(Transition{At: now, Node: t.Node.Payload().Addr(), From: NodeState(t.From),
-		To: NodeState(t.To), Cause: TransitionCause(t.Cause), Reason: t.Reason, Removed: t.Forgot,
-		RoleFrom: t.RoleFrom, RoleTo: t.RoleTo})
-	q := &c.trq
-	q.mu.Lock()
-	if q.done { // after Close: late transitions (a probe finishing, a node drained) are still logged
-		q.mu.Unlock()
-		c.onTransition(t)
-		return
-	}
-	q.list = append(q.list, t)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// transitionLoop hands queued transitions to onTransition until Close, then those left.
-func (c *Connector) transitionLoop() {
-	defer c.loops.Done()
-	q := &c.trq
-	for {
-		select {
-		case <-q.wake:
-		case <-c.stop:
-		}
-		stopping := c.closed.Load()
-		for {
-			q.mu.Lock()
-			if len(q.list) == 0 {
-				q.list = nil // do not keep a burst's backing array
-				if stopping {
-					q.done = true
-				}
-				q.mu.Unlock()
-				break
-			}
-			t := q.list[0]
-			q.list[0] = nodetable.Transition[*physical.Node]{}
-			q.list = q.list[1:]
-			q.mu.Unlock()
-			c.onTransition(t)
-		}
-		if stopping {
-			return
-		}
 	}
 }
 

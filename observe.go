@@ -70,15 +70,17 @@ func (c *Connector) AddObserver(o Observer) (remove func()) {
 	return func() { once.Do(func() { c.observers.remove(p) }) }
 }
 
-func (c *Connector) observeProbe(addr string, took time.Duration, err error) {
-	for _, o := range c.observers.load() {
+// probe tells every Observer of a probe (health.Config.ObserveProbe).
+func (o *observers) probe(addr string, took time.Duration, err error) {
+	for _, o := range o.load() {
 		if o.Probe != nil {
 			o.Probe(addr, took, err)
 		}
 	}
 }
 
-func (c *Connector) observeDial(obs []*Observer, addr string, took time.Duration, err error) {
+// observeDial tells obs, the list loaded before the dial, of a dial.
+func observeDial(obs []*Observer, addr string, took time.Duration, err error) {
 	for _, o := range obs {
 		if o.Dial != nil {
 			o.Dial(addr, took, err)

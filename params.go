@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/role"
 )
 
@@ -228,7 +229,7 @@ var params = []param{
 	{
 		name: "statusURL",
 		parse: func(c *Config, v string) error {
-			if err := checkStatusTemplate(v); err != nil {
+			if err := health.CheckStatusTemplate(v); err != nil {
 				return errors.New(err.Error())
 			}
 			c.StatusURL = v

@@ -370,12 +370,10 @@ func (c *Connector) applyNodes(set nodes.Set) error {
 	added, err := c.table.SetNodes(c.roles.seedRoles(set.Canonical().Nodes), c.newNode)
 	c.retireOutsideGroup()
 	c.warnGroups(set.Nodes)
-	c.topo.changed() // a node may have joined a group a Connect waits for
+	c.health.TopologyChanged() // a node may have joined a group a Connect waits for
 	for _, tn := range added {
 		c.cfg.Logger.Info("lbd: node added", "node", tn.Addr(), "state", c.table.State(tn).String())
-		n := at(tn)
-		n.startProbing()
-		n.triggerProbe()
+		c.health.Watch(tn)
 	}
 	if err != nil {
 		c.cfg.Logger.Warn("lbd: node list not fully applied", "error", err.Error())

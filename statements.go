@@ -169,12 +169,3 @@ func splitAddr(addr string) (host string, port int) {
 	port, _ = strconv.Atoi(p)
 	return host, port
 }
-
-// Trace implements physical.Hooks: in connection mode the physical connections trace their
-// statements; in statement mode internal/logical does, and they trace none.
-func (n *node) Trace() *physical.Trace {
-	if n.c.cfg.Balance == BalanceStatement {
-		return nil
-	}
-	return n.c.trace
-}

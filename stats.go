@@ -161,27 +161,28 @@ func (c *Connector) Stats() Stats {
 	now := time.Now() // latency estimates are on the monotonic clock (loadLoop)
 	out := make([]NodeStats, len(views))
 	for i, v := range views {
-		n := nodeOf(v.Node.Payload())
+		pn := v.Node.Payload()
+		n := nodeOf(pn)
 		s := &out[i]
 		*s = NodeStats{
-			Addr: n.addr, State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, LagFloor: v.LagFloor, ReplicationLag: time.Duration(n.lag.Load()),
+			Addr: n.Addr(), State: NodeState(v.State), Standby: v.Standby, Role: v.Role, Lagging: v.Lagging, LagFloor: v.LagFloor, ReplicationLag: n.Lag(),
 			Reads: n.splitReads.Load(), Writes: n.splitWrites.Load(), Open: v.Open, InUse: v.InUse,
-			ProbeConns: int(n.probeConns.Load()), Dials: v.Dials, DialFailures: v.DialFailures,
+			ProbeConns: n.ProbeConns(), Dials: v.Dials, DialFailures: v.DialFailures,
 			FatalErrors: v.FatalErrors, PassiveSignals: v.Signals, Transitions: v.Transitions, TransitionsBy: v.TransitionsBy,
 			Probes: v.Probes, ProbeFailures: v.ProbeFailures, LastProbe: v.LastProbe,
 			Weight: v.Weight, Warmup: v.Warmth, EffectiveWeight: v.Effective,
 		}
 		for r := range s.RetiredBy {
-			s.RetiredBy[r] = n.phys.RetiredBy(physical.Reason(r))
+			s.RetiredBy[r] = pn.RetiredBy(physical.Reason(r))
 			s.Retired += s.RetiredBy[r]
 		}
 		if v.LastErr != nil {
 			s.LastError = v.LastErr.Error()
 		}
-		if e := n.roleErr.Load(); e != nil {
-			s.RoleError = (*e).Error()
+		if e := n.RoleErr(); e != nil {
+			s.RoleError = e.Error()
 		}
-		s.Idle, _ = n.phys.ConnCounts()
+		s.Idle, _ = pn.ConnCounts()
 		s.Latency, s.Speed = c.table.Latency(v.Node, now), v.Speed
 		s.Zone = v.Zone
 		s.Groups = nodes.SplitGroups(v.Groups)
@@ -189,9 +190,10 @@ func (c *Connector) Stats() Stats {
 			s.InUse = max(s.Open-s.Idle, 0)
 		}
 	}
+	waiting, refused := c.health.Waiting()
 	st := Stats{Balance: c.cfg.Balance, Nodes: out, Recent: c.transitions.List(),
 		ReadsToPrimaryAfterWrite: c.stmt.RYWReads(), Causal: CausalStats(c.stmt.CausalStats()),
-		FailoverWaiting: int(c.waiting.Load()), FailoverRefused: c.waitRefused.Load(), Retries: c.retryStats()}
+		FailoverWaiting: int(waiting), FailoverRefused: refused, Retries: RetryStats(c.health.RetryStats())}
 	st.BalancePolicy = c.cfg.BalancePolicy
 	st.LocalZone = c.cfg.LocalZone
 	st.ZoneLive, st.ZoneActive, st.ZoneLocal = c.table.Zones()

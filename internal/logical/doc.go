@@ -13,8 +13,9 @@
 //
 // # Imports
 //
-// Imports run one way: the root package lbd → internal/logical → internal/physical →
-// internal/nodetable → internal/pick. This package never imports the root: the root builds it
-// with a Config of functions (dial, clock, logger, the split's settings).
+// Imports run one way: the root package lbd → internal/logical and internal/health →
+// internal/physical → internal/nodetable → internal/pick. This package imports neither the root
+// nor internal/health: the root builds it with a Config of functions (dial, clock, logger, the
+// split's settings).
 // internal/testkit's TestImportsRunOneWay checks the rule.
 package logical

@@ -24,9 +24,9 @@
 //
 // # Imports
 //
-// Imports run one way: the root package lbd → internal/logical → internal/physical →
-// internal/nodetable → internal/pick. This package imports neither the root nor
-// internal/logical; it reaches the Connector only through the Hooks value each node is given
+// Imports run one way: the root package lbd → internal/logical and internal/health →
+// internal/physical → internal/nodetable → internal/pick. This package imports neither the root
+// nor internal/logical nor internal/health; it reaches the Connector only through the Hooks value each node is given
 // at construction (as a gRPC balancer is handed a balancer.ClientConn, never the ClientConn).
 // internal/testkit's TestImportsRunOneWay checks the rule.
 package physical

@@ -70,7 +70,7 @@ type Node struct {
 	retiredBy [NumReasons]atomic.Uint64 // connections retired, by reason
 
 	// Flight counts statements on the wire on this node and those answered, for passive
-	// outlier detection (the root's stall loop reads it).
+	// outlier detection (internal/health's stall loop reads it).
 	Flight Flight
 
 	// Replication is what statement mode's causal reads learned of the node's replication.
@@ -125,7 +125,7 @@ func (n *Node) Hooks() Hooks { return n.hooks }
 func (n *Node) RetiredBy(why Reason) uint64 { return n.retiredBy[why].Load() }
 
 // Flight counts the statements on the wire on one node and those answered. The Stall* fields
-// belong to the root's stall loop goroutine alone; it writes Progress, which anyone may read.
+// belong to internal/health's stall loop goroutine alone; it writes Progress, which anyone may read.
 type Flight struct {
 	InFlight atomic.Int64
 	Landed   atomic.Uint64

@@ -1,4 +1,4 @@
-package lbd
+package health
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"time"
-
-	"github.com/lbd-go/lbd/internal/statushook"
 )
 
 // The status check (statusURL): besides its SQL probe, each node's HTTP status endpoint is asked
@@ -22,7 +19,7 @@ import (
 //
 // The HTTP client lives in package statuscheck, which registers it through internal/statushook
 // when a program imports it: the root does not link net/http, and a Connector with a statusURL
-// is refused when nothing registered a client (errNoStatusCheck).
+// is refused when nothing registered a client (ErrNoStatusCheck, from New).
 
 // Placeholders of a statusURL template.
 const (
@@ -36,12 +33,13 @@ const statusCheckPackage = "github.com/lbd-go/lbd/statuscheck"
 // errStatusNotServing is the probe error of a status check whose answer was not 2xx.
 var errStatusNotServing = errors.New("lbd: status check: the node says it is not serving")
 
-// errNoStatusCheck refuses a Connector with a statusURL in a program that did not import the
+// ErrNoStatusCheck refuses a Connector with a statusURL in a program that did not import the
 // HTTP status check.
-var errNoStatusCheck = errors.New(`lbd: statusURL is set but the HTTP status check is not linked into this program: add import _ "` + statusCheckPackage + `" to it (it lives apart so that programs without statusURL do not link net/http)`)
+var ErrNoStatusCheck = errors.New(`lbd: statusURL is set but the HTTP status check is not linked into this program: add import _ "` + statusCheckPackage + `" to it (it lives apart so that programs without statusURL do not link net/http)`)
 
-// checkStatusTemplate reports what is wrong with a statusURL template, or nil.
-func checkStatusTemplate(tmpl string) error {
+// CheckStatusTemplate reports what is wrong with a statusURL template, or nil; the error
+// completes a sentence that begins with the template.
+func CheckStatusTemplate(tmpl string) error {
 	if !strings.Contains(tmpl, statusHostPlaceholder) {
 		return fmt.Errorf("must hold %s, which lbd replaces with each node's host (e.g. http:%%2F%%2F{host}:10080%%2Fstatus: write '/' as %%2F in a DSN)", statusHostPlaceholder)
 	}
@@ -66,28 +64,18 @@ func statusURLFor(tmpl, host, port string) string {
 	return strings.NewReplacer(statusHostPlaceholder, host, statusPortPlaceholder, port).Replace(tmpl)
 }
 
-// newStatusGet is the status check of a Connector whose probes time out after timeout, or
-// errNoStatusCheck when no package registered one.
-func newStatusGet(timeout time.Duration) (statushook.Get, error) {
-	n := statushook.Registered()
-	if n == nil {
-		return nil, errNoStatusCheck
-	}
-	return n(timeout), nil
-}
-
 // checkStatus asks the node's status URL under ctx; nil when there is none to ask.
 func (p *nodeProbe) checkStatus(ctx context.Context) error {
-	c := p.owner
-	if c.statusGet == nil {
+	m := p.m
+	if m.status == nil {
 		return nil
 	}
-	host, port, err := net.SplitHostPort(p.n.addr)
+	host, port, err := net.SplitHostPort(p.n.Addr())
 	if err != nil {
 		return fmt.Errorf("lbd: status check: %w", err)
 	}
-	u := statusURLFor(c.cfg.StatusURL, host, port)
-	code, err := c.statusGet(ctx, u)
+	u := statusURLFor(m.cfg.StatusURL, host, port)
+	code, err := m.status(ctx, u)
 	if err != nil {
 		return fmt.Errorf("lbd: status check %s: %w", redactURL(u), err)
 	}

@@ -1,4 +1,4 @@
-package lbd
+package health
 
 import (
 	"context"
@@ -18,18 +18,18 @@ import (
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// probeQuery is the health check lb-driver sends; the comment lets proxies and the server's
+// ProbeQuery is the health check lb-driver sends; the comment lets proxies and the server's
 // logs tell probes from application traffic.
-const probeQuery = "/* ping */ SELECT 1"
+const ProbeQuery = "/* ping */ SELECT 1"
 
 // nodeProbe is one node as the prober sees it. A node gets a new one each time probing
 // starts (a node removed and listed again), so an old period of probing that is still
 // finishing never shares the probe connection with the new one.
 type nodeProbe struct {
-	owner *Connector
-	n     *node
-	conn  driver.Conn      // the dedicated probe connection; touched only by Probe and Close, which never overlap
-	sock  *physical.Socket // its socket
+	m    *Monitor
+	n    *Node
+	conn driver.Conn      // the dedicated probe connection; touched only by Probe and Close, which never overlap
+	sock *physical.Socket // its socket
 
 	// confirm is the deadline, in nanoseconds, of the next probe when a passive signal asked
 	// for it (0: a scheduled probe); confirming tells Report that the probe just run was one.
@@ -62,34 +62,34 @@ type runningProbe struct {
 // a failed one the wait grows with the time the node has been down, from recoverySpacing by a
 // second per 20 s, up to the probe interval, so a node that stays dead costs few dials. A proxy
 // back from an outage of ten seconds is probed within about 0.75 s and is up about 0.25 s
-// later. Probes bring a node up at most once per flapWindow: a proxy that passes probes but
+// later. Probes bring a node up at most once per FlapWindow: a proxy that passes probes but
 // keeps failing the application's statements (fatal errors, passive signals) cannot go up,
 // down and up again within it.
 const (
 	recoverySpacingMax = 250 * time.Millisecond
 	recoveryGrowth     = 20 // the wait after a failed probe grows by 1/recoveryGrowth of the time down
-	flapWindow         = time.Second
+	FlapWindow         = time.Second
 )
 
-// recoverySpacing is the least time between good probes that count toward a recovery:
+// RecoverySpacing is the least time between good probes that count toward a recovery:
 // recoverySpacingMax, or half the probe interval when that is shorter.
-func recoverySpacing(probeInterval time.Duration) time.Duration {
+func RecoverySpacing(probeInterval time.Duration) time.Duration {
 	return min(recoverySpacingMax, probeInterval/2)
 }
 
 // NextProbeIn implements detect.Pacer: an up node is probed every checkHealthInterval, a down
 // one on the recovery schedule above.
 func (p *nodeProbe) NextProbeIn() time.Duration {
-	c, n := p.owner, p.n
-	if c.table.StateNow(n.tn) != nodetable.Down {
+	m, n := p.m, p.n
+	if m.table.StateNow(n.tn) != nodetable.Down {
 		return 0
 	}
-	spacing := recoverySpacing(c.cfg.CheckHealthInterval)
+	spacing := RecoverySpacing(m.cfg.Interval)
 	if p.good {
 		return spacing
 	}
-	down := c.cfg.clock.Now().Sub(time.Unix(0, n.downAt.Load()))
-	return min(c.cfg.CheckHealthInterval, spacing+max(down, 0)/recoveryGrowth)
+	down := m.cfg.Clock.Now().Sub(time.Unix(0, n.downAt.Load()))
+	return min(m.cfg.Interval, spacing+max(down, 0)/recoveryGrowth)
 }
 
 // errConfirmDeadline ends a running probe that a confirmation turned into a confirming one, once
@@ -111,7 +111,7 @@ func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 	return true
 }
 
-// Probe implements detect.Target: it runs probeQuery on the node's dedicated probe connection,
+// Probe implements detect.Target: it runs ProbeQuery on the node's dedicated probe connection,
 // dialing it first when needed. The probe connection is not counted as application load. A
 // failure closes it so the next probe starts afresh. A proxy that answers anything but one row
 // holding 1 fails the probe.
@@ -128,7 +128,7 @@ func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 //
 // A confirming probe (see suspect) runs under the shorter deadline the signal set.
 //
-// A dial that never reached the node because its credentials failed (ErrNoCredentials) fails
+// A dial that never reached the node because its credentials failed (physical.ErrNoCredentials) fails
 // the probe with that error, which Report takes for no verdict on the node.
 func (p *nodeProbe) Probe(ctx context.Context) error {
 	p.confirming = false
@@ -204,7 +204,7 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 // the proxy answering wrongly: a protocol violation (ErrProtocol, a framing error), an error
 // the proxy sent, or a timeout are about the node and are not.
 func connectionLost(err error) bool {
-	if errors.Is(err, ErrProtocol) {
+	if errors.Is(err, physical.ErrProtocol) {
 		return false
 	}
 	switch _, reason := exception.Classify(err); reason {
@@ -220,7 +220,7 @@ func connectionLost(err error) bool {
 func (p *nodeProbe) query(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = physical.ProtocolError(p.n.addr, fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
+			err = physical.ProtocolError(p.n.Addr(), fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
 		}
 	}()
 	err = runProbeQuery(ctx, p.conn)
@@ -258,20 +258,20 @@ func (p *nodeProbe) Close() error {
 // startProbing gives n a fresh probe target and hands it to the prober.
 // With a role check, the first probe runs at once: until it answers, no node has a role a
 // target other than any accepts.
-func (n *node) startProbing() {
-	c := n.c
-	t := &nodeProbe{owner: c, n: n}
+func (n *Node) startProbing() {
+	m := n.m
+	t := &nodeProbe{m: m, n: n}
 	n.probe.Store(t)
-	c.prober.Add(t)
-	if c.roles.check.Query() != "" {
-		c.prober.Trigger(t)
+	m.prober.Add(t)
+	if m.cfg.Check.Query() != "" {
+		m.prober.Trigger(t)
 	}
 }
 
 // triggerProbe asks for an early probe of n (coalesced by the prober).
-func (n *node) triggerProbe() {
-	if t := n.probe.Load(); t != nil && n.c.prober != nil {
-		n.c.prober.Trigger(t)
+func (n *Node) triggerProbe() {
+	if t := n.probe.Load(); t != nil && n.m.prober != nil {
+		n.m.prober.Trigger(t)
 	}
 }
 
@@ -283,8 +283,8 @@ const earlyProbeSpacing = time.Second
 
 // mayProbeEarly reports whether the traffic may bring n's probe forward now, and if so takes
 // the turn: no other such probe of n for earlyProbeSpacing.
-func (n *node) mayProbeEarly() bool {
-	now := n.c.cfg.clock.Now().UnixNano()
+func (n *Node) mayProbeEarly() bool {
+	now := n.m.cfg.Clock.Now().UnixNano()
 	last := n.earlyProbe.Load()
 	if last != 0 && now-last < int64(earlyProbeSpacing) {
 		return false
@@ -294,7 +294,7 @@ func (n *node) mayProbeEarly() bool {
 
 // probeForTraffic is triggerProbe for what the application's traffic saw, spaced by
 // earlyProbeSpacing.
-func (n *node) probeForTraffic() {
+func (n *Node) probeForTraffic() {
 	if n.mayProbeEarly() {
 		n.triggerProbe()
 	}
@@ -305,7 +305,7 @@ func runProbeQuery(ctx context.Context, pc driver.Conn) error {
 	if !ok {
 		return fmt.Errorf("lbd: probe connection %T cannot run queries", pc)
 	}
-	rows, err := q.QueryContext(ctx, probeQuery, nil)
+	rows, err := q.QueryContext(ctx, ProbeQuery, nil)
 	if err != nil {
 		return err
 	}
@@ -440,21 +440,21 @@ func clipValue(s string) string { return physical.ClipText(s, 35) }
 // checkLag runs on the probe connection after the role check: a replica's lag decides whether
 // it takes reads. A failed lag check does not fail the probe.
 func (p *nodeProbe) checkLag(ctx context.Context) error {
-	c := p.owner
-	max := c.cfg.MaxReplicationLag
+	m := p.m
+	max := m.cfg.MaxReplicationLag
 	if max <= 0 {
 		return nil
 	}
 	tn := p.n.tn
-	if c.table.Role(tn) != nodes.RoleReplica {
-		if c.table.SetLagging(tn, false) {
-			c.cfg.Logger.Info("lbd: replica lag no longer checked", "node", p.n.addr, "reason", "not a replica now")
+	if m.table.Role(tn) != nodes.RoleReplica {
+		if m.table.SetLagging(tn, false) {
+			m.cfg.Logger.Info("lbd: replica lag no longer checked", "node", p.n.Addr(), "reason", "not a replica now")
 		}
 		return nil
 	}
 	lag, known, err := replicaLag(ctx, p.conn)
 	if err != nil {
-		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
+		if connectionLost(err) || errors.Is(err, physical.ErrProtocol) || ctx.Err() != nil {
 			return err
 		}
 		err = fmt.Errorf("lbd: replica lag check: %w", err)
@@ -462,14 +462,14 @@ func (p *nodeProbe) checkLag(ctx context.Context) error {
 		return nil
 	}
 	p.n.lag.Store(int64(lag))
-	c.table.NoteLag(tn, lag, known)
+	m.table.NoteLag(tn, lag, known)
 	lagging := !known || lag > max
-	if c.table.SetLagging(tn, lagging) {
+	if m.table.SetLagging(tn, lagging) {
 		if lagging {
-			c.cfg.Logger.Warn("lbd: replica lagging; it takes no reads until it catches up, unless minServingReplicas keeps it", "node", p.n.addr,
+			m.cfg.Logger.Warn("lbd: replica lagging; it takes no reads until it catches up, unless minServingReplicas keeps it", "node", p.n.Addr(),
 				"lag", lagDesc(lag, known), "max", max)
 		} else {
-			c.cfg.Logger.Info("lbd: replica caught up; it takes reads again", "node", p.n.addr, "lag", lag)
+			m.cfg.Logger.Info("lbd: replica caught up; it takes reads again", "node", p.n.Addr(), "lag", lag)
 		}
 	}
 	return nil
@@ -488,7 +488,7 @@ func lagDesc(lag time.Duration, known bool) string {
 // the Connect errors that name the node, and does not fail the probe: the node answered its
 // health query. A broken connection or a protocol violation does fail it.
 func (p *nodeProbe) checkRole(ctx context.Context) error {
-	check := p.owner.roles.check
+	check := p.m.cfg.Check
 	if check.Query() == "" {
 		return nil
 	}
@@ -506,7 +506,7 @@ func (p *nodeProbe) checkRole(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		if connectionLost(err) || errors.Is(err, ErrProtocol) || ctx.Err() != nil {
+		if connectionLost(err) || errors.Is(err, physical.ErrProtocol) || ctx.Err() != nil {
 			return err
 		}
 		err = fmt.Errorf("lbd: role check %s: %w", check.Name(), err)
@@ -519,6 +519,6 @@ func (p *nodeProbe) checkRole(ctx context.Context) error {
 		return nil
 	}
 	p.n.roleErr.Store(nil)
-	p.owner.table.RoleChecked(p.n.tn, r, nil)
+	p.m.table.RoleChecked(p.n.tn, r, nil)
 	return nil
 }
