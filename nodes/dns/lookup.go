@@ -99,22 +99,37 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 		if err != nil {
 			return nil, s.namingServer(err)
 		}
+		// The records come from the resolver, which may be a program's own: their count is
+		// checked before anything is sized by it, and each target as any node address is.
+		if err := nodes.CheckCount(len(records)); err != nil {
+			return nil, err
+		}
 		out := make([]nodes.Node, 0, len(records))
-		for _, r := range records {
+		for i, r := range records {
+			if r == nil {
+				return nil, fmt.Errorf("the resolver's SRV record %d of %d is nil", i+1, len(records))
+			}
 			target := strings.TrimSuffix(r.Target, ".")
 			if target == "" {
 				continue // "." : the service is not offered there
 			}
 			if r.Port == 0 {
-				return nil, fmt.Errorf("SRV record for %s has port 0", r.Target)
+				return nil, fmt.Errorf("SRV record for %s has port 0", strconv.QuoteToASCII(truncate(r.Target)))
 			}
-			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight), AZ: e.zone, Groups: e.groups})
+			addr, err := nodes.Canonical(net.JoinHostPort(target, strconv.Itoa(int(r.Port))))
+			if err != nil {
+				return nil, fmt.Errorf("SRV record: %w", err)
+			}
+			out = append(out, nodes.Node{Addr: addr, Weight: int(r.Weight), AZ: e.zone, Groups: e.groups})
 		}
 		return out, nil
 	}
 	ips, err := s.cfg.Resolver.LookupIPAddr(ctx, e.host)
 	if err != nil {
 		return nil, s.namingServer(err)
+	}
+	if err := nodes.CheckCount(len(ips)); err != nil {
+		return nil, err
 	}
 	out := make([]nodes.Node, 0, len(ips))
 	for _, ip := range ips {
@@ -126,9 +141,22 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 		if a.Is6() && ip.Zone != "" {
 			a = a.WithZone(ip.Zone)
 		}
-		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String(), AZ: e.zone, Groups: e.groups})
+		addr, err := nodes.Canonical(netip.AddrPortFrom(a, e.port).String())
+		if err != nil { // an IPv6 zone that is no interface name
+			return nil, err
+		}
+		out = append(out, nodes.Node{Addr: addr, AZ: e.zone, Groups: e.groups})
 	}
 	return out, nil
+}
+
+// truncate shortens a string from an answer for an error message.
+func truncate(s string) string {
+	const n = 80
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // namingServer makes a lookup error name the server that was asked: with Config.Server, Go's
