@@ -277,3 +277,29 @@ func TestHostileResolver(t *testing.T) {
 		})
 	}
 }
+
+// flapping answers each query with NXDOMAIN or SERVFAIL, at random: every round fails, for a
+// reason that changes from round to round.
+func flapping(s *dnsServer, w mdns.ResponseWriter, r *mdns.Msg) bool {
+	if rand.IntN(2) == 0 {
+		return rcode(mdns.RcodeNameError)(s, w, r)
+	}
+	return rcode(mdns.RcodeServerFailure)(s, w, r)
+}
+
+// A server whose failures change their reason every round is still one failing condition: one
+// line, not one per round; Status has the latest reason.
+func TestFlappingFailureLogsOnce(t *testing.T) {
+	srv := startDNS(t)
+	srv.setSRV("_mysql._tcp.proxies.test", record{"localhost", 2883, 1})
+	l := &logs{}
+	src := newSource(t, srv, l, "_mysql._tcp.proxies.test")
+	if _, err := src.Start(context.Background(), func(nodes.Set) { t.Error("update called") }); err != nil {
+		t.Fatal(err)
+	}
+	srv.setFault(flapping)
+	waitFor(t, 10*time.Second, "twenty failed rounds", func() bool { return src.Status().Failures >= 20 })
+	if n := l.Count("DNS lookup failed"); n != 1 {
+		t.Fatalf("%d failure lines over %d failed rounds, want 1:\n%s", n, src.Status().Failures, l.All())
+	}
+}
