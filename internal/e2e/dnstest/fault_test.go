@@ -303,3 +303,34 @@ func TestFlappingFailureLogsOnce(t *testing.T) {
 		t.Fatalf("%d failure lines over %d failed rounds, want 1:\n%s", n, src.Status().Failures, l.All())
 	}
 }
+
+// The largest answers a DNS message holds (64 KiB over TCP, after a truncated one over UDP:
+// some two thousand SRV records) make a list like any other; what they cost is bounded by that size.
+func TestLargestAnswer(t *testing.T) {
+	const n = 2200 // 29 bytes a record (an SRV target is never compressed): 63 KiB
+	srv := startDNS(t)
+	srv.setSRV("_mysql._tcp.proxies.test", record{"localhost", 2883, 1})
+	srv.setFault(func(s *dnsServer, w mdns.ResponseWriter, r *mdns.Msg) bool {
+		if !isTCP(w) {
+			return truncated(s, w, r)
+		}
+		m := new(mdns.Msg)
+		m.SetReply(r)
+		m.Compress = true
+		for i := range n {
+			m.Answer = append(m.Answer, &mdns.SRV{Hdr: header(r.Question[0].Name, mdns.TypeSRV), Port: uint16(1 + i), Target: "localhost."})
+		}
+		if err := w.WriteMsg(m); err != nil {
+			t.Errorf("the large answer: %v", err)
+		}
+		return true
+	})
+	src := newSource(t, srv, &logs{}, "_mysql._tcp.proxies.test")
+	set, err := src.Start(context.Background(), func(nodes.Set) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Nodes) != n {
+		t.Fatalf("%d nodes, want %d", len(set.Nodes), n)
+	}
+}
