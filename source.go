@@ -258,6 +258,46 @@ func (c *Connector) stopSource() {
 	}
 }
 
+// SourceStats is the condition of a Connector's node source, in Stats.Source.
+type SourceStats struct {
+	// Name names the source: its DSN network and entries, "lbdns(_mysql._tcp.proxies.example)",
+	// or its type when given with WithSource.
+	Name string
+	// Ready is true once the source has given its first list (see Connector.Ready).
+	Ready bool
+	// StartError is why the latest attempt to start the source failed ("" before the first
+	// failure, and once it has started).
+	StartError string
+	// Status is what the source says of itself once started: when it last answered, how many
+	// refreshes in a row failed since, and why (nodes.Status). It is the zero Status for a
+	// source that does not report one (nodes.StatusReporter) and before Ready.
+	Status nodes.Status
+}
+
+// sourceStats is Stats.Source: nil without a source.
+func (c *Connector) sourceStats() *SourceStats {
+	s := c.start
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	src, err := s.src, s.err
+	s.mu.Unlock()
+	out := &SourceStats{Name: s.name}
+	select {
+	case <-c.ready:
+		out.Ready = true
+	default:
+	}
+	if err != nil {
+		out.StartError = err.Error()
+	}
+	if r, ok := src.(nodes.StatusReporter); ok && out.Ready {
+		out.Status = r.Status()
+	}
+	return out
+}
+
 // Ready waits until the Connector has its first node list, for code that wants a bad node
 // source to fail at start-up rather than at the first statement. A Connector with a static
 // list is ready at once. With a node source (a DSN network such as lbremote or lbetcd, or

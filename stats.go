@@ -56,6 +56,9 @@ type Stats struct {
 	// default picks leave out (isolatedGroups).
 	Group          string
 	IsolatedGroups []string
+
+	// Source is the node source's condition (see SourceStats); nil for a static list.
+	Source *SourceStats
 }
 
 // Open returns the open physical connections over all nodes.
@@ -198,6 +201,7 @@ func (c *Connector) Stats() Stats {
 	st.LocalZone = c.cfg.LocalZone
 	st.ZoneLive, st.ZoneActive, st.ZoneLocal = c.table.Zones()
 	st.Group, st.IsolatedGroups = c.cfg.Group, slices.Clone(c.cfg.IsolatedGroups)
+	st.Source = c.sourceStats()
 	st.Logical = st.Open()
 	if c.cfg.Balance == BalanceStatement {
 		st.Logical = int(c.stmt.Logical())

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Node is one proxy endpoint as a source reports it.
@@ -177,6 +178,32 @@ type Health interface {
 // calls UseHealth once, before Start.
 type HealthAware interface {
 	UseHealth(Health)
+}
+
+// Status is a running source's condition, as lbd.Stats shows it: whether its latest refresh
+// answered, since when it has not, and why. Times are the source's Clock's.
+type Status struct {
+	// LastGood is when a refresh last answered with a usable list (passed on, or found
+	// unchanged); at first, when Start got its list.
+	LastGood time.Time
+	// LastChange is when the source last passed a different list on (at first, Start's).
+	LastChange time.Time
+	// Version is that of the list the source last passed on (Set.Version).
+	Version string
+	// Failures counts the refreshes that failed in a row since LastGood (0 when the latest
+	// answered); FailingSince is when the first of them ended (zero when Failures is 0).
+	Failures     int
+	FailingSince time.Time
+	// LastError is why the latest refresh failed ("" when it answered). While Failures is not
+	// 0 the Connector keeps the list of LastChange.
+	LastError string
+}
+
+// StatusReporter is implemented by sources that report their condition (lbd.Stats.Source).
+// Status must be safe for concurrent use, cheap and non-blocking: it is read for Stats, not
+// fetched.
+type StatusReporter interface {
+	Status() Status
 }
 
 // Static is a Source with a fixed list: it returns the list from Start and never updates.

@@ -21,7 +21,10 @@ const (
 )
 
 // Resolver answers the source's lookups. *net.Resolver satisfies it; tests and programs with
-// their own service discovery can supply another. It must be safe for concurrent use.
+// their own service discovery can supply another. It must be safe for concurrent use, and
+// return soon after ctx is done: ctx carries the lookup timeout (Config.Timeout) and ends at
+// Close, which waits for the lookup in flight. Its answers are checked as a DNS server's are
+// (see the package documentation).
 type Resolver interface {
 	// LookupIPAddr returns the IPv4 and IPv6 addresses of host.
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)

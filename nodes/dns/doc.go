@@ -50,10 +50,28 @@
 // # Failures
 //
 // Start resolves every entry; a failure of any of them is an error and the Connector does not
-// start. Afterwards a round in which any lookup fails (no answer in time, NXDOMAIN, or an
-// answer without a usable record) keeps the current list, so that a resolver's hiccup never
-// drains proxies: a source would rather serve a stale list than half of one. The source logs
-// one line when such a condition starts or changes ("DNS lookup failed", with each failing
-// name and the reason) and one when answers come back ("DNS answers again"), not one per
-// round.
+// start. Afterwards a round in which any lookup fails (no answer in time, NXDOMAIN, SERVFAIL or
+// REFUSED, a truncated, cut or malformed answer, or records that do not make a valid node
+// list) keeps the current list, so that a resolver's hiccup never drains proxies: a source
+// would rather serve a stale list than half of one. The source logs one line when names start
+// failing or the set of failing names changes ("DNS lookup failed", with each failing name and
+// the reason) and one when answers come back ("DNS answers again"), not one per round, even
+// when the reason changes from round to round. Status (nodes.StatusReporter; lbd's
+// Stats.Source) says when the last good answer came, how many rounds in a row failed since
+// and the latest reason.
+//
+// No dial waits on the source: lookups run on the source's own goroutine, each bounded by
+// dnsTimeoutMillis, so a DNS server that stalls delays only the next list, by at most that
+// timeout plus the refresh interval once it answers again. A server that keeps answering an
+// old list (stale records, an expired TTL) cannot be told from an unchanged one: its list
+// stays, Status shows good rounds and the LastChange of that list, and the Connector's probes
+// take out the proxies that no longer answer. SRV targets are host names, resolved when the
+// Connector dials them (see Names): that lookup is the system resolver's, bounded by the dial
+// timeout, not this source's.
+//
+// The DNS server is untrusted: answers are parsed by Go's resolver (a compression loop, a
+// record count the message does not hold, a name that is no host name are errors) within the
+// 64 KiB a DNS message can hold; a Resolver given in Config has its answers counted against
+// nodes.MaxNodes before anything is sized by them and every address checked as any node
+// address is (nodes.CheckAddr).
 package dns

@@ -15,36 +15,13 @@ import (
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// Kinds of failed lookups. A condition is the set of (name, kind) pairs of a round, so a
-// reason whose text varies (a source port, an attempt count) is still the same condition.
-const (
-	kindNotFound = "no such host"   // NXDOMAIN, or a name with no record of the type asked
-	kindEmpty    = "empty answer"   // an answer without a usable record
-	kindTimeout  = "timeout"        // no answer within the timeout
-	kindInvalid  = "invalid answer" // records that do not make a valid node list
-	kindError    = "lookup error"   // anything else: refused, server failure, malformed
-)
-
 // failure is one name's failed lookup in a round.
 type failure struct {
 	name string
-	kind string
 	err  error
 }
 
 func (f failure) String() string { return f.name + ": " + f.err.Error() }
-
-// classify names the kind of a lookup error.
-func classify(ctx context.Context, err error) string {
-	var de *net.DNSError
-	switch {
-	case errors.As(err, &de) && de.IsNotFound:
-		return kindNotFound
-	case errors.As(err, &de) && de.IsTimeout, errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil:
-		return kindTimeout
-	}
-	return kindError
-}
 
 // round resolves every entry. It returns the merged set when all of them answered with at
 // least one usable record, and otherwise the failures.
@@ -55,10 +32,10 @@ func (s *Source) round(ctx context.Context) (nodes.Set, []failure) {
 		found, err := s.lookup(ctx, e)
 		switch {
 		case err != nil:
-			failed = append(failed, failure{e.name, classify(ctx, err), err})
+			failed = append(failed, failure{e.name, err})
 			continue
 		case len(found) == 0:
-			failed = append(failed, failure{e.name, kindEmpty, errors.New("the answer holds no usable record")})
+			failed = append(failed, failure{e.name, errors.New("the answer holds no usable record")})
 			continue
 		}
 		for _, n := range found {
@@ -84,7 +61,7 @@ func (s *Source) round(ctx context.Context) (nodes.Set, []failure) {
 	}
 	slices.SortFunc(set.Nodes, func(a, b nodes.Node) int { return strings.Compare(a.Addr, b.Addr) })
 	if err := set.Validate(); err != nil {
-		return nodes.Set{}, []failure{{strings.Join(s.cfg.Names, ","), kindInvalid, err}}
+		return nodes.Set{}, []failure{{strings.Join(s.cfg.Names, ","), err}}
 	}
 	set.Version = version(set.Nodes)
 	return set, nil
@@ -99,22 +76,37 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 		if err != nil {
 			return nil, s.namingServer(err)
 		}
+		// The records come from the resolver, which may be a program's own: their count is
+		// checked before anything is sized by it, and each target as any node address is.
+		if err := nodes.CheckCount(len(records)); err != nil {
+			return nil, err
+		}
 		out := make([]nodes.Node, 0, len(records))
-		for _, r := range records {
+		for i, r := range records {
+			if r == nil {
+				return nil, fmt.Errorf("the resolver's SRV record %d of %d is nil", i+1, len(records))
+			}
 			target := strings.TrimSuffix(r.Target, ".")
 			if target == "" {
 				continue // "." : the service is not offered there
 			}
 			if r.Port == 0 {
-				return nil, fmt.Errorf("SRV record for %s has port 0", r.Target)
+				return nil, fmt.Errorf("SRV record for %s has port 0", strconv.QuoteToASCII(truncate(r.Target)))
 			}
-			out = append(out, nodes.Node{Addr: net.JoinHostPort(target, strconv.Itoa(int(r.Port))), Weight: int(r.Weight), AZ: e.zone, Groups: e.groups})
+			addr, err := nodes.Canonical(net.JoinHostPort(target, strconv.Itoa(int(r.Port))))
+			if err != nil {
+				return nil, fmt.Errorf("SRV record: %w", err)
+			}
+			out = append(out, nodes.Node{Addr: addr, Weight: int(r.Weight), AZ: e.zone, Groups: e.groups})
 		}
 		return out, nil
 	}
 	ips, err := s.cfg.Resolver.LookupIPAddr(ctx, e.host)
 	if err != nil {
 		return nil, s.namingServer(err)
+	}
+	if err := nodes.CheckCount(len(ips)); err != nil {
+		return nil, err
 	}
 	out := make([]nodes.Node, 0, len(ips))
 	for _, ip := range ips {
@@ -126,9 +118,22 @@ func (s *Source) lookup(ctx context.Context, e entry) ([]nodes.Node, error) {
 		if a.Is6() && ip.Zone != "" {
 			a = a.WithZone(ip.Zone)
 		}
-		out = append(out, nodes.Node{Addr: netip.AddrPortFrom(a, e.port).String(), AZ: e.zone, Groups: e.groups})
+		addr, err := nodes.Canonical(netip.AddrPortFrom(a, e.port).String())
+		if err != nil { // an IPv6 zone that is no interface name
+			return nil, err
+		}
+		out = append(out, nodes.Node{Addr: addr, AZ: e.zone, Groups: e.groups})
 	}
 	return out, nil
+}
+
+// truncate shortens a string from an answer for an error message.
+func truncate(s string) string {
+	const n = 80
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // namingServer makes a lookup error name the server that was asked: with Config.Server, Go's
@@ -168,11 +173,13 @@ func unionGroups(a, b string) string {
 	return nodes.JoinGroups(names...)
 }
 
-// condition is the comparable form of a round's failures.
+// condition is the comparable form of a round's failures: the names that failed. Their
+// reasons are left out: a server that answers NXDOMAIN and SERVFAIL in turn, or times out one
+// round in two, is one condition, logged once, not once a round (Status has the latest reason).
 func condition(failed []failure) string {
 	parts := make([]string, len(failed))
 	for i, f := range failed {
-		parts[i] = f.name + "=" + f.kind
+		parts[i] = f.name
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ";")

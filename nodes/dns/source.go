@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/lbd-go/lbd/nodes"
 	"github.com/lbd-go/lbd/nodes/lifecycle"
@@ -23,6 +25,37 @@ type Source struct {
 	update  func(nodes.Set)
 	version string // of the set the Connector has
 	problem string // the current failure condition, "" when the last round answered
+
+	mu     sync.Mutex
+	status nodes.Status // what Status returns; written by Start and the refresh goroutine
+}
+
+// Status implements nodes.StatusReporter: the source's condition, for lbd.Stats. It is the
+// zero Status before Start has returned a list.
+func (s *Source) Status() nodes.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// record notes a round's outcome in the status: set when it answered, why it failed otherwise.
+func (s *Source) record(set nodes.Set, failed []failure, changed bool) {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.status
+	if len(failed) > 0 {
+		if st.Failures == 0 {
+			st.FailingSince = now
+		}
+		st.Failures++
+		st.LastError = describe(failed)
+		return
+	}
+	st.LastGood, st.Failures, st.FailingSince, st.LastError = now, 0, time.Time{}, ""
+	if changed {
+		st.LastChange, st.Version = now, set.Version
+	}
 }
 
 // New checks cfg and fills in its defaults; it does not resolve anything yet, Start does.
@@ -51,7 +84,7 @@ func (s *Source) Start(ctx context.Context, update func(nodes.Set)) (nodes.Set, 
 		return nodes.Set{}, fmt.Errorf("dns: resolving %v: %s", s.cfg.Names, describe(failed))
 	}
 
-	if !s.life.Go(func() { s.update, s.version = update, set.Version }, s.refresh) {
+	if !s.life.Go(func() { s.update, s.version = update, set.Version; s.record(set, nil, true) }, s.refresh) {
 		return nodes.Set{}, ErrClosed
 	}
 	return set, nil
@@ -80,6 +113,7 @@ func (s *Source) refresh() {
 
 // apply passes a new answer on, or keeps the list and logs a change of failure condition.
 func (s *Source) apply(set nodes.Set, failed []failure) {
+	s.record(set, failed, len(failed) == 0 && set.Version != s.version)
 	if len(failed) > 0 {
 		if c := condition(failed); c != s.problem {
 			s.problem = c

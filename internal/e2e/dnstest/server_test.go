@@ -20,6 +20,8 @@ type dnsServer struct {
 	udp     *mdns.Server
 	tcp     *mdns.Server
 	queries atomic.Int64
+	fault   atomic.Pointer[fault] // how the server misbehaves; nil while it answers from its records
+	done    chan struct{}         // closed by close, ending the waits of faults
 
 	mu    sync.Mutex
 	names map[string]map[uint16][]mdns.RR // FQDN, lower case → type → records
@@ -38,7 +40,7 @@ func startDNS(t testing.TB) *dnsServer {
 
 // runDNS starts a server on one port for both UDP and TCP.
 func runDNS() (*dnsServer, error) {
-	s := &dnsServer{names: map[string]map[uint16][]mdns.RR{}}
+	s := &dnsServer{names: map[string]map[uint16][]mdns.RR{}, done: make(chan struct{})}
 	var pc net.PacketConn
 	var ln net.Listener
 	for attempt := 0; ; attempt++ {
@@ -76,14 +78,40 @@ func runDNS() (*dnsServer, error) {
 }
 
 func (s *dnsServer) close() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
 	s.udp.Shutdown()
 	s.tcp.Shutdown()
 }
 
-// ServeDNS answers from the records: NXDOMAIN for an unknown name, an empty answer for a known
-// name without records of the type asked.
+// ServeDNS answers from the records, unless a fault is set: then the fault answers.
 func (s *dnsServer) ServeDNS(w mdns.ResponseWriter, r *mdns.Msg) {
 	s.queries.Add(1)
+	if f := s.fault.Load(); f != nil && (*f)(s, w, r) {
+		return
+	}
+	s.answer(w, r)
+}
+
+// fault is a way of misbehaving: it answers r itself and returns true, or returns false to let
+// the server answer from its records.
+type fault func(s *dnsServer, w mdns.ResponseWriter, r *mdns.Msg) bool
+
+// setFault makes the server misbehave as f does from now on; nil makes it answer again.
+func (s *dnsServer) setFault(f fault) {
+	if f == nil {
+		s.fault.Store(nil)
+		return
+	}
+	s.fault.Store(&f)
+}
+
+// answer answers from the records: NXDOMAIN for an unknown name, an empty answer for a known
+// name without records of the type asked.
+func (s *dnsServer) answer(w mdns.ResponseWriter, r *mdns.Msg) {
 	m := new(mdns.Msg)
 	m.SetReply(r)
 	m.Authoritative = true
