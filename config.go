@@ -15,6 +15,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/dsnparam"
 	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
@@ -353,12 +354,12 @@ func (c *Config) settle() error {
 		{"recoverCheckCount", "DSN parameter recoverCheckCount, option WithRecoverCheckCount", c.RecoverCheckCount},
 		{"fatalErrorThreshold", "DSN parameter fatalErrorThreshold, option WithFatalErrorThreshold", c.FatalErrorThreshold},
 	} {
-		if n.value < 1 || n.value > maxCount {
-			return fmt.Errorf("lbd: %s is %d; it must be from 1 to %d (%s)", n.name, n.value, maxCount, n.where)
+		if n.value < 1 || n.value > dsnparam.MaxCount {
+			return fmt.Errorf("lbd: %s is %d; it must be from 1 to %d (%s)", n.name, n.value, dsnparam.MaxCount, n.where)
 		}
 	}
-	if c.Warmup < 0 || c.Warmup > maxSeconds*time.Second {
-		return fmt.Errorf("lbd: warmup is %v; it must be from 0 (off) to %d s (DSN parameter warmupSeconds, option WithWarmup)", c.Warmup, maxSeconds)
+	if c.Warmup < 0 || c.Warmup > dsnparam.MaxSeconds*time.Second {
+		return fmt.Errorf("lbd: warmup is %v; it must be from 0 (off) to %d s (DSN parameter warmupSeconds, option WithWarmup)", c.Warmup, dsnparam.MaxSeconds)
 	}
 	for i, addr := range c.Nodes {
 		if err := nodes.CheckAddr(addr); err != nil {
@@ -406,8 +407,8 @@ func (c *Config) settle() error {
 	if c.MaxEjectionPercent < 0 || c.MaxEjectionPercent > 100 {
 		return fmt.Errorf("lbd: maxEjectionPercent is %d; it must be from 0 to 100 (DSN parameter maxEjectionPercent; 0 turns passive ejection off)", c.MaxEjectionPercent)
 	}
-	if c.BaseEjectionTime < 0 || c.BaseEjectionTime > maxSeconds*time.Second {
-		return fmt.Errorf("lbd: baseEjectionTime is %v; it must be from 0 (%v) to %d s (DSN parameter baseEjectionTimeSeconds)", c.BaseEjectionTime, DefaultBaseEjectionTime, maxSeconds)
+	if c.BaseEjectionTime < 0 || c.BaseEjectionTime > dsnparam.MaxSeconds*time.Second {
+		return fmt.Errorf("lbd: baseEjectionTime is %v; it must be from 0 (%v) to %d s (DSN parameter baseEjectionTimeSeconds)", c.BaseEjectionTime, DefaultBaseEjectionTime, dsnparam.MaxSeconds)
 	}
 	if c.BaseEjectionTime == 0 {
 		c.BaseEjectionTime = DefaultBaseEjectionTime
@@ -416,14 +417,14 @@ func (c *Config) settle() error {
 	if c.FailoverTimeout < 0 {
 		return fmt.Errorf("lbd: failoverTimeout is %v; it must not be negative (DSN parameter failoverTimeoutMillis, option WithFailoverTimeout)", c.FailoverTimeout)
 	}
-	if c.MaxFailoverWaiters < 0 || c.MaxFailoverWaiters > maxFailoverWaiters {
-		return fmt.Errorf("lbd: maxFailoverWaiters is %d; it must be from 0 to %d (DSN parameter maxFailoverWaiters, option WithMaxFailoverWaiters)", c.MaxFailoverWaiters, maxFailoverWaiters)
+	if c.MaxFailoverWaiters < 0 || c.MaxFailoverWaiters > dsnparam.MaxFailoverWaiters {
+		return fmt.Errorf("lbd: maxFailoverWaiters is %d; it must be from 0 to %d (DSN parameter maxFailoverWaiters, option WithMaxFailoverWaiters)", c.MaxFailoverWaiters, dsnparam.MaxFailoverWaiters)
 	}
-	if c.RetryBudgetPercent < 0 || c.RetryBudgetPercent > maxRetryBudgetPercent {
-		return fmt.Errorf("lbd: retryBudgetPercent is %d; it must be from 0 to %d (DSN parameter retryBudgetPercent, option WithRetryBudget)", c.RetryBudgetPercent, maxRetryBudgetPercent)
+	if c.RetryBudgetPercent < 0 || c.RetryBudgetPercent > dsnparam.MaxRetryBudgetPercent {
+		return fmt.Errorf("lbd: retryBudgetPercent is %d; it must be from 0 to %d (DSN parameter retryBudgetPercent, option WithRetryBudget)", c.RetryBudgetPercent, dsnparam.MaxRetryBudgetPercent)
 	}
-	if c.RetryBudgetPerSecond < 0 || c.RetryBudgetPerSecond > maxRetryBudgetPerSecond {
-		return fmt.Errorf("lbd: retryBudgetPerSecond is %d; it must be from 0 to %d (DSN parameter retryBudgetPerSecond, option WithRetryBudget)", c.RetryBudgetPerSecond, maxRetryBudgetPerSecond)
+	if c.RetryBudgetPerSecond < 0 || c.RetryBudgetPerSecond > dsnparam.MaxRetryBudgetPerSecond {
+		return fmt.Errorf("lbd: retryBudgetPerSecond is %d; it must be from 0 to %d (DSN parameter retryBudgetPerSecond, option WithRetryBudget)", c.RetryBudgetPerSecond, dsnparam.MaxRetryBudgetPerSecond)
 	}
 	rs, err := c.parseRoleSettings()
 	if err != nil {
@@ -458,8 +459,8 @@ func (c *Config) settle() error {
 			return fmt.Errorf("lbd: statusURL %q %v", c.StatusURL, err)
 		}
 	}
-	if c.MinServingReplicas < 0 || c.MinServingReplicas > maxCount {
-		return fmt.Errorf("lbd: minServingReplicas is %d; it must be from 0 (no floor) to %d (DSN parameter minServingReplicas)", c.MinServingReplicas, maxCount)
+	if c.MinServingReplicas < 0 || c.MinServingReplicas > dsnparam.MaxCount {
+		return fmt.Errorf("lbd: minServingReplicas is %d; it must be from 0 (no floor) to %d (DSN parameter minServingReplicas)", c.MinServingReplicas, dsnparam.MaxCount)
 	}
 	if c.MaxReplicationLag < 0 {
 		return fmt.Errorf("lbd: maxReplicationLag is %v; it must not be negative (DSN parameter maxReplicationLagSeconds; 0 does not check)", c.MaxReplicationLag)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/dsnparam"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -176,7 +177,7 @@ func TestConfigSettingsOutOfRange(t *testing.T) {
 		{"health timeout", func(c *Config) { c.CheckHealthTimeout = -time.Millisecond }, "checkHealthTimeout is -1ms"},
 		{"balance interval", func(c *Config) { c.CheckBalanceInterval = 0 }, "checkBalanceInterval is 0s"},
 		{"stats interval", func(c *Config) { c.StatsInterval = 0 }, "statsInterval is 0s; it must be positive (option WithStatsInterval"},
-		{"recover too high", func(c *Config) { c.RecoverCheckCount = maxCount + 1 }, "recoverCheckCount is 1001; it must be from 1 to 1000"},
+		{"recover too high", func(c *Config) { c.RecoverCheckCount = dsnparam.MaxCount + 1 }, "recoverCheckCount is 1001; it must be from 1 to 1000"},
 		{"threshold", func(c *Config) { c.FatalErrorThreshold = -1 }, "fatalErrorThreshold is -1"},
 		{"balance", func(c *Config) { c.Balance = 7 }, "invalid Balance BalanceMode(7)"},
 		{"zone unlisted", func(c *Config) { c.Zones = map[string]string{"127.0.0.2:1": "az1"} }, `Zones names "127.0.0.2:1", which is not in Nodes`},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/dsnparam"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -84,7 +85,7 @@ func ParseDSN(dsn string) (*Config, error) {
 	if err != nil && strings.Contains(err.Error(), "default addr for network") {
 		// "lb()": no node in the DSN, which is fine when a source supplies them. go-sql-driver
 		// insists on an address, so parse with a placeholder and drop it.
-		my, err = mysql.ParseDSN(withPlaceholderAddr(dsn))
+		my, err = mysql.ParseDSN(dsnparam.WithPlaceholderAddr(dsn))
 		emptyAddr = true
 	}
 	if err != nil {
@@ -93,7 +94,7 @@ func ParseDSN(dsn string) (*Config, error) {
 			// '/' in a value (etcdKey=/lbd/x) breaks the DSN; its own message does not say so.
 			return nil, fmt.Errorf("lbd: %w (a parameter value holds '/': write it as %%2F, e.g. etcdKey=%%2Flbd%%2Fschemas%%2Forders)", err)
 		}
-		if perr := driverParamError(dsn); perr != nil {
+		if perr := dsnparam.DriverError(dsn, isParam); perr != nil {
 			return nil, perr
 		}
 		if strings.HasPrefix(err.Error(), "invalid DSN") { // go-sql-driver's own words already say so
@@ -140,9 +141,11 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		my.Addr = strings.Join(cfg.SourceAddrs, ",")
 	default:
-		if cfg.Nodes, cfg.Weights, cfg.Roles, cfg.Zones, cfg.Groups, err = parseNodes(my.Addr); err != nil {
+		ns, err := dsnparam.ParseNodes(my.Addr)
+		if err != nil {
 			return nil, err
 		}
+		cfg.Nodes, cfg.Weights, cfg.Roles, cfg.Zones, cfg.Groups = ns.List, ns.Weights, ns.Roles, ns.Zones, ns.Groups
 		my.Addr = strings.Join(cfg.Nodes, ",")
 	}
 	for key, value := range my.Params {
@@ -156,11 +159,8 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		p, ok := lookupParam(key)
 		if !ok {
-			if err := unknownParamError(key, my.Net, source.Params); err != nil {
+			if err := dsnparam.Unknown(key, my.Net, append(paramNames(), source.Params...), allSourceParams()); err != nil {
 				return nil, err
-			}
-			if isCamelCase(key) {
-				return nil, fmt.Errorf("lbd: unknown DSN parameter %q: neither lbd nor go-sql-driver reads it, and server variables are snake_case (a node source's parameter needs its network in the DSN and its package imported)", key)
 			}
 			continue // go-sql-driver's: a session variable to SET on each connection
 		}
@@ -180,94 +180,7 @@ func ParseDSN(dsn string) (*Config, error) {
 	return cfg, nil
 }
 
-// isCamelCase reports a name with a lower-case letter followed by an upper-case one
-// (etcdKey). MySQL and MariaDB name their variables in snake_case, so such a key left over
-// after lbd and go-sql-driver took theirs is a parameter nobody reads, and go-sql-driver would
-// send it as a SET that fails every connection with 1193.
-func isCamelCase(name string) bool {
-	for i := 1; i < len(name); i++ {
-		if name[i-1] >= 'a' && name[i-1] <= 'z' && name[i] >= 'A' && name[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
-}
-
 var errNoNodes = errors.New("lbd: the DSN lists no proxy: want user:pass@lb(host1:port1,host2:port2)/db, or a node source")
-
-// placeholderAddr stands in for an empty address list while go-sql-driver parses the DSN.
-const placeholderAddr = "placeholder.invalid:1"
-
-// withPlaceholderAddr puts placeholderAddr into an empty "net()" or bare "net" address part,
-// found the way go-sql-driver finds it: the last '@' before the last '/'.
-func withPlaceholderAddr(dsn string) string {
-	slash := strings.LastIndexByte(dsn, '/')
-	if slash < 0 {
-		return dsn
-	}
-	at := strings.LastIndexByte(dsn[:slash], '@')
-	netPart := strings.TrimSuffix(dsn[at+1:slash], "()")
-	if strings.ContainsAny(netPart, "()") {
-		return dsn
-	}
-	return dsn[:at+1] + netPart + "(" + placeholderAddr + ")" + dsn[slash:]
-}
-
-// parseNodes splits the address list of an lb(...) DSN into validated, canonical host:port
-// entries (see nodes.Canonical), the weights of the entries written host:port*weight, the
-// roles of those written host:port#role or host:port*weight#role, the zones of those ending in
-// ~zone and the groups of those with +group (each nil when no entry has one).
-func parseNodes(addrs string) (list []string, weights map[string]int, roles map[string]nodes.Role, zones, groups map[string]string, err error) {
-	if err := nodes.CheckCount(strings.Count(addrs, ",") + 1); err != nil {
-		return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
-	}
-	seen := make(map[string]bool)
-	for raw := range strings.SplitSeq(addrs, ",") {
-		entry := strings.TrimSpace(raw)
-		if entry == "" {
-			return nil, nil, nil, nil, nil, checkNodeAddr(entry)
-		}
-		n, err := nodes.ParseEntry(entry)
-		if err != nil {
-			return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
-		}
-		if seen[n.Addr] {
-			return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy %q is listed twice", n.Addr)
-		}
-		seen[n.Addr] = true
-		list = append(list, n.Addr)
-		if n.Weight != 0 {
-			if weights == nil {
-				weights = make(map[string]int)
-			}
-			weights[n.Addr] = n.Weight
-		}
-		if n.Role != nodes.RoleUnknown {
-			if roles == nil {
-				roles = make(map[string]nodes.Role)
-			}
-			roles[n.Addr] = n.Role
-		}
-		if n.AZ != "" {
-			if zones == nil {
-				zones = make(map[string]string)
-			}
-			zones[n.Addr] = n.AZ
-		}
-		if n.Groups != "" {
-			if groups == nil {
-				groups = make(map[string]string)
-			}
-			groups[n.Addr] = n.Groups
-		}
-	}
-	if groups != nil {
-		if err := nodes.CheckGroupSets(staticList(&Config{Nodes: list, Groups: groups})); err != nil {
-			return nil, nil, nil, nil, nil, fmt.Errorf("lbd: proxy list: %w", err)
-		}
-	}
-	return list, weights, roles, zones, groups, nil
-}
 
 // staticList is the DSN's node list with its weights, roles, zones and groups, as a node source
 // reports one.
@@ -277,17 +190,6 @@ func staticList(c *Config) []nodes.Node {
 		out[i] = nodes.Node{Addr: a, Weight: c.Weights[a], Role: c.Roles[a], AZ: c.Zones[a], Groups: c.Groups[a]}
 	}
 	return out
-}
-
-// checkNodeAddr accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535.
-func checkNodeAddr(addr string) error {
-	if addr == "" {
-		return fmt.Errorf("lbd: empty entry in the proxy list (check for a stray comma)")
-	}
-	if err := nodes.CheckAddr(addr); err != nil {
-		return fmt.Errorf("lbd: proxy list: %w", err)
-	}
-	return nil
 }
 
 // FormatDSN writes the Config back as a DSN that ParseDSN reads into an equal Config, as far as
@@ -305,10 +207,10 @@ func (c *Config) FormatDSN() string {
 	}
 	my.Addr = strings.Join(append(entries, c.SourceAddrs...), ",")
 	if my.Addr == "" {
-		my.Addr = placeholderAddr
+		my.Addr = dsnparam.PlaceholderAddr
 	}
 	var b strings.Builder
-	b.WriteString(strings.Replace(my.FormatDSN(), "("+placeholderAddr+")", "()", 1))
+	b.WriteString(strings.Replace(my.FormatDSN(), "("+dsnparam.PlaceholderAddr+")", "()", 1))
 	sep := "?"
 	if strings.Contains(b.String()[strings.LastIndexByte(b.String(), '/'):], "?") {
 		sep = "&"
@@ -329,46 +231,4 @@ func (c *Config) FormatDSN() string {
 		sep = "&"
 	}
 	return b.String()
-}
-
-// driverParamError finds the go-sql-driver parameter of dsn whose value go-sql-driver refuses
-// and returns an error naming it and saying what to write, or nil. go-sql-driver's own errors
-// name only the value (`time: missing unit in duration "5"` for timeout=5). Each parameter is
-// parsed alone, after the last '?', where no password is.
-func driverParamError(dsn string) error {
-	q := strings.LastIndexByte(dsn, '?')
-	if q < 0 || q < strings.LastIndexByte(dsn, '/') {
-		return nil // no parameters, or the '?' is in the password
-	}
-	for kv := range strings.SplitSeq(dsn[q+1:], "&") {
-		key, raw, _ := strings.Cut(kv, "=")
-		if _, lbdParam := lookupParam(key); key == "" || lbdParam || strings.ContainsAny(key, "@:()/") {
-			continue
-		}
-		if _, err := mysql.ParseDSN("/?" + kv); err != nil {
-			value, uerr := url.QueryUnescape(raw)
-			if uerr != nil {
-				value = raw
-			}
-			return fmt.Errorf("lbd: invalid DSN parameter %s=%q (go-sql-driver's): %v%s", key, value, err, driverParamHint(key))
-		}
-	}
-	return nil
-}
-
-// driverParamHint says how to write a value of go-sql-driver's parameter key.
-func driverParamHint(key string) string {
-	switch key {
-	case "timeout", "readTimeout", "writeTimeout":
-		return "; write a duration with its unit, e.g. " + key + "=5s or " + key + "=500ms"
-	case "allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords",
-		"allowOldPasswords", "checkConnLiveness", "clientFoundRows", "columnsWithAlias", "compress",
-		"interpolateParams", "multiStatements", "parseTime", "rejectReadOnly":
-		return "; write " + key + "=true or " + key + "=false"
-	case "maxAllowedPacket":
-		return "; write a whole number of bytes (0: ask the server)"
-	case "loc":
-		return "; write a time zone name such as UTC, Local or Asia%2FShanghai (a '/' as %2F)"
-	}
-	return "; see go-sql-driver's documentation of " + key
 }

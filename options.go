@@ -7,6 +7,7 @@ import (
 
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clock"
+	"github.com/lbd-go/lbd/internal/dsnparam"
 	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/role"
 	"github.com/lbd-go/lbd/internal/sqlclass"
@@ -141,8 +142,8 @@ func WithWarmup(d time.Duration) Option {
 // (recoverCheckCount); n must be from 1 to 1000.
 func WithRecoverCheckCount(n int) Option {
 	return func(c *Config) error {
-		if n < 1 || n > maxCount {
-			return fmt.Errorf("lbd: WithRecoverCheckCount: %d is not from 1 to %d", n, maxCount)
+		if n < 1 || n > dsnparam.MaxCount {
+			return fmt.Errorf("lbd: WithRecoverCheckCount: %d is not from 1 to %d", n, dsnparam.MaxCount)
 		}
 		c.RecoverCheckCount = n
 		return nil
@@ -153,8 +154,8 @@ func WithRecoverCheckCount(n int) Option {
 // (fatalErrorThreshold); n must be from 1 to 1000.
 func WithFatalErrorThreshold(n int) Option {
 	return func(c *Config) error {
-		if n < 1 || n > maxCount {
-			return fmt.Errorf("lbd: WithFatalErrorThreshold: %d is not from 1 to %d", n, maxCount)
+		if n < 1 || n > dsnparam.MaxCount {
+			return fmt.Errorf("lbd: WithFatalErrorThreshold: %d is not from 1 to %d", n, dsnparam.MaxCount)
 		}
 		c.FatalErrorThreshold = n
 		return nil
@@ -228,8 +229,8 @@ func WithRetryReads(on bool) Option {
 // per second. Negative values, or values above 1000 and 1 000 000, are errors.
 func WithRetryBudget(percent, perSecond int) Option {
 	return func(c *Config) error {
-		if percent < 0 || percent > maxRetryBudgetPercent || perSecond < 0 || perSecond > maxRetryBudgetPerSecond {
-			return fmt.Errorf("lbd: WithRetryBudget(%d, %d): percent must be from 0 to %d and perSecond from 0 to %d", percent, perSecond, maxRetryBudgetPercent, maxRetryBudgetPerSecond)
+		if percent < 0 || percent > dsnparam.MaxRetryBudgetPercent || perSecond < 0 || perSecond > dsnparam.MaxRetryBudgetPerSecond {
+			return fmt.Errorf("lbd: WithRetryBudget(%d, %d): percent must be from 0 to %d and perSecond from 0 to %d", percent, perSecond, dsnparam.MaxRetryBudgetPercent, dsnparam.MaxRetryBudgetPerSecond)
 		}
 		c.RetryBudgetPercent, c.RetryBudgetPerSecond = percent, perSecond
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/dsnparam"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -123,7 +124,7 @@ func (c *Connector) startSource(src nodes.Source) error {
 		return nil
 	}
 	// The nodes come later, but a driver setting that no node could use is known now.
-	if _, err := mysql.NewConnector(c.nodeConfig(placeholderAddr)); err != nil {
+	if _, err := mysql.NewConnector(c.nodeConfig(dsnparam.PlaceholderAddr)); err != nil {
 		src.Close()
 		return fmt.Errorf("lbd: %w", err)
 	}
