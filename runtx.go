@@ -3,15 +3,11 @@ package lbd
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
-	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/txrun"
 )
 
 // Defaults of TxRetryPolicy.
@@ -120,25 +116,12 @@ func RunTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx
 // RunTx is the function RunTx with this policy's limits.
 func (p TxRetryPolicy) RunTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
 	p = p.withDefaults()
-	pause := p.InitialBackoff
-	for attempt := 1; ; attempt++ {
-		rerun, err := runTxOnce(ctx, db, opts, fn)
-		switch {
-		case err == nil:
-			return nil
-		case !rerun:
-			return &TxError{Attempts: attempt, MaxAttempts: p.MaxAttempts, Err: err}
-		case attempt >= p.MaxAttempts:
-			return &TxError{Attempts: attempt, MaxAttempts: p.MaxAttempts, Rerunnable: true, Err: err}
-		}
-		if stop := sleepCtx(ctx, jitter(pause)); stop != nil {
-			return &TxError{Attempts: attempt, MaxAttempts: p.MaxAttempts, Rerunnable: true, Err: err, Context: stop}
-		}
-		pause = min(2*pause, p.MaxBackoff)
-		if p.OnRerun != nil {
-			p.OnRerun(attempt, err)
-		}
+	r := txrun.Run(ctx, db, opts, fn, txrun.Config{MaxAttempts: p.MaxAttempts, InitialBackoff: p.InitialBackoff,
+		MaxBackoff: p.MaxBackoff, OnRerun: p.OnRerun, PrimaryChanged: ErrPrimaryChanged, CommitUnknown: ErrCommitUnknown})
+	if r.Err == nil {
+		return nil
 	}
+	return &TxError{Attempts: r.Attempts, MaxAttempts: p.MaxAttempts, Rerunnable: r.Rerunnable, Err: r.Err, Context: r.Context}
 }
 
 func (p TxRetryPolicy) withDefaults() TxRetryPolicy {
@@ -156,91 +139,6 @@ func (p TxRetryPolicy) withDefaults() TxRetryPolicy {
 	}
 	p.InitialBackoff = min(p.InitialBackoff, p.MaxBackoff)
 	return p
-}
-
-// runTxOnce runs one attempt: BeginTx, fn, COMMIT (or ROLLBACK when fn failed). It returns
-// whether the error that ended it allows a rerun, and that error.
-func runTxOnce(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (rerun bool, err error) {
-	tx, err := db.BeginTx(ctx, opts)
-	if err != nil {
-		// Nothing ran. database/sql already tried other connections on driver.ErrBadConn.
-		return errors.Is(err, driver.ErrBadConn) || txRolledBack(err), err
-	}
-	ended := false
-	defer func() {
-		if !ended { // fn panicked
-			tx.Rollback()
-		}
-	}()
-	err = fn(tx)
-	ended = true
-	if err != nil {
-		// The rollback's own error changes nothing: a transaction the server rolled back
-		// answers it with nothing to do, and a connection that failed is closed, which rolls
-		// the transaction back on the server.
-		tx.Rollback()
-		return txRolledBack(err), err
-	}
-	return commitOutcome(tx.Commit())
-}
-
-// txRolledBack reports an error of a statement (or of COMMIT) that says the whole transaction
-// is gone and may run again: a role change, a server's rollback, or a server shutting down
-// (1053: it refused the statement and takes the session, uncommitted, down with it; the next
-// attempt goes to another node).
-func txRolledBack(err error) bool {
-	return errors.Is(err, ErrPrimaryChanged) || exception.TransactionRolledBack(err) || exception.ServerShutdown(err)
-}
-
-// commitOutcome sorts what COMMIT returned: committed (nil), did not commit (whether the error
-// allows a rerun, and the error), or unknown (ErrCommitUnknown, never rerun).
-func commitOutcome(err error) (rerun bool, _ error) {
-	var server *mysql.MySQLError
-	switch {
-	case err == nil:
-		return false, nil
-	case errors.Is(err, driver.ErrBadConn):
-		// go-sql-driver wrote nothing of COMMIT (lbd keeps that meaning: design rule 3), and
-		// database/sql closed the connection: the server rolls the transaction back.
-		return true, err
-	case errors.Is(err, ErrPrimaryChanged), errors.As(err, &server):
-		// The server answered COMMIT with an error: it did not commit.
-		return txRolledBack(err), err
-	case err == context.Canceled, err == context.DeadlineExceeded, errors.Is(err, sql.ErrTxDone):
-		// database/sql returns the bare context error, without calling the driver, when the
-		// transaction's context ended before Commit; it has rolled the transaction back.
-		// ErrTxDone: the transaction had already ended (fn committed or rolled it back, or
-		// the context's end rolled it back).
-		return false, err
-	}
-	return false, fmt.Errorf("%w: %w", ErrCommitUnknown, err)
-}
-
-// jitter returns a pause drawn at random between half and all of d.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleepCtx pauses for d, or until ctx ends; it returns context.Cause(ctx) when ctx ended (even
-// with d zero), nil otherwise.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // TxError is the error RunTx returns: the error that ended the last attempt, and how many
