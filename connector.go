@@ -50,7 +50,6 @@ type Connector struct {
 	transitions *ring.Ring[Transition] // latest state changes, for Stats.Recent
 	stmt        *logical.Mode          // statement mode: logical connections, prepared statements, the router
 	applyMu     sync.Mutex             // serialises node-list changes (SetNodes and source updates)
-	rebalRounds atomic.Uint64          // rebalancing rounds that retired connections (logRebalance)
 
 	closed    atomic.Bool
 	closeOnce sync.Once

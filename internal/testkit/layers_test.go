@@ -14,13 +14,13 @@ const module = "github.com/lbd-go/lbd"
 
 // layers are the packages whose imports run one way, from the top down: each may import the
 // ones of the tiers below it, never one of its own tier or above it (internal/physical's,
-// internal/logical's and internal/health's doc.go say why). internal/logical and internal/health
-// share a tier: the root builds both, and neither imports the other. The test lives here, in a
-// package that imports none of them, so that it still runs when a wrong import makes a cycle
-// that stops the layers from building.
+// internal/logical's and internal/health's doc.go say why). internal/logical, internal/health
+// and internal/rebalance share a tier: the root builds each, and none imports another. The test
+// lives here, in a package that imports none of them, so that it still runs when a wrong import
+// makes a cycle that stops the layers from building.
 var layers = [][]string{
 	{module},
-	{module + "/internal/logical", module + "/internal/health"},
+	{module + "/internal/logical", module + "/internal/health", module + "/internal/rebalance"},
 	{module + "/internal/physical"},
 	{module + "/internal/nodetable"},
 	{module + "/internal/pick"},
