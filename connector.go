@@ -17,14 +17,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/detect"
-	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/connect"
 	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/nodetable"
 	"github.com/lbd-go/lbd/internal/physical"
 	"github.com/lbd-go/lbd/internal/ring"
 	"github.com/lbd-go/lbd/internal/role"
-	"github.com/lbd-go/lbd/nodes"
 )
 
 // Connector is a driver.Connector that spreads physical connections over a cluster of
@@ -39,6 +38,7 @@ type Connector struct {
 	roles  roleSettings
 	table  *nodeTable
 	health *health.Monitor // probes, passive detection, state and role reactions, the retry budget
+	dial   *connect.Dialer // connection mode's connect path (statement mode's dials too)
 	rebal  *detect.Rebalancer
 
 	nodeTLSName string // fixed TLS server name chosen by the user; "" = each node's own host
@@ -171,18 +171,43 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		// In statement mode the physical connections trace nothing (internal/logical traces
 		// the statements) and reads run again through logical.Config.RetryRead.
 		hc.Trace = trace
-		hc.ReadElsewhere = c.connectAvoiding
+		hc.ReadElsewhere = func(ctx context.Context, avoid *tableNode) (*physical.Conn, error) {
+			return c.dial.Avoiding(ctx, avoid)
+		}
 	} else {
 		hc.Tick = func(now time.Time) { c.stmt.TrimIdle(now) } // closes the idle surplus of physical connections
 	}
 	if c.health, err = health.New(hc); err != nil {
 		return nil, err
 	}
+	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
+	dialTimeout := run.MySQL.Timeout
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	c.dial = connect.New(connect.Config{
+		Table:           table,
+		Health:          c.health,
+		Target:          roles.target,
+		Check:           roles.check,
+		RoleAware:       roles.aware,
+		Group:           run.Group,
+		Isolated:        len(run.IsolatedGroups) > 0,
+		FailoverTimeout: run.FailoverTimeout,
+		DialTimeout:     dialTimeout,
+		Now:             run.clock.Now,
+		Closed:          c.closed.Load,
+		Stop:            c.stopCtx,
+		ErrClosed:       ErrClosed,
+		ErrBudget:       ErrRetryBudget,
+		Failed:          connectError,
+		ObserveDial:     c.observers.dial,
+	})
 	c.stmt = logical.New(logical.Config{
 		Table:             table,
-		Connect:           c.connectPhysical,
-		TryNodes:          c.tryNodes,
-		Dial:              c.connectNode,
+		Connect:           c.dial.Physical,
+		TryNodes:          c.dial.TryNodes,
+		Dial:              c.dial.Node,
 		CountRouted:       countRouted,
 		Closed:            c.closed.Load,
 		ErrClosed:         ErrClosed,
@@ -200,7 +225,6 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		InterpolateParams: run.MySQL.InterpolateParams,
 		Trace:             trace,
 	})
-	c.stopCtx, c.cancelAll = context.WithCancel(context.Background())
 	c.nodeTLSName = fixedTLSName(c.cfg)
 	if err := c.startSource(src); err != nil {
 		return nil, err
@@ -349,219 +373,12 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.Balance == BalanceStatement {
 		return c.stmt.Connect(ctx)
 	}
-	p, err := c.connectPhysical(ctx)
+	p, err := c.dial.Physical(ctx)
 	if err != nil {
 		return nil, err // not p: a nil *physical.Conn is not a nil driver.Conn
 	}
 	return p, nil
 }
-
-// connectPhysical dials a physical connection on the up node with the fewest open connections,
-// moving on to the next best when a dial fails, and in panic mode when none is up.
-func (c *Connector) connectPhysical(ctx context.Context) (*physical.Conn, error) {
-	return c.tryNodes(ctx, c.roles.target, "", c.table.Pick, c.table.PanicPick, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
-		return c.connectNode(ctx, n, panicDial)
-	})
-}
-
-// connectAvoiding is connectPhysical on any up node but avoid, or on avoid itself when no
-// other is up (a new connection: never the one that failed), with no panic-mode dial and no
-// wait for a switchover. It fails with errNoOtherNode when no node is up.
-func (c *Connector) connectAvoiding(ctx context.Context, avoid *tableNode) (*physical.Conn, error) {
-	first := c.table.Pick([]*tableNode{avoid})
-	if first == nil {
-		first = c.table.Pick(nil)
-	}
-	if first == nil {
-		return nil, errNoOtherNode
-	}
-	next := func(tried []*tableNode) *tableNode {
-		if n := first; n != nil { // picked, and counted, above
-			first = nil
-			return n
-		}
-		return c.table.Pick(append(tried[:len(tried):len(tried)], avoid))
-	}
-	noPanic := func([]*tableNode, time.Time) *tableNode { return nil }
-	p, err := c.tryNodes(ctx, c.roles.target, "", next, noPanic, func(n *physical.Node, panicDial bool) (*physical.Conn, error) {
-		return c.connectNode(ctx, n, panicDial)
-	})
-	if first != nil { // tryNodes gave up before dialing it (Close)
-		c.table.Release(first)
-	}
-	return p, err
-}
-
-// errNoOtherNode: a read to run again found no node up.
-var errNoOtherNode = errors.New("lbd: no node is up to run the read again")
-
-// tryNodes asks next for a node (it is told the nodes already tried) and use for a connection
-// on it, until one is made, every node has failed, the caller gives up or the Connector closes.
-// When next has no node left, it asks panicNext for up to panicDialsPerConnect down nodes
-// (panic mode: none is up). It applies Connect's error rules; target and group ("": the
-// default picks) are what next picks for, named when no up node serves them.
-func (c *Connector) tryNodes(ctx context.Context, target role.Target, group string, next func(tried []*tableNode) *tableNode,
-	panicNext func(tried []*tableNode, now time.Time) *tableNode, use func(n *physical.Node, panicDial bool) (*physical.Conn, error)) (*physical.Conn, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := checkChosenGroup(group); err != nil {
-		return nil, err
-	}
-	var triedBuf [4]*tableNode
-	tried := triedBuf[:0]
-	var failures []*NodeError
-	var failover time.Time // when waiting for a node of the target's roles ends; zero before the first wait
-	upTried, panics := 0, 0
-	for {
-		changed := c.health.Topology() // before the pick: a change after it must still wake the wait
-		tn, panicDial := next(tried), false
-		if tn == nil && panics < panicDialsPerConnect {
-			// A dial to a node marked down is a retry: the budget is asked first, since
-			// panicNext claims the node it picks, and its retry is given back when no node is
-			// due for one.
-			if !c.health.AllowRetry(health.PanicDial) {
-				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", ErrRetryBudget, c.connectError(failures, upTried == 0, target, group))
-			}
-			tn, panicDial = panicNext(tried, c.cfg.clock.Now()), true
-			panics++
-			if tn == nil {
-				c.health.RefundRetry(health.PanicDial)
-			}
-		}
-		if tn == nil {
-			// Nodes are up but none is of a role the target accepts (a switchover, or role
-			// checks not answered yet): wait for one rather than fail.
-			if len(tried) == 0 && c.table.UpNodes() > 0 && (c.roles.aware || c.grouped(group)) && c.cfg.FailoverTimeout > 0 {
-				if failover.IsZero() {
-					failover = time.Now().Add(c.cfg.FailoverTimeout)
-				}
-				ok, err := c.health.AwaitTarget(ctx, target, failover, changed)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					continue
-				}
-			}
-			break
-		}
-		tried = append(tried, tn)
-		n := tn.Payload()
-		p, err := use(n, panicDial)
-		state := StateUp
-		if panicDial {
-			c.table.PanicDialed(tn, err)
-			state = StateDown
-		} else {
-			upTried++
-		}
-		if err == nil {
-			return p, nil
-		}
-		if exception.SameOnEveryNode(err) || errors.Is(err, ErrNoCredentials) {
-			return nil, err
-		}
-		failures = append(failures, &NodeError{Addr: n.Addr(), State: state, Err: err})
-		if health.CallerGaveUp(ctx) {
-			cause := ctx.Err()
-			if cause == nil {
-				cause = context.DeadlineExceeded
-			}
-			return nil, fmt.Errorf("lbd: %w (%s)", cause, (&ConnectError{Nodes: failures}).Error())
-		}
-		if c.closed.Load() {
-			return nil, ErrClosed
-		}
-	}
-	return nil, c.connectError(failures, upTried == 0, target, group)
-}
-
-// connectError builds the all-failed error: the nodes tried, then every other node with its
-// last failure (for a node up but of a role target does not accept, the role check's latest
-// error, if any). allDown says that no node was up to try; group is the group picked for.
-func (c *Connector) connectError(tried []*NodeError, allDown bool, target role.Target, group string) error {
-	seen := make(map[string]bool, len(tried))
-	for _, t := range tried {
-		seen[t.Addr] = true
-	}
-	roleSource := "node list"
-	if c.roles.check.Query() != "" || c.roles.check.Fixed() != nodes.RoleUnknown {
-		roleSource = "role check " + c.roles.check.Name()
-	}
-	for _, v := range c.table.Snapshot(nil) {
-		if seen[v.Addr()] {
-			continue
-		}
-		ne := &NodeError{Addr: v.Addr(), State: NodeState(v.State), Role: v.Role, Err: v.LastErr}
-		if v.Role != nodes.RoleUnknown {
-			ne.RoleSource = roleSource
-		}
-		if ne.Err == nil {
-			ne.Err = health.NodeOf(v.Node.Payload()).RoleErr()
-		}
-		tried = append(tried, ne)
-	}
-	if allDown && c.table.UpNodes() > 0 && (c.roles.aware || c.grouped(group)) {
-		return c.groupError(&ConnectError{NoTarget: true, Target: Target(target), RoleCheck: c.roles.check.Query() != "", Nodes: tried}, group)
-	}
-	return c.groupError(&ConnectError{AllDown: allDown, Nodes: tried}, group)
-}
-
-// connectNode makes one physical connection to n, whose count the pick already raised. The
-// dial and handshake are bounded by the DSN's timeout (DefaultDialTimeout when it has none) and
-// cut short when the Connector closes. A panic-mode dial (panicDial) that succeeds brings its
-// node up before the connection is adopted, so the connection is not retired at once.
-func (c *Connector) connectNode(ctx context.Context, pn *physical.Node, panicDial bool) (*physical.Conn, error) {
-	tn, addr := pn.TN(), pn.Addr()
-	if !panicDial && !c.table.IsUp(tn) && !c.closed.Load() && !c.health.AllowRetry(health.PanicDial) {
-		// A node below the panic threshold (down, served while too few are up) is dialed as
-		// panic mode dials one: a retry, from the budget.
-		c.table.Release(tn)
-		return nil, fmt.Errorf("%w: %s is down (served while fewer than panicThresholdPercent of the nodes are up), and dialing it would exceed the budget", ErrRetryBudget, addr)
-	}
-	timeout := c.cfg.MySQL.Timeout
-	if timeout <= 0 {
-		timeout = DefaultDialTimeout
-	}
-	if panicDial {
-		timeout = min(timeout, panicDialTimeout)
-	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer context.AfterFunc(c.stopCtx, cancel)()
-	var began time.Time
-	obs := c.observers.load()
-	if obs != nil {
-		began = time.Now()
-	}
-	dc, sock, err := physical.Connect(dctx, pn, true)
-	if obs != nil {
-		observeDial(obs, addr, time.Since(began), err)
-	}
-	if err == nil {
-		if mc, ok := dc.(physical.FullConn); ok {
-			if panicDial {
-				c.table.PanicDialed(tn, nil)
-			}
-			return pn.Adopt(mc, sock), nil
-		}
-		dc.Close()
-		err = fmt.Errorf("lbd: go-sql-driver returned an unexpected connection type %T", dc)
-	}
-	if sock != nil {
-		sock.Close() // gives the count back once, even if go-sql-driver closed it already
-	} else {
-		c.table.Release(tn)
-	}
-	c.health.DialFailed(ctx, tn, err)
-	return nil, err
-}
-
-// panicDialTimeout bounds a panic-mode dial (no node up): a Connect while everything is down
-// fails within about a second rather than the whole dial timeout per node it tries, and a node
-// that needs longer to greet comes back through its probes instead.
-const panicDialTimeout = time.Second
 
 // DefaultDialTimeout bounds one node's dial and handshake when the DSN sets no timeout, so a
 // proxy that accepts TCP but never greets cannot hold a Connect forever.
@@ -631,10 +448,6 @@ func (Driver) Open(string) (driver.Conn, error) {
 
 // Panic mode's rules are internal/nodetable's (see its panic.go); the Connector sets how many
 // panic-mode dials one Connect makes and how far apart one node's dials start.
-
-// panicDialsPerConnect bounds the panic-mode dials one Connect makes: the least recently failed
-// node, and one more should that dial fail.
-const panicDialsPerConnect = 2
 
 // panicSpacing is the least time between two panic-mode dials of one node: a twentieth of the
 // probe interval, within [10 ms, 1 s] (250 ms at the default 5 s interval), so that a proxy

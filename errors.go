@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/connect"
 	"github.com/lbd-go/lbd/internal/health"
 	"github.com/lbd-go/lbd/internal/logical"
 	"github.com/lbd-go/lbd/internal/physical"
@@ -121,6 +122,16 @@ func (e *ConnectError) Error() string {
 		b.WriteString(n.Error())
 	}
 	return b.String()
+}
+
+// connectError is the *ConnectError of what the connect path saw (connect.Config.Failed).
+func connectError(f connect.Failed) error {
+	e := &ConnectError{AllDown: f.AllDown, NoTarget: f.NoTarget, Target: Target(f.Target), RoleCheck: f.RoleCheck,
+		Group: f.Group, GroupNodes: f.GroupNodes, Isolated: f.Isolated}
+	for _, n := range f.Nodes {
+		e.Nodes = append(e.Nodes, &NodeError{Addr: n.Addr, State: NodeState(n.State), Role: n.Role, RoleSource: n.RoleSource, Err: n.Err})
+	}
+	return e
 }
 
 // maxNodesInError bounds the message of a ConnectError over a large cluster; Nodes and Unwrap

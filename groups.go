@@ -195,41 +195,6 @@ func (c *Connector) retireOutsideGroup() {
 	}
 }
 
-// grouped reports whether a pick for group ("": the default picks) keeps to a group of nodes:
-// a group chosen, the Connector's group, or isolated groups kept out. A Connect that finds no
-// node then waits for one, as for a role.
-func (c *Connector) grouped(group string) bool {
-	return group != "" || c.cfg.Group != "" || len(c.cfg.IsolatedGroups) > 0
-}
-
-// checkChosenGroup fails at once a pick for a group name no node can have (InGroup with a
-// name nodes.CheckGroup refuses), rather than waiting for one.
-func checkChosenGroup(group string) error {
-	if group == "" {
-		return nil
-	}
-	if err := nodes.CheckGroup(group); err != nil {
-		return fmt.Errorf("lbd: InGroup: %w", err)
-	}
-	return nil
-}
-
-// groupError completes e with the group the picks kept to (see ConnectError.Group).
-func (c *Connector) groupError(e *ConnectError, group string) *ConnectError {
-	if group == "" {
-		group = c.cfg.Group
-	}
-	switch {
-	case group != "":
-		e.Group = group
-		e.GroupNodes, _ = c.table.Groups(group)
-	case len(c.cfg.IsolatedGroups) > 0:
-		e.Isolated = true
-		e.GroupNodes, _ = c.table.Groups("")
-	}
-	return e
-}
-
 // Zones: every node may carry a zone (nodes.Node.AZ) from its source: the static list spells it
 // "host:port~zone" (after "*weight" and "#role"), the config-server and etcd documents give the
 // zone of each proxy their az.proxy sets name, and DNS carries none (see docs/reference.md,

@@ -79,11 +79,18 @@ func (o *observers) probe(addr string, took time.Duration, err error) {
 	}
 }
 
-// observeDial tells obs, the list loaded before the dial, of a dial.
-func observeDial(obs []*Observer, addr string, took time.Duration, err error) {
-	for _, o := range obs {
-		if o.Dial != nil {
-			o.Dial(addr, took, err)
+// dial returns the function that tells every Observer of a dial (connect.Config.ObserveDial),
+// from the list loaded now; nil when no Observer is registered.
+func (o *observers) dial() func(addr string, took time.Duration, err error) {
+	obs := o.load()
+	if obs == nil {
+		return nil
+	}
+	return func(addr string, took time.Duration, err error) {
+		for _, o := range obs {
+			if o.Dial != nil {
+				o.Dial(addr, took, err)
+			}
 		}
 	}
 }

@@ -14,13 +14,16 @@ const module = "github.com/lbd-go/lbd"
 
 // layers are the packages whose imports run one way, from the top down: each may import the
 // ones of the tiers below it, never one of its own tier or above it (internal/physical's,
-// internal/logical's and internal/health's doc.go say why). internal/logical, internal/health
-// and internal/rebalance share a tier: the root builds each, and none imports another. The test
-// lives here, in a package that imports none of them, so that it still runs when a wrong import
-// makes a cycle that stops the layers from building.
+// internal/logical's and internal/health's doc.go say why). internal/connect, the connect path,
+// uses internal/health's retry budget and topology, and internal/logical is handed its dials as
+// functions. internal/health, internal/logical and internal/rebalance share a tier: the root
+// builds each, and none imports another. The first package of each tier is one every package
+// of the tier above imports. The test lives here, in a package that imports none of them, so
+// that it still runs when a wrong import makes a cycle that stops the layers from building.
 var layers = [][]string{
 	{module},
-	{module + "/internal/logical", module + "/internal/health", module + "/internal/rebalance"},
+	{module + "/internal/connect"},
+	{module + "/internal/health", module + "/internal/logical", module + "/internal/rebalance"},
 	{module + "/internal/physical"},
 	{module + "/internal/nodetable"},
 	{module + "/internal/pick"},
