@@ -199,7 +199,6 @@ func NewConnectorFromConfig(cfg *Config, opts ...Option) (*Connector, error) {
 		Closed:          c.closed.Load,
 		Stop:            c.stopCtx,
 		ErrClosed:       ErrClosed,
-		ErrBudget:       ErrRetryBudget,
 		Failed:          connectError,
 		ObserveDial:     c.observers.dial,
 	})

@@ -44,7 +44,6 @@ type Config struct {
 	Closed      func() bool      // the Connector is closed
 	Stop        context.Context  // done at Close: cuts dials in flight short
 	ErrClosed   error            // returned once Closed
-	ErrBudget   error            // the root's ErrRetryBudget, wrapped when the budget refuses a dial
 	// Failed builds the all-failed error (the root's *ConnectError) from what the path saw.
 	Failed func(Failed) error
 	// ObserveDial returns the function that hears of a dial (addr, how long, its error), or nil
@@ -153,7 +152,7 @@ func (d *Dialer) TryNodes(ctx context.Context, target role.Target, group string,
 			// panicNext claims the node it picks, and its retry is given back when no node is
 			// due for one.
 			if !d.cfg.Health.AllowRetry(health.PanicDial) {
-				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", d.cfg.ErrBudget, d.failed(failures, upTried == 0, target, group))
+				return nil, fmt.Errorf("%w: no node is up, and a dial to one marked down would exceed it (retryBudgetPercent, retryBudgetPerSecond): %w", health.ErrRetryBudget, d.failed(failures, upTried == 0, target, group))
 			}
 			tn, panicDial = panicNext(tried, d.cfg.Now()), true
 			panics++
@@ -250,7 +249,7 @@ func (d *Dialer) Node(ctx context.Context, pn *physical.Node, panicDial bool) (*
 		// A node below the panic threshold (down, served while too few are up) is dialed as
 		// panic mode dials one: a retry, from the budget.
 		d.cfg.Table.Release(tn)
-		return nil, fmt.Errorf("%w: %s is down (served while fewer than panicThresholdPercent of the nodes are up), and dialing it would exceed the budget", d.cfg.ErrBudget, addr)
+		return nil, fmt.Errorf("%w: %s is down (served while fewer than panicThresholdPercent of the nodes are up), and dialing it would exceed the budget", health.ErrRetryBudget, addr)
 	}
 	timeout := d.cfg.DialTimeout
 	if panicDial {
