@@ -571,11 +571,38 @@ func (c *Conn) Reset(ctx context.Context) (err error) {
 	return nil
 }
 
+// Restore runs stmts, statements that set the session's settings (a SET, a USE) lbd wrote
+// for a logical session, ahead of a COM_PING that carries them: one round trip. What they
+// change is reported as any statement's (Session), and none of it becomes part of the base.
+// It returns a ResetError (Replay) when the server refused one of them, or the ping's error.
+func (c *Conn) Restore(ctx context.Context, stmts ...string) (err error) {
+	s := c.sock
+	if s == nil || !s.loggedIn {
+		return ErrNoReset
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	s.replayErr = 0
+	for _, q := range stmts {
+		s.queue(asideRestore, func(dst []byte) []byte { return commandPacket(dst, q) })
+	}
+	defer c.node.land(&err, c.node.depart())
+	defer c.contain(&err)
+	if err := c.observe(ctx, c.dc.Ping(ctx)); err != nil {
+		return err
+	}
+	if s.replayErr != 0 {
+		return &ResetError{Addr: c.node.addr, Code: s.replayErr, Replay: true}
+	}
+	return nil
+}
+
 // ErrNoReset: the connection cannot be brought back to how lbd opened it (Reset).
 var ErrNoReset = errors.New("lbd: the connection's session cannot be reset")
 
 // ResetError is a server's refusal of Reset: of COM_RESET_CONNECTION itself, or (Replay) of a
-// connect-time statement replayed after it.
+// connect-time statement replayed after it, or of a statement Restore ran.
 type ResetError struct {
 	Addr   string
 	Code   uint16 // the server's error number
@@ -584,7 +611,7 @@ type ResetError struct {
 
 func (e *ResetError) Error() string {
 	if e.Replay {
-		return fmt.Sprintf("lbd: proxy %s refused a connect-time statement replayed after COM_RESET_CONNECTION (error %d)", e.Addr, e.Code)
+		return fmt.Sprintf("lbd: proxy %s refused a session setting lbd sent on its own (error %d)", e.Addr, e.Code)
 	}
 	return fmt.Sprintf("lbd: proxy %s refused COM_RESET_CONNECTION (error %d)", e.Addr, e.Code)
 }

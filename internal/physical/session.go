@@ -140,6 +140,40 @@ type SessionState struct {
 	baseSchemaSet bool
 	dirty         VarSet // settings whose value differs from the base now
 	schemaDirty   bool   // the default schema differs from the base now
+	baseRefused   uint16 // the error that answered lbd's question for the base; 0: none
+
+	// The block being read reported character_set_connection, collation_connection.
+	blockConn, blockColl bool
+}
+
+// Implied is the value Var gives collation_connection after the server changed
+// character_set_connection without reporting collation_connection (MariaDB's SET NAMES without
+// COLLATE, SET CHARACTER SET): the server set it to that character set's default collation,
+// whose name lbd does not know; and character_set_connection after a change of
+// collation_connection alone (the character set is the collation's). Setting the other of the
+// two to the same value again gives the same pair. No reported value is ever Implied (values
+// hold no control characters).
+const Implied = "\x00implied"
+
+// baseQuestion returns the statement that makes a server of the flavor report every tracked
+// setting by setting each to its own value: MySQL and MariaDB evaluate every value of a SET
+// before they assign any, so each keeps its value, and collation_connection, set after
+// character_set_connection, keeps its own too. lbd sends it once a connection is opened
+// (after go-sql-driver's connect-time statements), so that the base holds every setting's
+// value: settings that the handshake made (the character set) are otherwise never reported.
+func baseQuestion(mariadb bool) string {
+	var b strings.Builder
+	b.WriteString("/* lbd session base */ SET SESSION ")
+	for v := range numVars {
+		if v > 0 {
+			b.WriteString(", ")
+		}
+		n := v.name(mariadb)
+		b.WriteString(n)
+		b.WriteString(" = @@SESSION.")
+		b.WriteString(n)
+	}
+	return b.String()
 }
 
 // Negotiated reports whether the server offered session tracking and lbd asked for it: its OK
@@ -259,6 +293,12 @@ func (s *SessionState) SessionEntry(kind byte, name, value []byte) error {
 		}
 		s.varAt[v] = s.seq
 		s.noteVar(v)
+		switch v {
+		case VarCharacterSetConnection:
+			s.blockConn = true
+		case VarCollationConnection:
+			s.blockColl = true
+		}
 	case wire.TrackSchema:
 		if !utf8.Valid(name) || bytes.ContainsFunc(name, isControl) {
 			return fmt.Errorf("session state: a schema named %.64q", name)
@@ -292,14 +332,14 @@ func (s *SessionState) noteVar(v SessionVar) {
 // nothing the session ran since may have changed what it tracks. Statement mode restores a
 // logical session's settings on another connection only then.
 func (s *SessionState) Replayable() bool {
-	return s != nil && s.answered && s.refused == 0 && !s.overridden
+	return s != nil && s.answered && s.refused == 0 && s.baseRefused == 0 && !s.overridden
 }
 
 // Tracking reports whether the connection negotiated session tracking and its request is
 // sent or still to go out with the next command, and was not refused nor overridden: after
 // the next command, Replayable tells.
 func (s *SessionState) Tracking() bool {
-	return s != nil && s.negotiated && s.requested && s.refused == 0 && !s.overridden
+	return s != nil && s.negotiated && s.requested && s.refused == 0 && s.baseRefused == 0 && !s.overridden
 }
 
 // Base returns v's value as lbd opened the connection, and whether the server reported one
@@ -370,13 +410,44 @@ func (s *SessionState) absorb(mark, stateAt uint64) {
 // session has a GTID, and the tracking request must be made again (it follows the reset). The
 // default schema survives a reset, and with it what is known of it.
 func (s *SessionState) clearAfterReset() {
-	s.answered, s.refused, s.overridden = false, 0, false
+	s.answered, s.refused, s.baseRefused, s.overridden = false, 0, 0, false
 	s.gtid, s.gtidSet, s.gtidAt = s.gtid[:0], false, 0
 	s.vars = [numVars]string{}
 	s.varAt = [numVars]uint64{}
 	s.base = [numVars]string{}
 	s.baseSet, s.dirty = 0, 0
 }
+
+// SessionBlockEnd implements wire.SessionBlockEnder: a block that changed one of
+// character_set_connection and collation_connection without reporting the other leaves the
+// other Implied.
+func (s *SessionState) SessionBlockEnd() {
+	switch {
+	case s.blockConn && !s.blockColl:
+		s.imply(VarCollationConnection)
+	case s.blockColl && !s.blockConn:
+		s.imply(VarCharacterSetConnection)
+	}
+	s.blockConn, s.blockColl = false, false
+}
+
+// imply records v as changed to a value the server did not report (Implied).
+func (s *SessionState) imply(v SessionVar) {
+	s.vars[v] = Implied
+	s.varAt[v] = s.seq
+	s.noteVar(v)
+}
+
+// NumVars is the number of tracked settings: SessionVar values run from 0 to NumVars-1.
+const NumVars = int(numVars)
+
+// VarNamed returns the tracked setting named name, in either server's spelling, in any case.
+func VarNamed(name string) (SessionVar, bool) { return trackedVar([]byte(name)) }
+
+// ChangedSince reports whether the server said the session's state changed after mark
+// (session_track_state_change): a tracked setting, the schema, or anything not tracked one by
+// one. One comparison.
+func (s *SessionState) ChangedSince(mark uint64) bool { return s != nil && s.stateAt > mark }
 
 // setGTID records a write's GTID reported by a server of flavor f (by how it reported it).
 // An empty one (MariaDB's last_gtid before any write) clears it.
@@ -462,9 +533,11 @@ func (s *Socket) queueTracking() {
 // What lbd sends on its own ahead of the client's next command; readAside reads each answer
 // by what it answers.
 const (
-	asideTrack  byte = iota // the tracking request
-	asideReset              // COM_RESET_CONNECTION
-	asideReplay             // a connect-time statement replayed after a reset
+	asideTrack   byte = iota // the tracking request
+	asideBase                // the question for the base (baseQuestion)
+	asideReset               // COM_RESET_CONNECTION
+	asideReplay              // a connect-time statement replayed after a reset
+	asideRestore             // a logical session's settings restored (Conn.Restore)
 )
 
 // queue appends a command of kind, written by add, to those that go out ahead of the next
@@ -501,10 +574,19 @@ func (s *Socket) record(b []byte) {
 }
 
 // adopted ends the connect: what the server reported so far is the session's base, and the
-// connect-time statements are all recorded.
+// connect-time statements are all recorded. A connection that tracks asks, ahead of its first
+// command, for every setting's value (baseQuestion), which completes the base.
 func (s *Socket) adopted() {
 	s.recording = false
 	s.session.takeBase()
+	s.queueBase()
+}
+
+// queueBase queues the question for the base when the connection tracks.
+func (s *Socket) queueBase() {
+	if st := &s.session; st.negotiated && st.requested {
+		s.queue(asideBase, func(dst []byte) []byte { return commandPacket(dst, baseQuestion(st.mariadb)) })
+	}
 }
 
 // sendAhead returns what to write for b, the client's packet, and moves the commands lbd
@@ -597,18 +679,24 @@ func (s *Socket) readAside(r io.Reader) error {
 		case asideTrack:
 			st.answered = true
 			st.refused = code
+		case asideBase:
+			st.baseRefused = code
 		case asideReset:
 			if isErr {
 				s.resetErr = code
 			} else {
 				st.clearAfterReset()
 			}
-		case asideReplay:
+		case asideReplay, asideRestore:
 			if isErr && s.replayErr == 0 {
 				s.replayErr = code
 			}
 		}
-		st.absorb(mark, stateAt)
+		if kind == asideRestore {
+			st.stateAt = stateAt // lbd's own change; the settings are the session's, not the base
+		} else {
+			st.absorb(mark, stateAt)
+		}
 	}
 	s.asideKinds = s.asideKinds[:0]
 	return nil
@@ -638,6 +726,7 @@ func (s *Socket) queueReset() bool {
 	if st.schemaDirty {
 		s.queue(asideReplay, func(dst []byte) []byte { return commandPacket(dst, "USE "+QuoteName(base)) })
 	}
+	s.queueBase()
 	return true
 }
 
