@@ -141,6 +141,7 @@ type SessionState struct {
 	dirty         VarSet // settings whose value differs from the base now
 	schemaDirty   bool   // the default schema differs from the base now
 	baseRefused   uint16 // the error that answered lbd's question for the base; 0: none
+	baseMissing   bool   // the answer to that question left a setting unreported
 
 	// The block being read reported character_set_connection, collation_connection.
 	blockConn, blockColl bool
@@ -328,18 +329,19 @@ func (s *SessionState) noteVar(v SessionVar) {
 }
 
 // Replayable reports whether the server reports every change of the tracked settings and
-// says when anything else of the session changed: it accepted lbd's tracking request, and
-// nothing the session ran since may have changed what it tracks. Statement mode restores a
+// says when anything else of the session changed: it accepted lbd's tracking request,
+// reported every setting's value in answer to lbd's question for the base, and nothing the
+// session ran since may have changed what it tracks. Statement mode restores a
 // logical session's settings on another connection only then.
 func (s *SessionState) Replayable() bool {
-	return s != nil && s.answered && s.refused == 0 && s.baseRefused == 0 && !s.overridden
+	return s != nil && s.answered && s.refused == 0 && s.baseRefused == 0 && !s.baseMissing && !s.overridden
 }
 
 // Tracking reports whether the connection negotiated session tracking and its request is
 // sent or still to go out with the next command, and was not refused nor overridden: after
 // the next command, Replayable tells.
 func (s *SessionState) Tracking() bool {
-	return s != nil && s.negotiated && s.requested && s.refused == 0 && s.baseRefused == 0 && !s.overridden
+	return s != nil && s.negotiated && s.requested && s.refused == 0 && s.baseRefused == 0 && !s.baseMissing && !s.overridden
 }
 
 // Base returns v's value as lbd opened the connection, and whether the server reported one
@@ -410,7 +412,7 @@ func (s *SessionState) absorb(mark, stateAt uint64) {
 // session has a GTID, and the tracking request must be made again (it follows the reset). The
 // default schema survives a reset, and with it what is known of it.
 func (s *SessionState) clearAfterReset() {
-	s.answered, s.refused, s.baseRefused, s.overridden = false, 0, 0, false
+	s.answered, s.refused, s.baseRefused, s.baseMissing, s.overridden = false, 0, 0, false, false
 	s.gtid, s.gtidSet, s.gtidAt = s.gtid[:0], false, 0
 	s.vars = [numVars]string{}
 	s.varAt = [numVars]uint64{}
@@ -696,6 +698,9 @@ func (s *Socket) readAside(r io.Reader) error {
 			st.stateAt = stateAt // lbd's own change; the settings are the session's, not the base
 		} else {
 			st.absorb(mark, stateAt)
+		}
+		if kind == asideBase && !isErr && st.baseSet != 1<<numVars-1 {
+			st.baseMissing = true // a setting's own value is unknown: nothing is replayed
 		}
 	}
 	s.asideKinds = s.asideKinds[:0]
