@@ -11,21 +11,26 @@ import (
 )
 
 // logicalConn is the connection database/sql pools in statement mode. It holds no socket of its
-// own: at its first statement after each checkout it binds a physical connection on the least
-// busy node, and when database/sql takes it back (IsValid) it gives that physical connection
-// back, unless something pins it:
+// own: for each statement it binds a physical connection on the least busy node and gives it
+// back after it (at the next statement, or when database/sql takes the logical connection
+// back: IsValid), also while database/sql holds it (a *sql.Conn), unless something pins it:
 //
-//   - session state that lives on the physical connection (any SET, USE, user variables,
-//     temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, CALL, Raw): pinned for the logical
-//     connection's life, and that physical connection is closed with it rather than reused;
+//   - session state that lives on the physical connection and that lbd cannot set again (user
+//     variables, temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, CALL, Raw,
+//     autocommit off; any SET or USE without session tracking; a change the server's
+//     state-change flag reports and no text showed): pinned until database/sql hands the
+//     logical connection out again (ResetSession) or closes it, when the physical connection
+//     is reset and parked for any other (or closed when it cannot be reset). The tracked
+//     settings a SET or USE changes are not state of this kind where the server tracks
+//     sessions: they are kept here and set again where the next statement runs (settings.go);
 //   - a transaction, from BeginTx or from SQL text (BEGIN, START TRANSACTION): until it ends;
 //   - a statement whose result the next one may read (INSERT, UPDATE, DELETE, REPLACE, LOAD,
-//     SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside, unclaimed, and a
-//     next statement calling LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() runs on it; any
-//     other next statement releases it and is balanced as usual.
-//
-// Open rows and *sql.Conn need no pin: database/sql does not take the logical connection back
-// until the rows close or the *sql.Conn is closed.
+//     SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside (unclaimed when
+//     database/sql took the logical connection back), and a next statement calling
+//     LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() runs on it; any other next statement
+//     releases it and is balanced as usual;
+//   - open rows of the physical connection, or a statement just prepared there: the next
+//     statement runs there too.
 //
 // database/sql never calls one connection's methods concurrently, so the fields need no lock;
 // the physical connection's own state is atomic because probes and the rebalancer retire it.
