@@ -265,18 +265,29 @@ func (l *logicalConn) IsValid() bool {
 // ResetSession implements driver.SessionResetter: database/sql calls it when it hands the
 // logical connection out again, to a new user. The settings the last user changed are
 // forgotten (the next statement's physical connection gets its base back, see restore). A
-// physical connection the last user pinned with session state or a transaction begun by SQL
-// text is reset (physical.Conn.Reset: COM_RESET_CONNECTION, one round trip) and goes back to
-// its node's idle list for any logical connection, so the new user starts clean and costs no
-// dial; where the reset fails (a server without COM_RESET_CONNECTION answers an error) it is
-// closed. The logical connection itself stays good: it binds at its first statement.
+// physical connection the last user pinned with session state is reset (physical.Conn.Reset:
+// COM_RESET_CONNECTION, one round trip) and goes back to its node's idle list for any logical
+// connection, so the new user starts clean and costs no dial; where the reset fails (a server
+// without COM_RESET_CONNECTION answers an error) it is closed. The logical connection itself
+// stays good: it binds at its first statement.
+//
+// A transaction begun by SQL text and still open spans checkouts, as in connection mode: the
+// logical connection claims its physical connection now, settings and session state with it,
+// and fails with driver.ErrBadConn (nothing sent; database/sql moves on) when it is gone.
 func (l *logicalConn) ResetSession(ctx context.Context) error {
 	if l.closed {
 		return driver.ErrBadConn
 	}
+	p := l.phys
+	if p != nil && !l.claimed && l.sqlTx {
+		if !l.reclaim(ctx) {
+			return driver.ErrBadConn
+		}
+		return nil
+	}
 	l.settings = settings{}
-	if p := l.phys; p != nil && !l.claimed && l.pinned() && !l.apiTx {
-		l.phys, l.session, l.sqlTx, l.produced = nil, false, false, false
+	if p != nil && !l.claimed && l.session {
+		l.phys, l.session, l.produced = nil, false, false
 		l.m.resetAndPark(ctx, p)
 	}
 	return nil
@@ -326,7 +337,7 @@ func (l *logicalConn) Close() error {
 		case l.claimed:
 			m.table.Unclaim(p.Node().TN())
 			p.Close()
-		case l.pinned() && !l.apiTx && !m.cfg.Closed():
+		case l.session && !l.sqlTx && !l.apiTx && !m.cfg.Closed():
 			ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
 			m.resetAndPark(ctx, p)
 			cancel()
