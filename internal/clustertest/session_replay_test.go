@@ -147,6 +147,10 @@ func TestSessionSetKinds(t *testing.T) {
 		{"names", "SET NAMES latin1", "SELECT @@character_set_client", "latin1", "utf8mb4"},
 		{"user variable", "SET @lbd_k = 'x'", "SELECT IFNULL(@lbd_k, 'none')", "x", "none"},
 		{"sql_mode", "SET sql_mode = 'ANSI_QUOTES'", "SELECT @@sql_mode", "ANSI_QUOTES", ""},
+		{"isolation", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "SELECT @@tx_isolation", "READ-COMMITTED", ""},
+		{"schema", "USE information_schema", "SELECT DATABASE()", "information_schema", ""},
+		// MariaDB does not report the collation SET NAMES ... COLLATE sets: it pins.
+		{"names collate", "SET NAMES latin1 COLLATE latin1_german1_ci", "SELECT @@collation_connection", "latin1_german1_ci", ""},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			cl, c, db := sessionCluster(t, 3)

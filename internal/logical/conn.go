@@ -131,6 +131,14 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 					return nil, l.strandedErr() // claimed: database/sql's IsValid gives it back
 				}
 				if l.pinned() || l.fits(l.phys) {
+					if !l.pinned() { // kept aside across a checkout: the settings may be another user's
+						if err := l.restore(ctx, l.phys); err != nil {
+							p := l.phys
+							l.phys, l.claimed, l.produced = nil, false, false
+							l.m.GiveBack(p)
+							return nil, err
+						}
+					}
 					l.regroup()
 					l.mark = l.phys.Session().Mark()
 					return l.phys, nil
