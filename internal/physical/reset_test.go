@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
+	"github.com/lbd-go/lbd/internal/wire"
 )
 
 // TestResetMariaDB: on the real server in LBD_TEST_MYSQL_DSN, plain and compressed, with a
@@ -101,5 +102,41 @@ func TestResetRefused(t *testing.T) {
 	var re *ResetError
 	if !errors.As(err, &re) || re.Replay {
 		t.Fatalf("Reset = %v, want a ResetError for the reset", err)
+	}
+}
+
+// TestImpliedCharsetPair: a block that changes character_set_connection without reporting
+// collation_connection leaves the collation Implied, and the reverse; a block reporting both
+// leaves both as reported. Each such change makes the connection differ from its base.
+func TestImpliedCharsetPair(t *testing.T) {
+	var st SessionState
+	st.negotiated, st.answered = true, true
+	block := func(entries ...[2]string) {
+		t.Helper()
+		for _, e := range entries {
+			if err := st.SessionEntry(wire.TrackSystemVariables, []byte(e[0]), []byte(e[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.SessionBlockEnd()
+	}
+	block([2]string{"character_set_connection", "utf8mb4"}, [2]string{"collation_connection", "utf8mb4_general_ci"})
+	st.takeBase()
+	block([2]string{"character_set_client", "latin1"}, [2]string{"character_set_connection", "latin1"})
+	if v, _ := st.Var(VarCollationConnection); v != Implied {
+		t.Fatalf("collation after a charset change alone: %q, want Implied", v)
+	}
+	if d, _ := st.Dirty(); !d.Has(VarCollationConnection) || !d.Has(VarCharacterSetConnection) {
+		t.Fatalf("dirty %b, want both of the pair", d)
+	}
+	block([2]string{"collation_connection", "latin1_german1_ci"})
+	if c, _ := st.Var(VarCharacterSetConnection); c != Implied {
+		t.Fatalf("charset after a collation change alone: %q, want Implied", c)
+	}
+	block([2]string{"collation_connection", "utf8mb4_general_ci"}, [2]string{"character_set_connection", "utf8mb4"})
+	c, _ := st.Var(VarCharacterSetConnection)
+	l, _ := st.Var(VarCollationConnection)
+	if d, _ := st.Dirty(); c != "utf8mb4" || l != "utf8mb4_general_ci" || d.Has(VarCollationConnection) || d.Has(VarCharacterSetConnection) {
+		t.Fatalf("both reported: %q %q, dirty %b; want the base again", c, l, d)
 	}
 }
