@@ -132,7 +132,7 @@ type SessionState struct {
 	// The base: the session as lbd opened it, after go-sql-driver's connect-time statements
 	// (SET NAMES, the DSN's parameters) and lbd's own commands, against which a logical
 	// session's settings are measured (statement mode restores them on the connection a
-	// statement borrows). A setting without a base value is at the server's default.
+	// statement borrows).
 	baseTaken     bool
 	base          [numVars]string
 	baseSet       VarSet
@@ -344,8 +344,9 @@ func (s *SessionState) Tracking() bool {
 	return s != nil && s.negotiated && s.requested && s.refused == 0 && s.baseRefused == 0 && !s.baseMissing && !s.overridden
 }
 
-// Base returns v's value as lbd opened the connection, and whether the server reported one
-// (false: the server's default, which SET SESSION v = DEFAULT restores).
+// Base returns v's value as lbd opened the connection, and whether the server reported one:
+// false until the answer to lbd's question for the base (baseQuestion) has arrived, or when
+// that answer left v out (the connection then replays nothing: Replayable).
 func (s *SessionState) Base(v SessionVar) (string, bool) {
 	if s == nil || !s.baseSet.Has(v) {
 		return "", false
@@ -387,8 +388,8 @@ func (s *SessionState) takeBase() {
 }
 
 // absorb makes what lbd's own command reported after mark part of the base: lbd's commands
-// set the session up as it opens (the tracking request, go-sql-driver's connect-time
-// statements replayed after a reset). The state-change flag they raised is lbd's, not the
+// set the session up as it opens (the tracking request, the question for the base,
+// go-sql-driver's connect-time statements replayed after a reset). The state-change flag they raised is lbd's, not the
 // session's: it goes back to stateAt.
 func (s *SessionState) absorb(mark, stateAt uint64) {
 	s.stateAt = stateAt
