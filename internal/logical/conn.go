@@ -294,9 +294,12 @@ func (l *logicalConn) ResetSession(ctx context.Context) error {
 		return nil
 	}
 	l.settings = settings{}
-	if p != nil && !l.claimed && l.session {
-		l.phys, l.session, l.produced = nil, false, false
-		l.m.resetAndPark(ctx, p)
+	if l.session && !l.claimed {
+		l.session = false
+		if p != nil {
+			l.phys, l.produced = nil, false
+			l.m.resetAndPark(ctx, p)
+		}
 	}
 	return nil
 }
