@@ -225,7 +225,9 @@ func TestStatementObserver(t *testing.T) {
 				t.Fatalf("observed %d statements, want %d", len(got), len(wants))
 			}
 			// The node of each statement is the server that received its text; a transaction's
-			// begin, commit and rollback are on the node of its statements.
+			// begin, commit and rollback are on the node of its statements. Statement mode
+			// balances the statements of the held *sql.Conn one by one, outside its
+			// transactions, as it balances pool statements.
 			received := func(text string) string {
 				t.Helper()
 				at := ""
@@ -266,6 +268,13 @@ func TestStatementObserver(t *testing.T) {
 					node = received(w.text)
 				case i < 2 || i == len(wants)-1: // the held transaction's begin and rollback
 					node = heldAt
+				case i <= 11: // the first transaction's begin and commit: where its statement ran
+					node = received("/* t1 */ UPDATE t SET a = 2")
+				case mode == "statement": // the empty transaction: statement mode balances its begin as any statement
+					node = got[12].end.Addr
+					if node != srvs[0].Addr() && node != srvs[1].Addr() {
+						t.Errorf("the empty transaction began on %q, none of the servers", node)
+					}
 				}
 				if o.end.Addr != node {
 					t.Errorf("statement %d (%s %q) reported node %q, ran on %q", i, w.op, w.text, o.end.Addr, node)

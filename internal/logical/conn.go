@@ -11,21 +11,26 @@ import (
 )
 
 // logicalConn is the connection database/sql pools in statement mode. It holds no socket of its
-// own: at its first statement after each checkout it binds a physical connection on the least
-// busy node, and when database/sql takes it back (IsValid) it gives that physical connection
-// back, unless something pins it:
+// own: for each statement it binds a physical connection on the least busy node and gives it
+// back after it (at the next statement, or when database/sql takes the logical connection
+// back: IsValid), also while database/sql holds it (a *sql.Conn), unless something pins it:
 //
-//   - session state that lives on the physical connection (any SET, USE, user variables,
-//     temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, CALL, Raw): pinned for the logical
-//     connection's life, and that physical connection is closed with it rather than reused;
+//   - session state that lives on the physical connection and that lbd cannot set again (user
+//     variables, temporary tables, LOCK TABLES, GET_LOCK, SQL-level PREPARE, CALL, Raw,
+//     autocommit off; any SET or USE without session tracking; a change the server's
+//     state-change flag reports and no text showed): pinned until database/sql hands the
+//     logical connection out again (ResetSession) or closes it, when the physical connection
+//     is reset and parked for any other (or closed when it cannot be reset). The tracked
+//     settings a SET or USE changes are not state of this kind where the server tracks
+//     sessions: they are kept here and set again where the next statement runs (settings.go);
 //   - a transaction, from BeginTx or from SQL text (BEGIN, START TRANSACTION): until it ends;
 //   - a statement whose result the next one may read (INSERT, UPDATE, DELETE, REPLACE, LOAD,
-//     SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside, unclaimed, and a
-//     next statement calling LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() runs on it; any
-//     other next statement releases it and is balanced as usual.
-//
-// Open rows and *sql.Conn need no pin: database/sql does not take the logical connection back
-// until the rows close or the *sql.Conn is closed.
+//     SELECT SQL_CALC_FOUND_ROWS): the physical connection is kept aside (unclaimed when
+//     database/sql took the logical connection back), and a next statement calling
+//     LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() runs on it; any other next statement
+//     releases it and is balanced as usual;
+//   - open rows of the physical connection, or a statement just prepared there: the next
+//     statement runs there too.
 //
 // database/sql never calls one connection's methods concurrently, so the fields need no lock;
 // the physical connection's own state is atomic because probes and the rebalancer retire it.
@@ -47,6 +52,14 @@ type logicalConn struct {
 	stmts        []*logicalStmt // open prepared statements, their references dropped at Close
 	// avoid is the node a read failed on while it runs again (see retryRead); nil otherwise.
 	avoid *physical.TableNode
+	// settings are the tracked settings the logical connection changed, set again on each
+	// physical connection it borrows (settings.go); mark is phys's session-state mark when
+	// it was bound or its changes last recorded.
+	settings settings
+	mark     uint64
+	// stay: the next statement runs on the claimed physical connection (the one a prepare
+	// just ran on, for database/sql's prepare-then-execute).
+	stay bool
 }
 
 var _ physical.FullConn = (*logicalConn)(nil)
@@ -93,16 +106,22 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 	if l.pinned() {
 		l.want = writeTarget // with the split, a pinned logical connection stays on the primary
 	}
+	stay := l.stay
+	l.stay = false
 	if l.phys != nil {
-		if l.claimed && (l.pinned() || l.fits(l.phys)) {
+		if l.claimed && !l.pinned() && l.leftState(l.phys) {
+			l.session = true // the server says the session changed in a way lbd cannot set again
+		}
+		if l.claimed && (l.pinned() || l.fits(l.phys) && l.keeps(eff, stay)) {
 			if l.strandedOnReplica() && !replica.allowed() {
 				return nil, l.strandedErr()
 			}
 			l.regroup()
 			l.m.sweepStatements(l.phys) // statements closed during a long checkout (*sql.Conn, *sql.Tx)
+			l.mark = l.phys.Session().Mark()
 			return l.phys, nil
 		}
-		if l.claimed { // unpinned, on a node of another role than this statement needs
+		if l.claimed { // unpinned: the statement is balanced afresh, as a pool statement is
 			p := l.phys
 			l.phys, l.claimed, l.produced = nil, false, false
 			l.m.GiveBack(p)
@@ -112,7 +131,16 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 					return nil, l.strandedErr() // claimed: database/sql's IsValid gives it back
 				}
 				if l.pinned() || l.fits(l.phys) {
+					if !l.pinned() { // kept aside across a checkout: the settings may be another user's
+						if err := l.restore(ctx, l.phys); err != nil {
+							p := l.phys
+							l.phys, l.claimed, l.produced = nil, false, false
+							l.m.GiveBack(p)
+							return nil, err
+						}
+					}
 					l.regroup()
+					l.mark = l.phys.Session().Mark()
 					return l.phys, nil
 				}
 				// Kept aside for its result on a node whose role no longer serves this
@@ -134,8 +162,31 @@ func (l *logicalConn) bind(ctx context.Context, eff sqlclass.Effect, replica onR
 	if err != nil {
 		return nil, err
 	}
+	if err := l.restore(ctx, p); err != nil {
+		l.m.GiveBack(p)
+		return nil, err
+	}
 	l.phys, l.claimed, l.boundForRead = p, true, l.want != writeTarget
+	l.mark = p.Session().Mark()
 	return p, nil
+}
+
+// keeps reports whether a statement with effects eff runs on the physical connection the
+// unpinned logical connection has claimed since its last statement, rather than being
+// balanced afresh: it reads the result the last one left (LAST_INSERT_ID() after an INSERT),
+// it runs what a prepare just prepared there (stay), or a result of the connection is still
+// open (nothing else may be sent on it meanwhile, and it must not be given back).
+func (l *logicalConn) keeps(eff sqlclass.Effect, stay bool) bool {
+	return stay || l.produced && eff.Has(sqlclass.ReadsResult) || l.phys.OpenRows() > 0
+}
+
+// leftState reports whether the server said p's session changed, since the logical
+// connection bound it or recorded its settings, in a way that was not recorded: session
+// state no statement's text showed (a stored function setting a user variable), which pins.
+// One comparison; false without session tracking.
+func (l *logicalConn) leftState(p *physical.Conn) bool {
+	st := p.Session()
+	return st.ChangedSince(l.mark) && st.Replayable()
 }
 
 // regroup marks the bound physical connection picked for the statement's group when its node
@@ -171,8 +222,8 @@ func (l *logicalConn) reclaim(ctx context.Context) bool {
 // after records what a statement did to the session. A transaction counts as ended only when
 // COMMIT or ROLLBACK succeeded; a text with several statements that began one and failed
 // before its end may have left it open.
-func (l *logicalConn) after(eff sqlclass.Effect, err error) {
-	if eff.Has(sqlclass.Session) {
+func (l *logicalConn) after(query string, eff sqlclass.Effect, err error) {
+	if eff.Has(sqlclass.Session) && !l.session && (l.phys == nil || !l.record(l.phys, query, err != nil)) {
 		l.session = true
 	}
 	switch {
@@ -200,6 +251,9 @@ func (l *logicalConn) IsValid() bool {
 		return true
 	}
 	l.claimed = false
+	if !l.pinned() && l.leftState(p) {
+		l.session = true // the server says the session changed in a way lbd cannot set again
+	}
 	if l.pinned() || l.produced {
 		l.m.table.Unclaim(p.Node().TN())
 		if !p.IsValid() { // retired or broken
@@ -217,21 +271,63 @@ func (l *logicalConn) IsValid() bool {
 }
 
 // ResetSession implements driver.SessionResetter: database/sql calls it when it hands the
-// logical connection out again. A pinned logical connection claims its physical connection now
-// and fails with driver.ErrBadConn (nothing sent; database/sql moves on) when it is gone. An
-// unpinned one binds at its first statement.
+// logical connection out again, to a new user. The settings the last user changed are
+// forgotten (the next statement's physical connection gets its base back, see restore). A
+// physical connection the last user pinned with session state is reset (physical.Conn.Reset:
+// COM_RESET_CONNECTION, one round trip) and goes back to its node's idle list for any logical
+// connection, so the new user starts clean and costs no dial; where the reset fails (a server
+// without COM_RESET_CONNECTION answers an error) it is closed. The logical connection itself
+// stays good: it binds at its first statement.
+//
+// A transaction begun by SQL text and still open spans checkouts, as in connection mode: the
+// logical connection claims its physical connection now, settings and session state with it,
+// and fails with driver.ErrBadConn (nothing sent; database/sql moves on) when it is gone.
 func (l *logicalConn) ResetSession(ctx context.Context) error {
 	if l.closed {
 		return driver.ErrBadConn
 	}
-	if l.phys != nil && !l.claimed && l.pinned() && !l.reclaim(ctx) {
-		return driver.ErrBadConn
+	p := l.phys
+	if p != nil && !l.claimed && l.sqlTx {
+		if !l.reclaim(ctx) {
+			return driver.ErrBadConn
+		}
+		return nil
+	}
+	l.settings = settings{}
+	if l.session && !l.claimed {
+		l.session = false
+		if p != nil {
+			l.phys, l.produced = nil, false
+			l.m.resetAndPark(ctx, p)
+		}
 	}
 	return nil
 }
 
-// Close implements driver.Conn. A physical connection carrying session state or closed mid-use
-// is closed with the logical connection; a clean one goes back to its node.
+// resetAndPark claims p, a physical connection kept bound by a pin and now unclaimed,
+// resets its session and parks it on its node; one lbd closed meanwhile is forgotten, and one
+// that is no longer usable or whose reset fails is closed.
+func (m *Mode) resetAndPark(ctx context.Context, p *physical.Conn) {
+	if !p.Claim() {
+		return
+	}
+	tn := p.Node().TN()
+	m.table.Claim(tn)
+	if !p.Usable(ctx) || p.Reset(ctx) != nil {
+		m.table.Unclaim(tn)
+		p.Close()
+		return
+	}
+	m.GiveBack(p)
+}
+
+// resetTimeout bounds the reset of a pinned physical connection when its logical connection
+// closes (Close has no context).
+const resetTimeout = time.Second
+
+// Close implements driver.Conn. A physical connection closed mid-use is closed with the logical
+// connection; one kept bound by a pin is reset and goes back to its node (resetAndPark), or is
+// closed when the Connector is closing; a clean one goes back to its node.
 func (l *logicalConn) Close() error {
 	if l.closed {
 		return nil
@@ -252,6 +348,10 @@ func (l *logicalConn) Close() error {
 		case l.claimed:
 			m.table.Unclaim(p.Node().TN())
 			p.Close()
+		case l.session && !l.sqlTx && !l.apiTx && !m.cfg.Closed():
+			ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+			m.resetAndPark(ctx, p)
+			cancel()
 		case l.pinned():
 			p.Close()
 		default:
@@ -384,7 +484,7 @@ func (l *logicalConn) run(ctx context.Context, query string, eff sqlclass.Effect
 	if rows != nil {
 		r = *rows
 	}
-	l.ran(ctx, p, rt, eff, r, err)
+	l.ran(ctx, p, query, rt, eff, r, err)
 	return err
 }
 
@@ -442,7 +542,7 @@ func (l *logicalConn) bindFor(ctx context.Context, rt routing, query string, eff
 // (nil for none), did to the session and, for a write, to its scope's read-your-writes state,
 // and counts it. driver.ErrSkip means it did not run (database/sql prepares it and runs it as
 // such).
-func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, rt routing, eff sqlclass.Effect, rows driver.Rows, err error) {
+func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, query string, rt routing, eff sqlclass.Effect, rows driver.Rows, err error) {
 	if err == driver.ErrSkip {
 		return
 	}
@@ -450,7 +550,7 @@ func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, rt routing, eff
 	if err == nil && rt.write {
 		l.captureAfter(ctx, p, rows)
 	}
-	l.after(eff, err)
+	l.after(query, eff, err)
 	if rt.write {
 		l.m.noteWrite(ctx)
 	}

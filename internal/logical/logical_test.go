@@ -212,9 +212,12 @@ func TestUnpinnedStatementsParkTheirConnection(t *testing.T) {
 	l.Close()
 }
 
-// TestSessionStatePinsForLife: SET keeps the physical connection across checkouts, and it is
-// closed with the logical connection rather than parked for another.
-func TestSessionStatePinsForLife(t *testing.T) {
+// TestSessionStatePinsUntilReset: SET of a user variable keeps the physical connection while
+// database/sql holds the logical one, across its statements and a return to the pool; when
+// database/sql hands the logical connection out again (ResetSession), the pin ends: a physical
+// connection that cannot be reset (these fakes have no lbd socket, as a server without
+// COM_RESET_CONNECTION) is closed, and the next user's statement runs on another.
+func TestSessionStatePinsUntilReset(t *testing.T) {
 	r := newRig(t, 2)
 	l := r.connect(t)
 	exec(t, l, "SET @x = 1")
@@ -225,24 +228,28 @@ func TestSessionStatePinsForLife(t *testing.T) {
 	if pinned, ok := Pinned(l); !pinned || !ok {
 		t.Fatalf("Pinned = %v, %v", pinned, ok)
 	}
-	if !l.IsValid() || l.phys != p {
-		t.Fatal("a pinned logical connection let its physical connection go")
-	}
-	if r.inUse() != 0 {
-		t.Fatalf("in use = %d while database/sql holds the pinned connection idle, want 0", r.inUse())
-	}
-	if err := l.ResetSession(context.Background()); err != nil || !l.claimed {
-		t.Fatalf("ResetSession = %v, claimed %v: the pin was not claimed again", err, l.claimed)
-	}
 	exec(t, l, "SELECT @x")
 	if l.phys != p {
 		t.Fatal("a pinned statement ran on another physical connection")
 	}
+	if !l.IsValid() || l.phys != p {
+		t.Fatal("a pinned logical connection let its physical connection go at its return")
+	}
+	if r.inUse() != 0 {
+		t.Fatalf("in use = %d while database/sql holds the pinned connection idle, want 0", r.inUse())
+	}
+	if err := l.ResetSession(context.Background()); err != nil || l.phys != nil || l.pinned() {
+		t.Fatalf("ResetSession = %v, bound %v, pinned %v: the pin outlived its user", err, l.phys != nil, l.pinned())
+	}
+	if !fake(p).closed.Load() {
+		t.Fatal("a physical connection that cannot be reset was not closed")
+	}
+	exec(t, l, "SELECT 1")
+	if l.phys == p {
+		t.Fatal("the next user ran on the closed physical connection")
+	}
 	l.IsValid()
 	l.Close()
-	if !fake(p).closed.Load() {
-		t.Fatal("the session's physical connection was not closed with its logical connection")
-	}
 	if r.open() != 0 {
 		t.Fatalf("open = %d after the last logical connection closed, want 0", r.open())
 	}

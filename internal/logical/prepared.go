@@ -140,6 +140,7 @@ func (l *logicalConn) PrepareContext(ctx context.Context, query string) (_ drive
 	}
 	ls := &logicalStmt{l: l, q: q, eff: eff, numInput: st.NumInput(), proto: st, query: query}
 	l.stmts = append(l.stmts, ls)
+	l.stay = true // database/sql runs it next, most often: where it is prepared already
 	return ls, nil
 }
 

@@ -80,6 +80,9 @@ var (
 // database/sql dials again.
 func (n *Node) Adopt(dc FullConn, sock *Socket) *Conn {
 	c := &Conn{dc: dc, sock: sock, node: n, epoch: n.tn.Epoch()}
+	if sock != nil {
+		sock.adopted()
+	}
 	n.track(c)
 	n.table.Dialed(n.tn, nil)
 	if !n.table.InRotation(n.tn) {
@@ -522,6 +525,95 @@ func (c *Conn) Ping(ctx context.Context) (err error) {
 // CheckNamedValue implements driver.NamedValueChecker with go-sql-driver's own rules.
 func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 	return c.dc.CheckNamedValue(nv)
+}
+
+// Reset brings the connection's session back to how lbd opened it, in one round trip:
+// COM_RESET_CONNECTION (MySQL 5.7+, MariaDB 10.2+: it rolls back a transaction, drops user
+// variables, temporary tables, locks, prepared statements, and sets every setting back to the
+// server's default), then lbd's tracking request and go-sql-driver's connect-time statements
+// (SET NAMES, the DSN's parameters) again, and a USE of the login's schema when the session
+// changed it, all ahead of a COM_PING that carries them. The statements prepared on the
+// connection (Prepared) are closed first. Call it only while holding the connection, with no
+// result open.
+//
+// It returns ErrNoReset when the connection cannot be reset (no lbd socket, connect-time
+// statements past what lbd keeps, a changed schema without a known base), a ResetError when
+// the server refused the reset or a replayed statement (a server without COM_RESET_CONNECTION
+// answers error 1047), or the ping's error. After any error the session's state is unknown:
+// close the connection.
+func (c *Conn) Reset(ctx context.Context) (err error) {
+	s := c.sock
+	if s == nil || c.OpenRows() > 0 || c.inTx.Load() {
+		return ErrNoReset
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	for _, st := range c.Prepared {
+		st.Close()
+	}
+	c.Prepared = nil
+	if !s.queueReset() {
+		return ErrNoReset
+	}
+	defer c.node.land(&err, c.node.depart())
+	defer c.contain(&err)
+	if err := c.observe(ctx, c.dc.Ping(ctx)); err != nil {
+		return err
+	}
+	if s.resetErr != 0 {
+		return &ResetError{Addr: c.node.addr, Code: s.resetErr}
+	}
+	if s.replayErr != 0 {
+		return &ResetError{Addr: c.node.addr, Code: s.replayErr, Replay: true}
+	}
+	s.session.takeBase()
+	return nil
+}
+
+// Restore runs stmts, statements that set the session's settings (a SET, a USE) lbd wrote
+// for a logical session, ahead of a COM_PING that carries them: one round trip. What they
+// change is reported as any statement's (Session), and none of it becomes part of the base.
+// It returns a ResetError (Replay) when the server refused one of them, or the ping's error.
+func (c *Conn) Restore(ctx context.Context, stmts ...string) (err error) {
+	s := c.sock
+	if s == nil || !s.loggedIn {
+		return ErrNoReset
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	s.replayErr = 0
+	for _, q := range stmts {
+		s.queue(asideRestore, func(dst []byte) []byte { return commandPacket(dst, q) })
+	}
+	defer c.node.land(&err, c.node.depart())
+	defer c.contain(&err)
+	if err := c.observe(ctx, c.dc.Ping(ctx)); err != nil {
+		return err
+	}
+	if s.replayErr != 0 {
+		return &ResetError{Addr: c.node.addr, Code: s.replayErr, Replay: true}
+	}
+	return nil
+}
+
+// ErrNoReset: the connection cannot be brought back to how lbd opened it (Reset).
+var ErrNoReset = errors.New("lbd: the connection's session cannot be reset")
+
+// ResetError is a server's refusal of Reset: of COM_RESET_CONNECTION itself, or (Replay) of a
+// connect-time statement replayed after it, or of a statement Restore ran.
+type ResetError struct {
+	Addr   string
+	Code   uint16 // the server's error number
+	Replay bool
+}
+
+func (e *ResetError) Error() string {
+	if e.Replay {
+		return fmt.Sprintf("lbd: proxy %s refused a session setting lbd sent on its own (error %d)", e.Addr, e.Code)
+	}
+	return fmt.Sprintf("lbd: proxy %s refused COM_RESET_CONNECTION (error %d)", e.Addr, e.Code)
 }
 
 // Raw returns go-sql-driver's own connection, for code that needs it through sql.Conn.Raw.

@@ -63,7 +63,7 @@ func Dial(ctx context.Context, addr string) (net.Conn, error) {
 		nc.Close()
 		return nil, errors.New("lbd: dial returned a non-TCP connection")
 	}
-	s := &Socket{TCPConn: tcp, conn: tcp, node: t.node, counted: t.counted, password: t.node.transport.password}
+	s := &Socket{TCPConn: tcp, conn: tcp, node: t.node, counted: t.counted, recording: t.counted, password: t.node.transport.password}
 	if t.password != nil {
 		s.password = *t.password
 	}

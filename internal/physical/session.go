@@ -128,6 +128,53 @@ type SessionState struct {
 	stateAt  uint64
 	vars     [numVars]string
 	varAt    [numVars]uint64
+
+	// The base: the session as lbd opened it, after go-sql-driver's connect-time statements
+	// (SET NAMES, the DSN's parameters) and lbd's own commands, against which a logical
+	// session's settings are measured (statement mode restores them on the connection a
+	// statement borrows).
+	baseTaken     bool
+	base          [numVars]string
+	baseSet       VarSet
+	baseSchema    string
+	baseSchemaSet bool
+	dirty         VarSet // settings whose value differs from the base now
+	schemaDirty   bool   // the default schema differs from the base now
+	baseRefused   uint16 // the error that answered lbd's question for the base; 0: none
+	baseMissing   bool   // the answer to that question left a setting unreported
+
+	// The block being read reported character_set_connection, collation_connection.
+	blockConn, blockColl bool
+}
+
+// Implied is the value Var gives collation_connection after the server changed
+// character_set_connection without reporting collation_connection (MariaDB's SET NAMES without
+// COLLATE, SET CHARACTER SET): the server set it to that character set's default collation,
+// whose name lbd does not know; and character_set_connection after a change of
+// collation_connection alone (the character set is the collation's). Setting the other of the
+// two to the same value again gives the same pair. No reported value is ever Implied (values
+// hold no control characters).
+const Implied = "\x00implied"
+
+// baseQuestion returns the statement that makes a server of the flavor report every tracked
+// setting by setting each to its own value: MySQL and MariaDB evaluate every value of a SET
+// before they assign any, so each keeps its value, and collation_connection, set after
+// character_set_connection, keeps its own too. lbd sends it once a connection is opened
+// (after go-sql-driver's connect-time statements), so that the base holds every setting's
+// value: settings that the handshake made (the character set) are otherwise never reported.
+func baseQuestion(mariadb bool) string {
+	var b strings.Builder
+	b.WriteString("/* lbd session base */ SET SESSION ")
+	for v := range numVars {
+		if v > 0 {
+			b.WriteString(", ")
+		}
+		n := v.name(mariadb)
+		b.WriteString(n)
+		b.WriteString(" = @@SESSION.")
+		b.WriteString(n)
+	}
+	return b.String()
 }
 
 // Negotiated reports whether the server offered session tracking and lbd asked for it: its OK
@@ -246,6 +293,13 @@ func (s *SessionState) SessionEntry(kind byte, name, value []byte) error {
 			s.vars[v] = string(value)
 		}
 		s.varAt[v] = s.seq
+		s.noteVar(v)
+		switch v {
+		case VarCharacterSetConnection:
+			s.blockConn = true
+		case VarCollationConnection:
+			s.blockColl = true
+		}
 	case wire.TrackSchema:
 		if !utf8.Valid(name) || bytes.ContainsFunc(name, isControl) {
 			return fmt.Errorf("session state: a schema named %.64q", name)
@@ -254,6 +308,7 @@ func (s *SessionState) SessionEntry(kind byte, name, value []byte) error {
 			s.schema = string(name)
 		}
 		s.schemaAt = s.seq
+		s.schemaDirty = !s.baseSchemaSet || s.baseSchema != s.schema
 	case wire.TrackStateChange:
 		if value[0] == '1' {
 			s.stateAt = s.seq
@@ -263,6 +318,139 @@ func (s *SessionState) SessionEntry(kind byte, name, value []byte) error {
 	}
 	return nil
 }
+
+// noteVar records whether v, just reported, differs from its base value.
+func (s *SessionState) noteVar(v SessionVar) {
+	if s.baseSet.Has(v) && s.base[v] == s.vars[v] {
+		s.dirty &^= 1 << v
+	} else {
+		s.dirty |= 1 << v
+	}
+}
+
+// Replayable reports whether the server reports every change of the tracked settings and
+// says when anything else of the session changed: it accepted lbd's tracking request,
+// reported every setting's value in answer to lbd's question for the base, and nothing the
+// session ran since may have changed what it tracks. Statement mode restores a
+// logical session's settings on another connection only then.
+func (s *SessionState) Replayable() bool {
+	return s != nil && s.answered && s.refused == 0 && s.baseRefused == 0 && !s.baseMissing && !s.overridden
+}
+
+// Tracking reports whether the connection negotiated session tracking and its request is
+// sent or still to go out with the next command, and was not refused nor overridden: after
+// the next command, Replayable tells.
+func (s *SessionState) Tracking() bool {
+	return s != nil && s.negotiated && s.requested && s.refused == 0 && s.baseRefused == 0 && !s.baseMissing && !s.overridden
+}
+
+// Base returns v's value as lbd opened the connection, and whether the server reported one:
+// false until the answer to lbd's question for the base (baseQuestion) has arrived, or when
+// that answer left v out (the connection then replays nothing: Replayable).
+func (s *SessionState) Base(v SessionVar) (string, bool) {
+	if s == nil || !s.baseSet.Has(v) {
+		return "", false
+	}
+	return s.base[v], true
+}
+
+// BaseSchema returns the default schema as lbd opened the connection (the login's), and
+// whether the server reported one.
+func (s *SessionState) BaseSchema() (string, bool) {
+	if s == nil || !s.baseSchemaSet {
+		return "", false
+	}
+	return s.baseSchema, true
+}
+
+// Dirty returns the settings whose value differs from the base now, and whether the default
+// schema does: all none for a connection whose session is as lbd opened it. Zero for a
+// connection without tracking.
+func (s *SessionState) Dirty() (VarSet, bool) {
+	if s == nil {
+		return 0, false
+	}
+	return s.dirty, s.schemaDirty
+}
+
+// takeBase makes the session as it stands the base (the connection is opened, or reset).
+func (s *SessionState) takeBase() {
+	s.baseTaken = true
+	s.baseSet = 0
+	for v := range numVars {
+		if s.varAt[v] != 0 {
+			s.base[v] = s.vars[v]
+			s.baseSet |= 1 << v
+		}
+	}
+	s.baseSchema, s.baseSchemaSet = s.schema, s.schemaAt != 0
+	s.dirty, s.schemaDirty = 0, false
+}
+
+// absorb makes what lbd's own command reported after mark part of the base: lbd's commands
+// set the session up as it opens (the tracking request, the question for the base,
+// go-sql-driver's connect-time statements replayed after a reset). The state-change flag they raised is lbd's, not the
+// session's: it goes back to stateAt.
+func (s *SessionState) absorb(mark, stateAt uint64) {
+	s.stateAt = stateAt
+	if !s.baseTaken {
+		return // takeBase takes it all when the connection is adopted
+	}
+	for v := range numVars {
+		if s.varAt[v] > mark {
+			s.base[v] = s.vars[v]
+			s.baseSet |= 1 << v
+			s.dirty &^= 1 << v
+		}
+	}
+	if s.schemaAt > mark {
+		s.baseSchema, s.baseSchemaSet, s.schemaDirty = s.schema, true, false
+	}
+}
+
+// clearAfterReset forgets what the server reported of the session before a
+// COM_RESET_CONNECTION it accepted: the settings are its defaults again, no write of the new
+// session has a GTID, and the tracking request must be made again (it follows the reset). The
+// default schema survives a reset, and with it what is known of it.
+func (s *SessionState) clearAfterReset() {
+	s.answered, s.refused, s.baseRefused, s.baseMissing, s.overridden = false, 0, 0, false, false
+	s.gtid, s.gtidSet, s.gtidAt = s.gtid[:0], false, 0
+	s.vars = [numVars]string{}
+	s.varAt = [numVars]uint64{}
+	s.base = [numVars]string{}
+	s.baseSet, s.dirty = 0, 0
+}
+
+// SessionBlockEnd implements wire.SessionBlockEnder: a block that changed one of
+// character_set_connection and collation_connection without reporting the other leaves the
+// other Implied.
+func (s *SessionState) SessionBlockEnd() {
+	switch {
+	case s.blockConn && !s.blockColl:
+		s.imply(VarCollationConnection)
+	case s.blockColl && !s.blockConn:
+		s.imply(VarCharacterSetConnection)
+	}
+	s.blockConn, s.blockColl = false, false
+}
+
+// imply records v as changed to a value the server did not report (Implied).
+func (s *SessionState) imply(v SessionVar) {
+	s.vars[v] = Implied
+	s.varAt[v] = s.seq
+	s.noteVar(v)
+}
+
+// NumVars is the number of tracked settings: SessionVar values run from 0 to NumVars-1.
+const NumVars = int(numVars)
+
+// VarNamed returns the tracked setting named name, in either server's spelling, in any case.
+func VarNamed(name string) (SessionVar, bool) { return trackedVar([]byte(name)) }
+
+// ChangedSince reports whether the server said the session's state changed after mark
+// (session_track_state_change): a tracked setting, the schema, or anything not tracked one by
+// one. One comparison.
+func (s *SessionState) ChangedSince(mark uint64) bool { return s != nil && s.stateAt > mark }
 
 // setGTID records a write's GTID reported by a server of flavor f (by how it reported it).
 // An empty one (MariaDB's last_gtid before any write) clears it.
@@ -334,9 +522,32 @@ func (s *Socket) trackSession(p []byte, caps uint32) {
 	st.negotiated, st.mariadb = true, greetingMariaDB(p, caps)
 	s.guard.TrackSession(st)
 	if s.counted {
-		st.requested = true
-		s.ahead = commandPacket(s.ahead[:0], trackingRequest(st.mariadb))
+		s.recording = true
+		s.queueTracking()
 	}
+}
+
+// queueTracking queues the tracking request ahead of the next command.
+func (s *Socket) queueTracking() {
+	s.session.requested = true
+	s.queue(asideTrack, func(dst []byte) []byte { return commandPacket(dst, trackingRequest(s.session.mariadb)) })
+}
+
+// What lbd sends on its own ahead of the client's next command; readAside reads each answer
+// by what it answers.
+const (
+	asideTrack   byte = iota // the tracking request
+	asideBase                // the question for the base (baseQuestion)
+	asideReset               // COM_RESET_CONNECTION
+	asideReplay              // a connect-time statement replayed after a reset
+	asideRestore             // a logical session's settings restored (Conn.Restore)
+)
+
+// queue appends a command of kind, written by add, to those that go out ahead of the next
+// command.
+func (s *Socket) queue(kind byte, add func(dst []byte) []byte) {
+	s.ahead = add(s.ahead)
+	s.aheadKinds = append(s.aheadKinds, kind)
 }
 
 // commandPacket appends to dst a COM_QUERY packet of text, numbered 0 (a command's first).
@@ -346,13 +557,48 @@ func commandPacket(dst []byte, text string) []byte {
 	return append(dst, text...)
 }
 
-// sendAhead returns what to write for b, the client's packet, and how many answers lbd then
-// reads aside before the client's: when b begins a command that the server answers, the
-// commands lbd queued ahead of it go out first, in the same write. The session's own commands
+// maxConnectStatements bounds the connect-time statements a socket keeps for replay after a
+// reset: go-sql-driver's SET NAMES and the DSN's parameters, a few hundred bytes. A connection
+// whose statements pass it cannot be reset; it is closed instead.
+const maxConnectStatements = 16 << 10
+
+// record keeps b, a packet go-sql-driver writes before the connection is adopted, when it is a
+// whole COM_QUERY: its connect-time statements, to replay after a reset.
+func (s *Socket) record(b []byte) {
+	if len(b) < 5 || b[3] != 0 || b[4] != 0x03 {
+		return
+	}
+	n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+	if n != len(b)-4 || len(s.connectCmds)+len(b) > maxConnectStatements {
+		s.connectOver = true
+		return
+	}
+	s.connectCmds = append(s.connectCmds, b...)
+}
+
+// adopted ends the connect: what the server reported so far is the session's base, and the
+// connect-time statements are all recorded. A connection that tracks asks, ahead of its first
+// command, for every setting's value (baseQuestion), which completes the base.
+func (s *Socket) adopted() {
+	s.recording = false
+	s.session.takeBase()
+	s.queueBase()
+}
+
+// queueBase queues the question for the base when the connection tracks.
+func (s *Socket) queueBase() {
+	if st := &s.session; st.negotiated && st.requested {
+		s.queue(asideBase, func(dst []byte) []byte { return commandPacket(dst, baseQuestion(st.mariadb)) })
+	}
+}
+
+// sendAhead returns what to write for b, the client's packet, and moves the commands lbd
+// queued ahead to those whose answers it reads aside: when b begins a command that the server
+// answers, the queued commands go out first, in the same write. The session's own commands
 // that may change what is tracked mark it overridden.
-func (s *Socket) sendAhead(b []byte) (out []byte, answers int) {
+func (s *Socket) sendAhead(b []byte) []byte {
 	if len(b) < 5 || b[3] != 0 { // not a command's first packet
-		return b, 0
+		return b
 	}
 	switch b[4] {
 	case comChangeUser, comResetConnection:
@@ -362,19 +608,24 @@ func (s *Socket) sendAhead(b []byte) (out []byte, answers int) {
 			s.session.overridden = true
 		}
 	}
+	if s.recording {
+		s.record(b)
+	}
 	if len(s.ahead) == 0 {
-		return b, 0
+		return b
 	}
 	switch b[4] {
 	case 0x01: // COM_QUIT: the session ends, nothing to ask
-		s.ahead = s.ahead[:0]
-		return b, 0
+		s.ahead, s.aheadKinds = s.ahead[:0], s.aheadKinds[:0]
+		return b
 	case 0x18, 0x19: // COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE: no answer to read after
-		return b, 0
+		return b
 	}
-	out = append(s.ahead, b...)
+	out := append(s.ahead, b...)
 	s.ahead = out[:0:0] // sent: the next command goes alone
-	return out, 1
+	s.asideKinds = append(s.asideKinds, s.aheadKinds...)
+	s.aheadKinds = s.aheadKinds[:0]
+	return out
 }
 
 // mentionsSessionTrack reports whether a statement's text names session_track, in any case.
@@ -395,16 +646,18 @@ func mentionsSessionTrack(text []byte) bool {
 
 // readAside reads the answers to the commands lbd sent ahead of the client's, one packet each
 // (an OK or an ERR), from r, before the client reads its own; the guard checks them and reads
-// their session state. An ERR answering the tracking request is the server's refusal of it.
+// their session state, which becomes part of the base (absorb). An ERR answering the tracking
+// request is the server's refusal of it; one answering a reset or a replayed statement is
+// kept for Reset.
 func (s *Socket) readAside(r io.Reader) error {
-	for s.asideAnswers > 0 {
+	for len(s.asideKinds) > 0 {
 		var h [4]byte
 		if _, err := io.ReadFull(r, h[:]); err != nil {
 			return err
 		}
 		size := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
 		if size > wire.MaxSessionOK {
-			return s.guard.Stop(fmt.Errorf("%w: a packet of %d bytes answered lbd's session-tracking request", wire.ErrViolation, size))
+			return s.guard.Stop(fmt.Errorf("%w: a packet of %d bytes answered a command lbd sent on its own", wire.ErrViolation, size))
 		}
 		if cap(s.asideBuf) < size {
 			s.asideBuf = make([]byte, size)
@@ -413,16 +666,77 @@ func (s *Socket) readAside(r io.Reader) error {
 		if _, err := io.ReadFull(r, p); err != nil {
 			return err
 		}
+		st := &s.session
+		mark, stateAt := st.seq, st.stateAt
 		isErr, err := s.guard.Aside(p)
 		if err != nil {
 			return err
 		}
-		s.asideAnswers--
-		st := &s.session
-		st.answered = true
+		var code uint16
 		if isErr {
-			st.refused = binary.LittleEndian.Uint16(p[1:3])
+			code = binary.LittleEndian.Uint16(p[1:3])
+		}
+		kind := s.asideKinds[0]
+		s.asideKinds = s.asideKinds[1:]
+		switch kind {
+		case asideTrack:
+			st.answered = true
+			st.refused = code
+		case asideBase:
+			st.baseRefused = code
+		case asideReset:
+			if isErr {
+				s.resetErr = code
+			} else {
+				st.clearAfterReset()
+			}
+		case asideReplay, asideRestore:
+			if isErr && s.replayErr == 0 {
+				s.replayErr = code
+			}
+		}
+		if kind == asideRestore {
+			st.stateAt = stateAt // lbd's own change; the settings are the session's, not the base
+		} else {
+			st.absorb(mark, stateAt)
+		}
+		if kind == asideBase && !isErr && st.baseSet != 1<<numVars-1 {
+			st.baseMissing = true // a setting's own value is unknown: nothing is replayed
 		}
 	}
+	s.asideKinds = s.asideKinds[:0]
 	return nil
+}
+
+// queueReset queues, ahead of the next command, COM_RESET_CONNECTION, the tracking request
+// (the reset clears it) when the connection tracks, then go-sql-driver's connect-time
+// statements and, when the default schema moved from the base, a USE of the base schema. It
+// reports false when the connection cannot be brought back to its base: its connect-time
+// statements were not all recorded, or its schema moved and the base schema is unknown.
+func (s *Socket) queueReset() bool {
+	st := &s.session
+	base, known := st.BaseSchema()
+	if s.connectOver || st.schemaDirty && !known {
+		return false
+	}
+	s.resetErr, s.replayErr = 0, 0
+	s.queue(asideReset, func(dst []byte) []byte { return append(dst, 1, 0, 0, 0, comResetConnection) })
+	if st.negotiated {
+		s.queueTracking()
+	}
+	for b := s.connectCmds; len(b) >= 4; {
+		n := 4 + (int(b[0]) | int(b[1])<<8 | int(b[2])<<16)
+		s.queue(asideReplay, func(dst []byte) []byte { return append(dst, b[:n]...) })
+		b = b[n:]
+	}
+	if st.schemaDirty {
+		s.queue(asideReplay, func(dst []byte) []byte { return commandPacket(dst, "USE "+QuoteName(base)) })
+	}
+	s.queueBase()
+	return true
+}
+
+// QuoteName quotes an identifier in backticks, doubling those inside.
+func QuoteName(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }

@@ -50,10 +50,18 @@ type Socket struct {
 	// Session tracking (session.go), used only by the goroutine reading and writing the
 	// connection: what the server reported, the commands lbd sends ahead of the client's next
 	// one, and the answers to those still to read aside.
-	session      SessionState
-	ahead        []byte
-	asideAnswers int
-	asideBuf     []byte
+	session    SessionState
+	ahead      []byte
+	aheadKinds []byte // what each command in ahead is (asideTrack, ...)
+	asideKinds []byte // what each answer still to read aside answers
+	asideBuf   []byte
+	// go-sql-driver's connect-time statements (COM_QUERY packets as written), recorded until
+	// the connection is adopted, replayed after a reset; connectOver: they passed the bound.
+	recording   bool
+	connectCmds []byte
+	connectOver bool
+	// The errors that answered the latest reset and the statements replayed after it; 0: none.
+	resetErr, replayErr uint16
 }
 
 // Read serves the checked greeting first, then the connection (inflated, with compression),
@@ -69,7 +77,7 @@ func (s *Socket) Read(b []byte) (int, error) {
 			return 0, err
 		}
 	}
-	if s.asideAnswers > 0 {
+	if len(s.asideKinds) > 0 {
 		var src io.Reader = s.conn
 		if s.z != nil {
 			src = s.z
@@ -116,19 +124,19 @@ func (s *Socket) Read(b []byte) (int, error) {
 // sends on its own go out ahead of the next command, in the same write (session.go).
 func (s *Socket) Write(b []byte) (int, error) {
 	out := b
-	if s.loggedIn && s.session.negotiated {
-		var answers int
-		out, answers = s.sendAhead(b)
-		s.asideAnswers += answers
+	if s.loggedIn && (s.session.negotiated || len(s.ahead) > 0 || s.recording) {
+		out = s.sendAhead(b)
 	}
 	ahead := len(out) - len(b)
 	switch {
 	case s.z != nil:
-		if ahead > 0 { // compressed packets of their own, numbered as a command's
+		for a := out[:ahead]; len(a) >= 4; { // each a compressed packet of its own, numbered as a command's
+			n := 4 + (int(a[0]) | int(a[1])<<8 | int(a[2])<<16)
 			s.z.ResetSeq()
-			if _, err := s.z.Write(out[:ahead]); err != nil {
+			if _, err := s.z.Write(a[:n]); err != nil {
 				return 0, err
 			}
+			a = a[n:]
 		}
 		s.cliSeq.Walk(b, func(seq *byte) {
 			if *seq == 0 { // a new command: the compressed packets are numbered afresh

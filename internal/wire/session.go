@@ -62,6 +62,13 @@ type SessionSink interface {
 	SessionEntry(kind byte, name, value []byte) error
 }
 
+// SessionBlockEnder is a SessionSink told when a block's entries are all told: what a block
+// leaves out (a setting the server changed as a consequence of another, unreported) shows
+// only then.
+type SessionBlockEnder interface {
+	SessionBlockEnd()
+}
+
 // TrackSession makes g read the session-state block of every OK packet and tell sink its
 // entries: the client negotiated CLIENT_SESSION_TRACK. Call it before the login's answer passes.
 func (g *Guard) TrackSession(sink SessionSink) { g.sink = sink }
@@ -228,6 +235,9 @@ func (g *Guard) sessionState(p []byte, status uint16, over bool) error {
 	}
 	if err != nil {
 		return g.fail("%v", err)
+	}
+	if e, ok := g.sink.(SessionBlockEnder); ok {
+		e.SessionBlockEnd()
 	}
 	return nil
 }

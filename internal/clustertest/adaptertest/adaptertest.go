@@ -20,7 +20,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -179,32 +178,34 @@ func Node(t testing.TB, c *lbd.Connector, cl *lbdtest.Cluster, i int) lbd.NodeSt
 // OnlyConn limits db to one connection, makes sure it is open and returns the index of the
 // proxy it goes through (from the connector's Stats, which leave probe connections out). open
 // runs one statement through the library under test, which opens the connection. In statement
-// mode the connection would move from proxy to proxy, so a user variable pins it to one
-// physical connection for its life, the proxy whose connection is in use.
+// mode every statement is balanced, and a session's pin ends when database/sql hands the
+// connection out again, so the node list keeps the first proxy alone: the one physical
+// connection statement mode then keeps is there.
 func OnlyConn(t testing.TB, db *sql.DB, c *lbd.Connector, cl *lbdtest.Cluster, balance string, open func()) int {
 	t.Helper()
 	db.SetMaxOpenConns(1)
 	if balance == "statement" {
-		pin := fmt.Sprintf("SET @lbd_pinned = %d", rand.Int32())
-		if _, err := db.Exec(pin); err != nil { // straight through database/sql: an ORM may prepare it
+		if err := c.SetNodes([]string{cl.Proxy(0).Addr()}); err != nil {
 			t.Fatal(err)
 		}
-		return clusterkit.ProxyThatSaw(t, cl, pin)
 	}
 	open()
-	var at int
+	var addr string
 	testkit.WaitFor(t, 5*time.Second, "exactly one open connection", func() bool {
 		total := 0
-		for i, ns := range c.Stats().Nodes {
+		for _, ns := range c.Stats().Nodes {
 			if ns.Open > 0 {
 				total += ns.Open
-				at = i
+				addr = ns.Addr
 			}
 		}
 		return total == 1
 	})
-	if c.Stats().Nodes[at].Addr != cl.Proxy(at).Addr() {
-		t.Fatal("Stats lists the nodes in another order than the cluster")
+	for i, p := range cl.Proxies() {
+		if p.Addr() == addr {
+			return i
+		}
 	}
-	return at
+	t.Fatalf("the open connection's node %s is none of the cluster's proxies", addr)
+	return -1
 }
