@@ -13,9 +13,10 @@
 //
 // # Imports
 //
-// Imports run one way: the root package lbd → internal/logical and internal/health →
-// internal/physical → internal/nodetable → internal/pick. This package imports neither the root
-// nor internal/health: the root builds it with a Config of functions (dial, clock, logger, the
-// split's settings).
+// Imports run one way: the root package lbd → internal/connect → internal/logical,
+// internal/health and internal/rebalance (one tier) → internal/physical → internal/nodetable →
+// internal/pick. This package imports neither the root nor another package of its tier: the
+// root builds it with a Config of functions (the connect path's TryNodes and Node, clock,
+// logger, the split's settings).
 // internal/testkit's TestImportsRunOneWay checks the rule.
 package logical

@@ -203,7 +203,7 @@ func (m *Mode) dialFor(ctx context.Context, target role.Target, group string, fi
 		}
 		return p, nil
 	})
-	if first != nil { // tryNodes gave up before dialing (Close)
+	if first != nil { // Config.TryNodes gave up before dialing (Close)
 		m.table.Unclaim(first)
 	}
 	return p, err
