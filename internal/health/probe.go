@@ -167,7 +167,7 @@ func (p *nodeProbe) Probe(ctx context.Context) error {
 	if reused && lost && ctx.Err() == nil {
 		_, late, err = p.probeOnce(ctx)
 	}
-	p.timedOut = err != nil && (late || ctx.Err() != nil)
+	p.timedOut = err != nil && (late || CallerGaveUp(ctx))
 	return err
 }
 
@@ -203,14 +203,16 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost, late bool, err error) 
 			return false, false, nil // the proxy is alive and answering; Connect reports the error to the caller
 		}
 		if err != nil {
-			return false, ctx.Err() != nil, err
+			return false, CallerGaveUp(ctx), err
 		}
 		p.conn, p.sock = physical.BoundConn(pc), sock // its errors bounded, as a Conn's are
 	}
 	bound := p.sock.LimitTo(ctx)
 	var slow bool
 	slow, err = p.query(ctx)
-	if late = bound.Lift(); err != nil || late {
+	// The socket's deadline is ctx's, and may pass a moment before ctx itself ends: a
+	// failure then is the deadline's all the same.
+	if late = bound.Lift() || err != nil && CallerGaveUp(ctx); err != nil || late {
 		lost = !late && !slow && connectionLost(err)
 		late = late || slow
 		switch {
