@@ -122,6 +122,9 @@ func TestFaultTimings(t *testing.T) {
 		if cfg.name != "retryReads=false" {
 			t.Run(cfg.name+"/probes time out", func(t *testing.T) {
 				timedOut, downs, watch := measureProbeTimeouts(t, cfg.opts)
+				if timedOut == 0 {
+					t.Errorf("no probe failed in %v: the probe delay did not bite", watch)
+				}
 				if downs != 0 {
 					t.Errorf("taken down %d times in %v while its probes timed out and its statements were answered, want never", downs, watch)
 				}
