@@ -46,6 +46,10 @@ type nodeProbe struct {
 	// began.
 	timedOut bool
 	landed   uint64
+	// slow: the probe failed only because the node, down, answered its query later than
+	// recoveryDeadline; it is alive, and NextProbeIn probes it again as soon as after a good
+	// probe.
+	slow bool
 
 	// running is the scheduled probe in flight, nil when none: a confirmation asked for while
 	// it runs turns it into the confirming probe (confirmRunning), so that a probe which began
@@ -68,9 +72,11 @@ type runningProbe struct {
 // a failed one the wait grows with the time the node has been down, from recoverySpacing by a
 // second per 20 s, up to the probe interval, so a node that stays dead costs few dials. A proxy
 // back from an outage of ten seconds is probed within about 0.75 s and is up about 0.25 s
-// later. Probes bring a node up at most once per FlapWindow: a proxy that passes probes but
-// keeps failing the application's statements (fatal errors, passive signals) cannot go up,
-// down and up again within it.
+// later. A node that answered, but too slowly to count (recoveryDeadline), is alive: it is
+// probed again recoverySpacing later, so that it is back within about 0.65 s of answering fast
+// again however long it was slow. Probes bring a node up at most once per FlapWindow: a proxy
+// that passes probes but keeps failing the application's statements (fatal errors, passive
+// signals) cannot go up, down and up again within it.
 const (
 	recoverySpacingMax = 250 * time.Millisecond
 	recoveryGrowth     = 20 // the wait after a failed probe grows by 1/recoveryGrowth of the time down
@@ -91,7 +97,7 @@ func (p *nodeProbe) NextProbeIn() time.Duration {
 		return 0
 	}
 	spacing := RecoverySpacing(m.cfg.Interval)
-	if p.good {
+	if p.good || p.slow {
 		return spacing
 	}
 	down := m.cfg.Clock.Now().Sub(time.Unix(0, n.downAt.Load()))
@@ -137,7 +143,7 @@ func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 // A dial that never reached the node because its credentials failed (physical.ErrNoCredentials) fails
 // the probe with that error, which Report takes for no verdict on the node.
 func (p *nodeProbe) Probe(ctx context.Context) error {
-	p.confirming, p.timedOut = false, false
+	p.confirming, p.timedOut, p.slow = false, false, false
 	p.landed = p.n.phys.Flight.Landed.Load()
 	if d := time.Duration(p.confirm.Swap(0)); d > 0 {
 		var cancel context.CancelFunc
@@ -214,6 +220,7 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost, late bool, err error) 
 	// failure then is the deadline's all the same.
 	if late = bound.Lift() || err != nil && CallerGaveUp(ctx); err != nil || late {
 		lost = !late && !slow && connectionLost(err)
+		p.slow = slow && !late
 		late = late || slow
 		switch {
 		case err != nil && late:
