@@ -223,6 +223,8 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost, late bool, err error) 
 		p.slow = slow && !late
 		late = late || slow
 		switch {
+		case p.slow:
+			// err says how slow
 		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
 		case late:
