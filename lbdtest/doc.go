@@ -43,8 +43,9 @@
 // find command boundaries in the client-to-server direction: packets whose
 // sequence id is 0 start a command. COM_QUERY, COM_STMT_PREPARE and
 // COM_STMT_EXECUTE are "statements"; they are counted, delayed by the
-// configured latency and can be failed. Server-to-client bytes are
-// forwarded untouched.
+// configured latency (SetLatency: every statement; DelayQueries: those
+// whose text starts with a prefix) and can be failed (FailNext,
+// FailQueries). Server-to-client bytes are forwarded untouched.
 //
 // # Roles
 //

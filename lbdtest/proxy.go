@@ -47,6 +47,8 @@ type Proxy struct {
 	turnedAway atomic.Int64 // connections answered ER_SERVER_SHUTDOWN in place of a greeting
 	// failText is the fault FailQueries set; nil when none.
 	failText atomic.Pointer[textFault]
+	// delayText is the delay DelayQueries set; nil when none.
+	delayText atomic.Pointer[textDelay]
 	// lag is the replication lag SetReplicationLag set, as a *time.Duration; nil: not set.
 	lag atomic.Pointer[time.Duration]
 
@@ -283,6 +285,27 @@ func (p *Proxy) FailQueries(prefix string, err *mysql.MySQLError) {
 		f.err = *err
 	}
 	p.failText.Store(f)
+}
+
+// textDelay delays the statements whose text starts with prefix by d.
+type textDelay struct {
+	prefix []byte
+	d      time.Duration
+}
+
+// DelayQueries delays every statement whose SQL text (COM_QUERY or COM_STMT_PREPARE) starts
+// with prefix by d before it is forwarded or answered with an injected error, on any
+// connection, until DelayQueries("", 0); other statements are served without it. The delay adds
+// to SetLatency's. lbd's probes, for instance, start with "/* ping */", so
+// DelayQueries("/* ping */", 10*time.Second) makes a proxy's probes time out while it serves
+// the application. Zero or negative d, or an empty prefix, removes the delay. It applies to
+// statements read after the call.
+func (p *Proxy) DelayQueries(prefix string, d time.Duration) {
+	if prefix == "" || d <= 0 {
+		p.delayText.Store(nil)
+		return
+	}
+	p.delayText.Store(&textDelay{prefix: []byte(prefix), d: d})
 }
 
 // OpenConns returns the number of client connections currently open

@@ -268,7 +268,11 @@ func (c *relayConn) clientToBackend() {
 			}
 		case pkt.seq() == 0 && isStatement(pkt.command()):
 			c.p.noteStatement(pkt.payload()[1:], hasText(pkt.command()))
-			if !c.sleep(c.p.Latency()) {
+			delay := c.p.Latency()
+			if f := c.p.delayText.Load(); f != nil && hasText(pkt.command()) && bytes.HasPrefix(pkt.payload()[1:], f.prefix) {
+				delay += f.d
+			}
+			if !c.sleep(delay) {
 				return
 			}
 			e := c.p.fail.take()

@@ -80,6 +80,35 @@ func TestFailQueries(t *testing.T) {
 	}
 }
 
+// TestDelayQueries: statements starting with the prefix wait the delay, others do not, and
+// clearing it serves them at once again.
+func TestDelayQueries(t *testing.T) {
+	c := NewCluster(t, 1)
+	p := c.Proxy(0)
+	db := openDB(t, c, p.Addr(), "")
+	timed := func(q string) time.Duration {
+		t.Helper()
+		var one int
+		began := time.Now()
+		if err := db.QueryRow(q).Scan(&one); err != nil || one != 1 {
+			t.Fatalf("%s: %d, %v", q, one, err)
+		}
+		return time.Since(began)
+	}
+	timed("SELECT 1") // a connection in the pool
+	p.DelayQueries("/* ping */", 300*time.Millisecond)
+	if d := timed("/* ping */ SELECT 1"); d < 300*time.Millisecond {
+		t.Fatalf("matching statement answered after %v, want at least 300ms", d)
+	}
+	if d := timed("SELECT 1"); d >= 300*time.Millisecond {
+		t.Fatalf("other statement answered after %v, want no delay", d)
+	}
+	p.DelayQueries("", 0)
+	if d := timed("/* ping */ SELECT 1"); d >= 300*time.Millisecond {
+		t.Fatalf("after clearing: answered after %v, want no delay", d)
+	}
+}
+
 // TestStopWithShutdownError: an idle pooled connection finds the 1053 packet waiting; the
 // proxy is stopped afterwards.
 func TestStopWithShutdownError(t *testing.T) {

@@ -30,10 +30,12 @@ var faultKinds = []faultKind{
 }
 
 // faultTiming is what one fault cost: how long until the proxy was out, how many statements
-// failed, and how long after the fault ended it served again.
+// failed, how many times the proxy came back while the fault lasted (flapping), and how long
+// after the fault ended it served again.
 type faultTiming struct {
 	out, back time.Duration
 	failed    int64
+	flaps     int
 }
 
 // faultRepeats is how many times each fault is applied; the table gives the least, the median
@@ -70,9 +72,12 @@ func faultSpread(ds []time.Duration) string {
 // 1 s probes, and how soon a demoted primary's connections are retired, each faultRepeats
 // times at different offsets into a running statement. The bounds, held by every repeat, are
 // lbd's promises: out within about a third of a second for a hung or slow proxy (the stall
-// rule), at once for a killed one; back in rotation within a second; a demoted primary's
-// connections retired within one probe interval; and, with read retries (the default), no
-// read lost to a killed proxy. The figures are logged as a table of least / median / most.
+// rule), at once for a killed one; never back while the fault lasts (a slow proxy's probes,
+// answered slower than the stall threshold, do not bring it back); back in rotation within a
+// second of the fault's end; a demoted primary's connections retired within one probe interval;
+// with read retries (the default), no read lost to a killed proxy; and a proxy whose probes
+// time out while its statements are answered never taken out. The figures are logged as a
+// table of least / median / most.
 func TestFaultTimings(t *testing.T) {
 	testkit.SkipUnlessLong(t)
 	var table []string
@@ -97,12 +102,14 @@ func TestFaultTimings(t *testing.T) {
 					if ft.out > time.Second {
 						t.Errorf("repeat %d: out after %v, want about 0.3 s, never beyond 1 s", i, ft.out)
 					}
-					// A slow proxy still answers its recovery probes (a second is within the probe
-					// timeout), so it comes back while slow, is taken out again by the stall rule,
-					// and each ejection lengthens the next (Envoy's rule): its return after the
-					// fault waits out the ejection time it earned, and is only reported.
-					if ft.back > time.Second && !strings.HasPrefix(k.name, "latency") {
+					// A slow proxy answers its recovery probes, but slower than the stall
+					// threshold: they do not count, so it stays out while slow and is back as
+					// soon as its probes are fast again.
+					if ft.back > time.Second {
 						t.Errorf("repeat %d: back in rotation %v after the fault ended, want within 1 s", i, ft.back)
+					}
+					if ft.flaps != 0 {
+						t.Errorf("repeat %d: the proxy came back %d times while the fault lasted, want never", i, ft.flaps)
 					}
 				}
 				if m := median(outs); m > 600*time.Millisecond {
@@ -110,6 +117,18 @@ func TestFaultTimings(t *testing.T) {
 				}
 				slices.Sort(failed)
 				table = append(table, fmt.Sprintf("| %s | %s | %s | %d–%d | %s |", k.name, cfg.name, faultSpread(outs), failed[0], failed[len(failed)-1], faultSpread(backs)))
+			})
+		}
+		if cfg.name != "retryReads=false" {
+			t.Run(cfg.name+"/probes time out", func(t *testing.T) {
+				timedOut, downs, watch := measureProbeTimeouts(t, cfg.opts)
+				if timedOut == 0 {
+					t.Errorf("no probe failed in %v: the probe delay did not bite", watch)
+				}
+				if downs != 0 {
+					t.Errorf("taken down %d times in %v while its probes timed out and its statements were answered, want never", downs, watch)
+				}
+				table = append(table, fmt.Sprintf("| probes time out, statements answered | %s | never (%d probes timed out in %.0f s) | 0 | |", cfg.name, timedOut, watch.Seconds()))
 			})
 		}
 		t.Run(cfg.name+"/switchover", func(t *testing.T) {
@@ -171,6 +190,7 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	waitFor(t, 10*time.Second, "the proxy out", func() bool { return state() == lbd.StateDown })
 	ft.out = time.Since(began)
 	time.Sleep(2*time.Second - ft.out) // the fault lasts 2 s
+	ft.flaps = transitionsOf(c, p.Addr(), lbd.StateUp, began, time.Now())
 	k.end(p)
 	p.SetLatency(faultStatementLatency) // the latency fault ends by setting 0
 	ended := time.Now()
@@ -179,6 +199,35 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	ft.back = time.Since(ended)
 	ft.failed = failed.Load() - failedBefore
 	return ft
+}
+
+// measureProbeTimeouts runs 16 workers reading SELECT 1 over three proxies and holds the first
+// one's probes for a minute each (lbdtest's DelayQueries) for three probe intervals and a probe
+// timeout, while its statements are answered; it returns how many of its probes failed, how many
+// times it was taken down meanwhile, and how long it was watched.
+func measureProbeTimeouts(t *testing.T, opts []lbd.Option) (timedOut uint64, downs int, watch time.Duration) {
+	cl := lbdtest.NewCluster(t, 3)
+	for _, p := range cl.Proxies() {
+		p.SetLatency(faultStatementLatency)
+	}
+	db, c := openDB(t, cl, "", opts...)
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	r := startReaders(t, db, 16)
+	defer r.stop()
+	waitAllServing(t, cl)
+	p := cl.Proxy(0)
+	cfg := c.Config()
+	watch = 3*cfg.CheckHealthInterval + cfg.CheckHealthTimeout
+	before, _ := c.Stats().Node(p.Addr())
+	began := time.Now()
+	p.DelayQueries("/* ping */", time.Minute)
+	time.Sleep(watch)
+	after, _ := c.Stats().Node(p.Addr())
+	if r.failed.Load() != 0 {
+		t.Errorf("%d reads failed", r.failed.Load())
+	}
+	return after.ProbeFailures - before.ProbeFailures, transitionsOf(c, p.Addr(), lbd.StateDown, began, time.Now()), watch
 }
 
 // measureDemotion runs writes on two primaries under target=primary, makes the first a

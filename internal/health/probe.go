@@ -40,6 +40,16 @@ type nodeProbe struct {
 	// good is the last probe's verdict, for NextProbeIn; only Report and NextProbeIn touch
 	// it, in turn.
 	good bool
+	// What Probe tells Report about the probe just run (they run in turn): timedOut, it
+	// failed because its deadline passed (the prober's timeout, a confirming deadline, or
+	// the recovery deadline); landed, the node's answered statements (Flight.Landed) when it
+	// began.
+	timedOut bool
+	landed   uint64
+	// slow: the probe failed only because the node, down, answered its query later than
+	// recoveryDeadline; it is alive, and NextProbeIn probes it again as soon as after a good
+	// probe.
+	slow bool
 
 	// running is the scheduled probe in flight, nil when none: a confirmation asked for while
 	// it runs turns it into the confirming probe (confirmRunning), so that a probe which began
@@ -62,9 +72,11 @@ type runningProbe struct {
 // a failed one the wait grows with the time the node has been down, from recoverySpacing by a
 // second per 20 s, up to the probe interval, so a node that stays dead costs few dials. A proxy
 // back from an outage of ten seconds is probed within about 0.75 s and is up about 0.25 s
-// later. Probes bring a node up at most once per FlapWindow: a proxy that passes probes but
-// keeps failing the application's statements (fatal errors, passive signals) cannot go up,
-// down and up again within it.
+// later. A node that answered, but too slowly to count (recoveryDeadline), is alive: it is
+// probed again recoverySpacing later, so that it is back within about 0.65 s of answering fast
+// again however long it was slow. Probes bring a node up at most once per FlapWindow: a proxy
+// that passes probes but keeps failing the application's statements (fatal errors, passive
+// signals) cannot go up, down and up again within it.
 const (
 	recoverySpacingMax = 250 * time.Millisecond
 	recoveryGrowth     = 20 // the wait after a failed probe grows by 1/recoveryGrowth of the time down
@@ -85,7 +97,7 @@ func (p *nodeProbe) NextProbeIn() time.Duration {
 		return 0
 	}
 	spacing := RecoverySpacing(m.cfg.Interval)
-	if p.good {
+	if p.good || p.slow {
 		return spacing
 	}
 	down := m.cfg.Clock.Now().Sub(time.Unix(0, n.downAt.Load()))
@@ -131,7 +143,8 @@ func (p *nodeProbe) confirmRunning(d time.Duration) bool {
 // A dial that never reached the node because its credentials failed (physical.ErrNoCredentials) fails
 // the probe with that error, which Report takes for no verdict on the node.
 func (p *nodeProbe) Probe(ctx context.Context) error {
-	p.confirming = false
+	p.confirming, p.timedOut, p.slow = false, false, false
+	p.landed = p.n.phys.Flight.Landed.Load()
 	if d := time.Duration(p.confirm.Swap(0)); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -156,17 +169,33 @@ func (p *nodeProbe) Probe(ctx context.Context) error {
 		}()
 	}
 	reused := p.conn != nil
-	lost, err := p.probeOnce(ctx)
+	lost, late, err := p.probeOnce(ctx)
 	if reused && lost && ctx.Err() == nil {
-		_, err = p.probeOnce(ctx)
+		_, late, err = p.probeOnce(ctx)
 	}
+	p.timedOut = err != nil && (late || CallerGaveUp(ctx))
 	return err
+}
+
+// recoveryDeadline is how long a probe of a node that is down may take to answer ProbeQuery:
+// the confirming deadline (the stall threshold, at least confirmFloor), the time within which
+// an up node's confirming probe must answer for it to stay up. A node that answers its probes
+// but more slowly than that (a proxy taking a second per statement) would be taken out again
+// by the stall rule as soon as it came back: such a probe is not a good one, and the node
+// stays down without flapping; once it answers fast again, it is back after recoverCheckCount
+// good probes, whatever it took while slow. Only the probe query is bounded so: the dial and
+// the role and lag checks keep the probe timeout. 0 for a node that is not down.
+func (p *nodeProbe) recoveryDeadline() time.Duration {
+	if p.m.table.StateNow(p.n.tn) != nodetable.Down {
+		return 0
+	}
+	return max(time.Duration(p.m.stallBase.Load()), confirmFloor)
 }
 
 // probeOnce runs one probe on the probe connection, dialing it when there is none. lost
 // reports a failure of the connection itself within the deadline, one a fresh connection may
-// not have.
-func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
+// not have; late, a failure because a deadline passed.
+func (p *nodeProbe) probeOnce(ctx context.Context) (lost, late bool, err error) {
 	if p.conn == nil {
 		p.n.probeConns.Add(1)                                   // from the dial on, as Open counts the application's dials
 		pc, sock, err := physical.Connect(ctx, p.n.phys, false) // uncounted: probes are not application load
@@ -177,18 +206,25 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 			}
 		}
 		if exception.SameOnEveryNode(err) {
-			return false, nil // the proxy is alive and answering; Connect reports the error to the caller
+			return false, false, nil // the proxy is alive and answering; Connect reports the error to the caller
 		}
 		if err != nil {
-			return false, err
+			return false, CallerGaveUp(ctx), err
 		}
 		p.conn, p.sock = physical.BoundConn(pc), sock // its errors bounded, as a Conn's are
 	}
 	bound := p.sock.LimitTo(ctx)
-	err = p.query(ctx)
-	if late := bound.Lift(); err != nil || late {
-		lost = !late && connectionLost(err)
+	var slow bool
+	slow, err = p.query(ctx)
+	// The socket's deadline is ctx's, and may pass a moment before ctx itself ends: a
+	// failure then is the deadline's all the same.
+	if late = bound.Lift() || err != nil && CallerGaveUp(ctx); err != nil || late {
+		lost = !late && !slow && connectionLost(err)
+		p.slow = slow && !late
+		late = late || slow
 		switch {
+		case p.slow:
+			// err says how slow
 		case err != nil && late:
 			err = fmt.Errorf("lbd: probe not answered in time: %w", err)
 		case late:
@@ -196,7 +232,7 @@ func (p *nodeProbe) probeOnce(ctx context.Context) (lost bool, err error) {
 		}
 		p.Close() // a connection whose deadline passed mid-probe cannot be used again
 	}
-	return lost, err
+	return lost, late, err
 }
 
 // connectionLost reports whether err says the probe connection itself broke (go-sql-driver's
@@ -217,13 +253,30 @@ func connectionLost(err error) bool {
 
 // query runs the probe query, then the role and lag checks when configured, turning a panic
 // of go-sql-driver's parser in any of them into an error.
-func (p *nodeProbe) query(ctx context.Context) (err error) {
+//
+// A node that is down must answer the probe query within recoveryDeadline: slow reports that
+// it did not (err then says so, and the connection is unusable).
+func (p *nodeProbe) query(ctx context.Context) (slow bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = physical.ProtocolError(p.n.Addr(), fmt.Errorf("go-sql-driver could not parse its answer to the probe: %v", r))
 		}
 	}()
-	err = runProbeQuery(ctx, p.conn)
+	if d := p.recoveryDeadline(); d > 0 {
+		qctx, cancel := context.WithTimeout(ctx, d)
+		bound := p.sock.LimitTo(qctx)
+		err = runProbeQuery(qctx, p.conn)
+		slow = bound.Lift()
+		cancel()
+		if slow {
+			return true, fmt.Errorf("lbd: probe not answered within %v (the stall threshold) while the node is down: it is still slow", d)
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			p.sock.Limit(dl) // the probe's own bound again (lifting the recovery deadline lifted it)
+		}
+	} else {
+		err = runProbeQuery(ctx, p.conn)
+	}
 	if err == nil {
 		err = p.checkStatus(ctx)
 	}
@@ -238,7 +291,7 @@ func (p *nodeProbe) query(ctx context.Context) (err error) {
 			err = perr
 		}
 	}
-	return err
+	return false, err
 }
 
 // Close implements detect.Target: it closes the probe connection, the socket first so that

@@ -26,12 +26,41 @@ func (m *Monitor) report(t detect.Target, err error, took time.Duration) {
 	if exception.ServerShutdown(err) || errors.Is(err, errStatusNotServing) {
 		m.table.Shutdown(pt.n.tn, err)
 	}
+	if m.answeredMeanwhile(pt, err) {
+		m.cfg.Logger.Warn("lbd: probe timed out while the node answered the application's statements; no verdict",
+			"node", pt.n.Addr(), "took", took, "error", err.Error())
+		m.table.Inconclusive(pt.n.tn, err, took)
+		m.cfg.ObserveProbe(pt.n.Addr(), took, err)
+		return
+	}
 	if pt.confirming {
 		m.table.Confirmed(pt.n.tn, m.cfg.Clock.Now(), err, took)
 	} else {
 		m.table.Probed(pt.n.tn, m.cfg.Clock.Now(), err, took)
 	}
 	m.cfg.ObserveProbe(pt.n.Addr(), took, err)
+}
+
+// answeredMeanwhile reports whether a probe that failed with err is no verdict on its node: a
+// scheduled probe of an up node that failed by timeout while the node answered the
+// application's statements (its Flight.Landed moved during the probe) and is not stalled now
+// (no statement of it in flight unanswered for the stall threshold). The node is busy, or its
+// probes are held up somewhere its statements are not (a proxy's admin path, a full connection
+// queue for new sessions), not dead: MaxScale keeps a busy server up, and ProxySQL keeps
+// serving traffic over existing connections when its checks time out. A node that answers
+// nothing is still taken out: its statements stall (the stall rule asks for a confirming probe,
+// whose verdict stands), and with no statements on it its probes' failures count.
+func (m *Monitor) answeredMeanwhile(pt *nodeProbe, err error) bool {
+	n := pt.n
+	if err == nil || !pt.timedOut || pt.confirming || m.table.StateNow(n.tn) != nodetable.Up {
+		return false
+	}
+	f := &n.phys.Flight
+	if f.Landed.Load() == pt.landed {
+		return false
+	}
+	silent := m.cfg.Clock.Now().Sub(time.Unix(0, f.Progress.Load()))
+	return f.Progress.Load() != 0 && silent < time.Duration(m.stallBase.Load())
 }
 
 // onTransition reacts to a node state change, on transitionLoop's goroutine, in the order the

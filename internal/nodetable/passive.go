@@ -72,6 +72,14 @@ func (t *Table[P]) Confirmed(n *Node[P], now time.Time, err error, took time.Dur
 	t.deliver()
 }
 
+// Inconclusive records a scheduled probe of n that took took and failed with err but is no
+// verdict on n (its caller judged the failure the probe's, not the node's): it is counted as a
+// failed probe, and n's state, its run of good probes and any suspicion awaiting a confirming
+// probe are left alone.
+func (t *Table[P]) Inconclusive(n *Node[P], err error, took time.Duration) {
+	countProbe(n, err, took)
+}
+
 // Eject takes n out as an outlier on evidence from its statements' answers (words fit for a
 // log line), without a confirming probe: for a proxy that fails the application's statements
 // while its probe still passes. The cap, hold and back-off are a confirmed signal's. It reports

@@ -296,3 +296,35 @@ func TestNewRejectsEjectionSettingsOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestInconclusiveProbeChangesNothing: a probe judged no verdict is counted as a failed probe,
+// and leaves the node's state, a pending suspicion and a down node's run of good probes alone.
+func TestInconclusiveProbeChangesNothing(t *testing.T) {
+	h := passiveHarness(t, 10)
+	a := h.node("a:1")
+	if !h.tab.Suspect(a, h.now, "statements stalled") {
+		t.Fatal("no confirming probe asked for")
+	}
+	h.tab.Inconclusive(a, errNoAnswer, time.Second)
+	if got := h.state("a:1"); got != Up {
+		t.Fatalf("after an inconclusive probe: %v, want up", got)
+	}
+	h.wantTransitions()
+	// The suspicion still awaits its confirming probe, whose failure ejects.
+	h.tab.Confirmed(a, h.now.Add(200*time.Millisecond), errNoAnswer, 200*time.Millisecond)
+	if got := h.state("a:1"); got != Down {
+		t.Fatalf("the confirming probe failed after an inconclusive one: %v, want down", got)
+	}
+	if v, _ := h.view("a:1"); v.Probes != 2 || v.ProbeFailures != 2 {
+		t.Fatalf("probes %d, failed %d, want 2 and 2", v.Probes, v.ProbeFailures)
+	}
+	// Down: a good probe, an inconclusive one, and a good one the recovery spacing later bring
+	// it up once its hold has passed; the inconclusive probe does not break the run.
+	h.now = h.now.Add(baseEjection + time.Second)
+	h.tab.Probed(a, h.now, nil, time.Millisecond)
+	h.tab.Inconclusive(a, errNoAnswer, time.Second)
+	h.tab.Probed(a, h.now.Add(probeInterval/2), nil, time.Millisecond)
+	if got := h.state("a:1"); got != Up {
+		t.Fatalf("two good probes around an inconclusive one: %v, want up", got)
+	}
+}
