@@ -12,9 +12,9 @@
 //
 // # Imports
 //
-// Imports run one way: the root package lbd → internal/logical and internal/health →
-// internal/physical → internal/nodetable → internal/pick. This package imports neither the root
-// nor internal/logical: the root builds it with a Config of functions and values (as
+// Imports run one way: the root package lbd → internal/connect → internal/health,
+// internal/logical and internal/rebalance (one tier) → internal/physical → internal/nodetable →
+// internal/pick. This package imports neither the root nor another package of its tier: the root builds it with a Config of functions and values (as
 // internal/logical), and it never holds the Connector. internal/testkit's TestImportsRunOneWay
 // checks the rule.
 package health
