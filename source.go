@@ -17,15 +17,6 @@ import (
 	"github.com/lbd-go/lbd/nodes"
 )
 
-// otherNetworksParam finds name, spelt exactly so, among the parameters of registered sources:
-// set on a DSN of another network, it would otherwise be sent to the proxies as a SET.
-func otherNetworksParam(name string) (string, bool) {
-	if slices.Contains(allSourceParams(), name) {
-		return name, true
-	}
-	return "", false
-}
-
 // allSourceParams lists every registered source's parameters, for typo hints.
 func allSourceParams() []string { return nodes.RegisteredParams() }
 

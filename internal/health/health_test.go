@@ -123,7 +123,7 @@ func TestNodeOfTheHooks(t *testing.T) {
 	}
 	type wrapper struct {
 		Node
-		extra int
+		_ int // more than the Node, as the root's node has
 	}
 	w := &wrapper{}
 	r.m.InitNode(&w.Node, tn)
