@@ -273,6 +273,10 @@ type textFault struct {
 // probes, for instance, start with "/* ping */", so FailQueries("/* ping */", nil) fails a
 // proxy's probes while it serves the application. A nil err uses error 1105 (SQLSTATE HY000).
 // FailNext's pending failures are taken first.
+//
+// An injected failure is answered at once, so a statement a client pipelines behind others on
+// the same connection (sent before their answers came) may be answered out of order: inject
+// failures into statements sent on their own.
 func (p *Proxy) FailQueries(prefix string, err *mysql.MySQLError) {
 	if prefix == "" {
 		p.failText.Store(nil)

@@ -125,8 +125,13 @@ func TestCustomSorterByOption(t *testing.T) {
 	everything := exception.SorterFunc(func(err error) bool { return err != nil })
 	db, c := openDB(t, cl, "", append(quiet(), lbd.WithExceptionSorter(everything))...)
 	db.SetMaxOpenConns(1)
-	// By text, not FailNext: a probe or the session's first statement may reach the proxy
-	// before the application's statement does.
+	// The connection first, so that the statements lbd sends with a session's first command
+	// (session tracking's, on MariaDB) are answered before the failure is injected: the relay
+	// answers an injected failure at once, ahead of what it still waits for from the server.
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	// By text, not FailNext: a probe may reach the proxy before the application's statement.
 	cl.Proxy(0).FailQueries("SELECT 1", errNoSuchTable)
 	if _, err := db.Exec("SELECT 1"); err == nil {
 		t.Fatal("SELECT 1 succeeded; the proxy was told to fail it")
