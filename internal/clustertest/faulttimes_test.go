@@ -156,26 +156,10 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	db, c := openDB(t, cl, "", opts...)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
-	var ok, failed atomic.Int64
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				var one int
-				if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
-					ok.Add(1)
-				} else if ctx.Err() == nil {
-					failed.Add(1)
-				}
-			}
-		})
-	}
-	defer func() { cancel(); wg.Wait() }()
+	r := startReaders(t, db, 16)
+	defer r.stop()
+	waitAllServing(t, cl)
 	p := cl.Proxy(0)
-	waitFor(t, 10*time.Second, "every proxy serving", func() bool {
-		return p.Statements() > 100 && cl.Proxy(1).Statements() > 100 && cl.Proxy(2).Statements() > 100
-	})
 	state := func() lbd.NodeState { ns, _ := c.Stats().Node(p.Addr()); return ns.State }
 
 	// A statement reaches the proxy (its count moves), then the fault starts offset into it.
@@ -184,7 +168,7 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	time.Sleep(offset)
 
 	var ft faultTiming
-	failedBefore := failed.Load()
+	failedBefore := r.failed.Load()
 	began := time.Now()
 	k.start(p)
 	waitFor(t, 10*time.Second, "the proxy out", func() bool { return state() == lbd.StateDown })
@@ -197,7 +181,7 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	served := p.Statements()
 	waitFor(t, 10*time.Second, "the proxy back in rotation", func() bool { return state() == lbd.StateUp && p.Statements() > served })
 	ft.back = time.Since(ended)
-	ft.failed = failed.Load() - failedBefore
+	ft.failed = r.failed.Load() - failedBefore
 	return ft
 }
 
