@@ -306,11 +306,15 @@ func (l *logicalConn) ResetSession(ctx context.Context) error {
 
 // resetAndPark claims p, a physical connection kept bound by a pin and now unclaimed,
 // resets its session and parks it on its node; one lbd closed meanwhile is forgotten, and one
-// that is no longer usable or whose reset fails is closed.
+// that is no longer usable or whose reset fails is closed. The reset is a wait on the proxy: it
+// is bounded by resetTimeout as well as by ctx (database/sql's checkout may carry no deadline),
+// and a proxy that does not answer in time costs the connection, not the caller.
 func (m *Mode) resetAndPark(ctx context.Context, p *physical.Conn) {
 	if !p.Claim() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, resetTimeout)
+	defer cancel()
 	tn := p.Node().TN()
 	m.table.Claim(tn)
 	if !p.Usable(ctx) || p.Reset(ctx) != nil {
@@ -321,8 +325,8 @@ func (m *Mode) resetAndPark(ctx context.Context, p *physical.Conn) {
 	m.GiveBack(p)
 }
 
-// resetTimeout bounds the reset of a pinned physical connection when its logical connection
-// closes (Close has no context).
+// resetTimeout bounds the reset of a pinned physical connection (resetAndPark), whether
+// database/sql hands its logical connection out again or closes it.
 const resetTimeout = time.Second
 
 // Close implements driver.Conn. A physical connection closed mid-use is closed with the logical
@@ -349,9 +353,7 @@ func (l *logicalConn) Close() error {
 			m.table.Unclaim(p.Node().TN())
 			p.Close()
 		case l.session && !l.sqlTx && !l.apiTx && !m.cfg.Closed():
-			ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
-			m.resetAndPark(ctx, p)
-			cancel()
+			m.resetAndPark(context.Background(), p)
 		case l.pinned():
 			p.Close()
 		default:
