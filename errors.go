@@ -211,11 +211,10 @@ func (e *ShutdownError) Error() string {
 // Unwrap returns the server's error and driver.ErrBadConn.
 func (e *ShutdownError) Unwrap() []error { return []error{e.Err, driver.ErrBadConn} }
 
-// isRefusal reports a RefusedError in err's tree. It is a function of its own so that the
-// target errors.As needs is allocated only for an error.
+// isRefusal reports a RefusedError in err's tree.
 func isRefusal(err error) bool {
-	var refused *RefusedError
-	return errors.As(err, &refused)
+	_, ok := errors.AsType[*RefusedError](err)
+	return ok
 }
 
 // ErrPinnedToReplica is returned, before anything is sent, when a statement the read/write split

@@ -125,8 +125,7 @@ func isLetterDigit(c byte) bool {
 // splitReason is why net.SplitHostPort refused an address, without the address itself, which
 // its error carries unquoted (a terminal escape in it would reach whoever prints the error).
 func splitReason(err error) string {
-	var ae *net.AddrError
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*net.AddrError](err); ok {
 		return ae.Err
 	}
 	return "not host:port"

@@ -137,8 +137,7 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 		// The capture runs on the write's own session even if the node lost its role since
 		// the write (SessionValue): without it the scope's reads would not wait for this write.
 		value, err = p.SessionValue(ctx, f.CaptureQuery())
-		var me *mysql.MySQLError
-		if err != nil && cs.flavor.Load() < 0 && errors.As(err, &me) && me.Number == 1193 {
+		if me, ok := errors.AsType[*mysql.MySQLError](err); ok && cs.flavor.Load() < 0 && me.Number == 1193 {
 			// No @@last_gtid: a MySQL server.
 			f = causal.MySQL
 			value, err = p.SessionValue(ctx, f.CaptureQuery())

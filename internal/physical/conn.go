@@ -214,8 +214,8 @@ func driverFoundViolation(err error) bool {
 
 // IsServerAnswer reports an error the server (or proxy) sent as a MySQL ERR packet.
 func IsServerAnswer(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me)
+	_, ok := errors.AsType[*mysql.MySQLError](err)
+	return ok
 }
 
 // contain turns a panic of go-sql-driver's parser into an error; every method that lets

@@ -100,7 +100,6 @@ func (cfg *Config) rolledBack(err error) bool {
 // commitOutcome sorts what COMMIT returned: committed (nil), did not commit (whether the error
 // allows a rerun, and the error), or unknown (CommitUnknown, never rerun).
 func (cfg *Config) commitOutcome(err error) (rerun bool, _ error) {
-	var server *mysql.MySQLError
 	switch {
 	case err == nil:
 		return false, nil
@@ -108,7 +107,7 @@ func (cfg *Config) commitOutcome(err error) (rerun bool, _ error) {
 		// go-sql-driver wrote nothing of COMMIT (lbd keeps that meaning: design rule 3), and
 		// database/sql closed the connection: the server rolls the transaction back.
 		return true, err
-	case errors.Is(err, cfg.PrimaryChanged), errors.As(err, &server):
+	case errors.Is(err, cfg.PrimaryChanged), isServerAnswer(err):
 		// The server answered COMMIT with an error: it did not commit.
 		return cfg.rolledBack(err), err
 	case err == context.Canceled, err == context.DeadlineExceeded, errors.Is(err, sql.ErrTxDone):
@@ -119,6 +118,12 @@ func (cfg *Config) commitOutcome(err error) (rerun bool, _ error) {
 		return false, err
 	}
 	return false, fmt.Errorf("%w: %w", cfg.CommitUnknown, err)
+}
+
+// isServerAnswer reports a MySQL ERR packet in err's tree.
+func isServerAnswer(err error) bool {
+	_, ok := errors.AsType[*mysql.MySQLError](err)
+	return ok
 }
 
 // jitter returns a pause drawn at random between half and all of d.
