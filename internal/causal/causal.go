@@ -17,11 +17,10 @@
 package causal
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -157,7 +156,7 @@ func (f Flavor) Parse(s string) (Position, error) {
 	}
 	if strings.ContainsAny(s, " \n") {
 		// MySQL writes long sets over several lines.
-		s = strings.NewReplacer("\n", "", " ", "").Replace(s)
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", ""), " ", "")
 	}
 	return Position{flavor: f, text: s}, nil
 }
@@ -340,7 +339,6 @@ func bounded(f Flavor, text string) Position {
 // mergeMySQL is Merge for two MySQL GTID sets (Parse validated both): their union, the source
 // UUIDs in lower case in the order first seen, each one's intervals sorted and joined.
 func mergeMySQL(p, q Position) Position {
-	type interval struct{ lo, hi uint64 }
 	var order []string
 	sets := map[string][]interval{}
 	for _, s := range []string{p.text, q.text} {
@@ -367,7 +365,7 @@ func mergeMySQL(p, q Position) Position {
 	var b strings.Builder
 	for i, uuid := range order {
 		ivs := sets[uuid]
-		slices.SortFunc(ivs, func(a, b interval) int { return cmp.Compare(a.lo, b.lo) })
+		sort.Sort(byLo(ivs))
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -396,6 +394,17 @@ func mergeMySQL(p, q Position) Position {
 	}
 	return bounded(MySQL, b.String())
 }
+
+// interval is one n or n-m of a MySQL GTID set: lo to hi, both included.
+type interval struct{ lo, hi uint64 }
+
+// byLo orders intervals by their first number. It sorts with package sort, whose code every
+// program with database/sql links already, rather than with a generic sort of its own.
+type byLo []interval
+
+func (s byLo) Len() int           { return len(s) }
+func (s byLo) Less(i, j int) bool { return s[i].lo < s[j].lo }
+func (s byLo) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
 
 // single reads text, a MariaDB position, as one GTID's domain and sequence; ok is false when
 // it holds more than one (or is not one).

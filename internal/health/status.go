@@ -61,7 +61,29 @@ func statusURLFor(tmpl, host, port string) string {
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	return strings.NewReplacer(statusHostPlaceholder, host, statusPortPlaceholder, port).Replace(tmpl)
+	// One pass from the left, as strings.Replacer would make it (a host holding "{port}" stays
+	// as it is), without linking the Replacer's machinery.
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(tmpl, '{')
+		if i < 0 {
+			break
+		}
+		b.WriteString(tmpl[:i])
+		switch tmpl = tmpl[i:]; {
+		case strings.HasPrefix(tmpl, statusHostPlaceholder):
+			b.WriteString(host)
+			tmpl = tmpl[len(statusHostPlaceholder):]
+		case strings.HasPrefix(tmpl, statusPortPlaceholder):
+			b.WriteString(port)
+			tmpl = tmpl[len(statusPortPlaceholder):]
+		default:
+			b.WriteByte('{')
+			tmpl = tmpl[1:]
+		}
+	}
+	b.WriteString(tmpl)
+	return b.String()
 }
 
 // checkStatus asks the node's status URL under ctx; nil when there is none to ask.
