@@ -1,4 +1,4 @@
-package promtest
+package metricstest
 
 import (
 	"bytes"
@@ -21,13 +21,10 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	lbdprom "github.com/lbd-go/lbd/metrics/prometheus"
 	"github.com/lbd-go/lbd/nodes"
 )
-
-func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // setup runs the scripted sequence over a two-proxy cluster with a Collector registered from
 // the start, next to database/sql's own collector. registered is the Stats taken just after

@@ -1,4 +1,4 @@
-package oteltest
+package metricstest
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package oteltest
+package metricstest
 
 import (
 	"database/sql"
@@ -14,15 +14,12 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
-	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	lbdotel "github.com/lbd-go/lbd/metrics/otel"
 	"github.com/lbd-go/lbd/nodes"
 )
 
 var enc = attribute.DefaultEncoder()
-
-func TestMain(m *testing.M) { testkit.VerifyTestMain(m) }
 
 // points collects reader into instrument name → attributes (encoded, sorted) → value; a
 // histogram's value is its count. Float gauges go to floats, keyed the same way.
