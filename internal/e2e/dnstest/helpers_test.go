@@ -9,8 +9,11 @@ import (
 	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
-// TestMain fails the run when any goroutine outlives the tests.
+// TestMain fails the run when any goroutine outlives the tests. The fault cases of
+// TestConnectorThroughDNSFaults run in parallel, each waiting out its fault: unless
+// -test.parallel is given, all of them at once.
 func TestMain(m *testing.M) {
+	testkit.DefaultParallel(3)
 	goleak.VerifyTestMain(m)
 }
 
