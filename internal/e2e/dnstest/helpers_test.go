@@ -10,10 +10,11 @@ import (
 )
 
 // TestMain fails the run when any goroutine outlives the tests. The fault cases of
-// TestConnectorThroughDNSFaults run in parallel, each waiting out its fault: unless
-// -test.parallel is given, all of them at once.
+// TestConnectorThroughDNSFaults (three) and TestFaultsKeepTheList (one per fault of the
+// catalogue) run in parallel, each waiting on its fault and lookup rounds: unless
+// -test.parallel is given, all of a test's cases at once.
 func TestMain(m *testing.M) {
-	testkit.DefaultParallel(3)
+	testkit.DefaultParallel(len(faults))
 	goleak.VerifyTestMain(m)
 }
 
