@@ -178,8 +178,10 @@ func harmlessOn(tr string, f mysqlfake.Fault) bool {
 }
 
 // TestHostile runs every case as a parallel subtest: the cases mostly wait on deadlines and
-// probes, not on the CPU (TestMain raises -test.parallel for them). Goroutine leaks are
-// therefore checked once all cases have ended, sockets per case.
+// probes, not on the CPU (TestMain raises -test.parallel for them). The transports run in
+// parallel too, so that one transport's Heavy cases, which run in a child process one at a time
+// as the catalogue is walked, overlap the other transports' cases rather than hold them all
+// back. Goroutine leaks are therefore checked once all cases have ended, sockets per case.
 func TestHostile(t *testing.T) {
 	heavyChild := os.Getenv(heavyChildEnv) != ""
 	if !heavyChild {
@@ -191,7 +193,10 @@ func TestHostile(t *testing.T) {
 	// child) covers the whole matrix.
 	whole := testkit.Long() || heavyChild
 	for k, tr := range hostileTransports {
-		t.Run(tr, func(t *testing.T) { hostileCatalogue(t, tr, k, whole, heavyChild) })
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			hostileCatalogue(t, tr, k, whole, heavyChild)
+		})
 	}
 }
 
@@ -467,9 +472,15 @@ const heavyChildEnv = "LBD_HOSTILE_HEAVY_CHILD"
 // heavyMemoryKiB is the child's virtual memory limit (ulimit -v).
 const heavyMemoryKiB = 4 << 20
 
+// heavyMu lets one Heavy child run at a time, whichever transport it belongs to: each may take
+// gigabytes when the guard fails.
+var heavyMu sync.Mutex
+
 // runHeavy re-runs the current test in a child process of this test binary under ulimit -v and
 // GOMEMLIMIT, so an unbounded allocation ends the child ("out of memory"), not the machine.
 func runHeavy(t *testing.T) {
+	heavyMu.Lock()
+	defer heavyMu.Unlock()
 	pattern := "^" + strings.ReplaceAll(regexpQuote(t.Name()), "/", "$/^") + "$"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,8 +1,6 @@
 package lbd
 
 import (
-	"flag"
-	"strconv"
 	"testing"
 
 	"github.com/lbd-go/lbd/internal/testkit"
@@ -14,12 +12,7 @@ import (
 // The hostile suite's parallel cases wait on deadlines and probes rather than the CPU, so
 // unless -test.parallel is given, up to hostileParallel of them run at once.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(hostileParallel))
-	}
+	testkit.DefaultParallel(hostileParallel)
 	testkit.VerifyTestMain(m)
 }
 

@@ -77,13 +77,20 @@ func externalBackend(dsn string, cfg config) (*backend, error) {
 	}, nil
 }
 
+// engineMu makes the clusters' engines one at a time: go-mysql-server's engine constructor
+// sets up the process-wide status variables without a lock (it creates them on the first call
+// and resets them on every later one), so clusters started at once by parallel tests race there.
+var engineMu sync.Mutex
+
 // memoryBackend starts one MySQL-protocol listener on a loopback port
 // over a fresh in-memory go-mysql-server database.
 func memoryBackend(cfg config) (*backend, error) {
 	db := memory.NewDatabase(cfg.database)
 	db.BaseDatabase.EnablePrimaryKeyIndexes()
 	pro := memory.NewDBProvider(db)
+	engineMu.Lock()
 	engine := sqle.NewDefault(pro)
+	engineMu.Unlock()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

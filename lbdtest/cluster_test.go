@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -279,5 +280,22 @@ func TestTransactions(t *testing.T) {
 	}
 	if n := count(); n != 1 {
 		t.Fatalf("after commit: %d rows, want 1", n)
+	}
+}
+
+// Clusters started at once, as parallel tests start them, each serve their own database; under
+// -race a shared structure of the in-memory engine that their starts touch without a lock
+// fails the run.
+func TestClustersStartInParallel(t *testing.T) {
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			c := NewCluster(t, 1)
+			db := openDB(t, c, c.Proxy(0).Addr(), "")
+			var v int
+			if err := db.QueryRow("SELECT 1").Scan(&v); err != nil || v != 1 {
+				t.Fatalf("SELECT 1 through cluster %d: %d, %v", i, v, err)
+			}
+		})
 	}
 }

@@ -49,6 +49,9 @@ func spread(ds []time.Duration) (med, most time.Duration) {
 // through it take their usual time, well under the lookup timeout, since no dial waits on the
 // source; Stats.Source says since when the source fails and why, and the log says it once.
 // Once the server answers again, a changed answer is applied at the next round.
+//
+// The cases run in parallel: each waits out its fault on its own server, cluster and
+// Connector, with a light paced load, and a dial bound far above the dials' few milliseconds.
 func TestConnectorThroughDNSFaults(t *testing.T) {
 	const (
 		stall         = 7 * time.Second // at least two failed rounds: 2 s timeout + 1 s interval each
@@ -64,6 +67,7 @@ func TestConnectorThroughDNSFaults(t *testing.T) {
 		{"stale", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			srv := startDNS(t)
 			cl := lbdtest.NewCluster(t, 3)
 			recs := []record{srvFor(t, cl.Proxy(0).Addr()), srvFor(t, cl.Proxy(1).Addr()), srvFor(t, cl.Proxy(2).Addr())}

@@ -166,9 +166,11 @@ var faults = []struct {
 // Every fault of the server keeps the list the source has: no update, one log line when it
 // starts, Status saying since when and why, and a Close that does not wait for the server.
 // When the server answers again, the new answer is passed on at the next round, with one line.
+// The faults run in parallel, each on a server and source of its own, waiting on lookup rounds.
 func TestFaultsKeepTheList(t *testing.T) {
 	for _, c := range faults {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			srv := startDNS(t)
 			srv.setIPs("proxies.test", "127.0.0.1", "127.0.0.2")
 			srv.setSRV("_mysql._tcp.proxies.test", record{"localhost", 2883, 1})

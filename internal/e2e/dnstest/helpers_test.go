@@ -9,8 +9,12 @@ import (
 	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
-// TestMain fails the run when any goroutine outlives the tests.
+// TestMain fails the run when any goroutine outlives the tests. The fault cases of
+// TestConnectorThroughDNSFaults (three) and TestFaultsKeepTheList (one per fault of the
+// catalogue) run in parallel, each waiting on its fault and lookup rounds: unless
+// -test.parallel is given, all of a test's cases at once.
 func TestMain(m *testing.M) {
+	testkit.DefaultParallel(len(faults))
 	goleak.VerifyTestMain(m)
 }
 
