@@ -1,28 +1,17 @@
 package metricstest
 
 import (
-	"log/slog"
-	"strings"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/lbd-go/lbd"
-	"github.com/lbd-go/lbd/lbdtest"
 	lbdotel "github.com/lbd-go/lbd/metrics/otel"
 )
 
 // TestGroupGauge: lbd.node.group is 1 for each group of each node, and reports nothing for a
 // node of no group.
 func TestGroupGauge(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 2)
-	second := cl.Proxy(1).Addr()
-	dsn := strings.Replace(cl.DSN(""), second, second+"+reporting+analytics", 1)
-	c, err := lbd.NewConnector(dsn, lbd.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	second, c := groupConnector(t, "")
 	reader := sdkmetric.NewManualReader()
 	if _, err := lbdotel.Register(c, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), lbdotel.Options{}); err != nil {
 		t.Fatal(err)

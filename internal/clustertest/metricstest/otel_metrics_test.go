@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -199,13 +198,7 @@ func TestMetricsMatchStats(t *testing.T) {
 // TestRoleGauge runs the role check (roleCheck=mysql) over a primary and a proxy turned
 // replica: lbd.node.role is 1 for each node's role and 0 for the others.
 func TestRoleGauge(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 2)
-	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), lbd.WithLogger(slog.New(slog.DiscardHandler)),
-		lbd.WithCheckHealthInterval(20*time.Millisecond), lbd.WithCheckHealthTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	cl, c := roleConnector(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(t.Context())

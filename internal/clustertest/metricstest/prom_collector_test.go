@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -50,13 +49,7 @@ func setup(t *testing.T) (reg *prometheus.Registry, c *lbd.Connector, seq cluste
 // turned replica: lbd_node_info carries each node's role, one series per node, and the
 // switchover is counted as a role transition.
 func TestCollectorShowsRoles(t *testing.T) {
-	cl := lbdtest.NewCluster(t, 2)
-	c, err := lbd.NewConnector(cl.DSN("roleCheck=mysql"), lbd.WithLogger(slog.New(slog.DiscardHandler)),
-		lbd.WithCheckHealthInterval(20*time.Millisecond), lbd.WithCheckHealthTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	cl, c := roleConnector(t)
 	col := lbdprom.NewCollector(c, lbdprom.Options{})
 	defer col.Close()
 	reg := prometheus.NewPedanticRegistry()
