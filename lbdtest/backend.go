@@ -77,13 +77,20 @@ func externalBackend(dsn string, cfg config) (*backend, error) {
 	}, nil
 }
 
+// engineMu serialises the making of in-memory engines: go-mysql-server's New (re)sets the
+// process-wide status variables, without a lock, so clusters started at once (parallel tests)
+// raced there.
+var engineMu sync.Mutex
+
 // memoryBackend starts one MySQL-protocol listener on a loopback port
 // over a fresh in-memory go-mysql-server database.
 func memoryBackend(cfg config) (*backend, error) {
 	db := memory.NewDatabase(cfg.database)
 	db.BaseDatabase.EnablePrimaryKeyIndexes()
 	pro := memory.NewDBProvider(db)
+	engineMu.Lock()
 	engine := sqle.NewDefault(pro)
+	engineMu.Unlock()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
