@@ -65,7 +65,6 @@ func (p *provider) count(node string) int {
 // refuses the DSN's. Calls are not matched to accepted connections one for one: a call whose
 // dial ran out of time before it connected (a probe's, on a busy machine) reaches no proxy.
 func TestCredentialsPerDialOnCluster(t *testing.T) {
-	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	p := &provider{calls: map[string]int{}, user: cl.User(), pw: cl.Password()}
 	userOf := func(string) string { return cl.User() }
