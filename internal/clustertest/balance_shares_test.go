@@ -90,18 +90,6 @@ func loopUntil(t testing.TB, cl *lbdtest.Cluster, workers int, d time.Duration, 
 	return deltas(cl, before)
 }
 
-// equalLeast is how many statements an equal-shares case of workers workers counts at least.
-// At one and four workers the picks take turns: beside two spinners sixteen windows of shareRun
-// varied by a CV of at most 1.5 %, so shareRun is enough. At 16 and 64 the statements in flight
-// at a window's edges make windows of shareRun vary by up to 5.7 %, so those run on to 9000
-// statements (1.7 to 2.2 % measured).
-func equalLeast(workers int) int64 {
-	if workers <= 4 {
-		return 0
-	}
-	return 9000
-}
-
 func shares(counts []int64) []float64 {
 	var sum int64
 	for _, n := range counts {
@@ -148,7 +136,7 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 				db, c := openShareDB(t, cl.DSN(policy+"balance=statement"))
 				db.SetMaxIdleConns(workers)
 				loopFor(t, cl, workers, shareRun/4, db)
-				counts := loopUntil(t, cl, workers, shareRun, equalLeast(workers), db)
+				counts := loopUntil(t, cl, workers, shareRun, 9000, db)
 				cv := shareCV(counts)
 				t.Logf("statements %v, CV %.1f%%, speeds %v", counts, cv*100, speeds(c, cl))
 				if cv > maxShareCV {
