@@ -1,6 +1,7 @@
 package lbdtest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 
@@ -17,8 +18,9 @@ const (
 	comStmtExecute = 0x17
 
 	// Capability flags (low 16 bits of the client's handshake response).
-	capCompress = 0x0020
-	capSSL      = 0x0800
+	capCompress   = 0x0020
+	capSSL        = 0x0800
+	capProtocol41 = 0x0200
 )
 
 // maxRecordedQuery caps the SQL text kept per statement by Proxy.Queries,
@@ -89,6 +91,27 @@ func clientCapabilities(p packet) uint16 {
 	}
 	return binary.LittleEndian.Uint16(pl)
 }
+
+// loginUser returns the user name of a client's handshake response (the
+// 4.1 protocol's, which go-sql-driver sends), and false when p is none or
+// is cut short. The name is at most maxLoginUser bytes; a longer one is cut.
+func loginUser(p packet) (string, bool) {
+	pl := p.payload()
+	// capabilities (4), max packet size (4), character set (1), filler (23)
+	const header = 32
+	if len(pl) <= header || binary.LittleEndian.Uint32(pl)&capProtocol41 == 0 {
+		return "", false
+	}
+	name := pl[header:]
+	end := bytes.IndexByte(name, 0)
+	if end < 0 {
+		return "", false
+	}
+	return string(name[:min(end, maxLoginUser)]), true
+}
+
+// maxLoginUser bounds the user names Logins records.
+const maxLoginUser = 64
 
 // errPacket encodes a MySQL ERR packet carrying e with sequence id seq.
 func errPacket(seq byte, e *mysql.MySQLError) []byte {

@@ -57,8 +57,9 @@ type Proxy struct {
 	stmts atomic.Int64
 
 	qmu     sync.Mutex
-	queries []string // ring buffer of at most MaxQueries texts
-	qnext   int      // index of the oldest entry once the ring is full
+	queries []string         // ring buffer of at most MaxQueries texts
+	qnext   int              // index of the oldest entry once the ring is full
+	logins  map[string]int64 // logins per user name (Logins); guarded by qmu
 }
 
 // newProxy starts a proxy on a fresh loopback port relaying to b.
@@ -336,12 +337,45 @@ func (p *Proxy) Queries() []string {
 	return append(out, p.queries[:p.qnext]...)
 }
 
+// Logins returns how many logins the proxy has relayed per user name since
+// it was created or since ResetCounters: the user of each client's
+// handshake response. A connection that sent none (it closed first) is not
+// counted, nor one that went encrypted or compressed from its first packet
+// (TLS), whose user the proxy cannot read. At most MaxLoginUsers names are
+// kept apart; logins under further names are counted under "…".
+func (p *Proxy) Logins() map[string]int64 {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	out := make(map[string]int64, len(p.logins))
+	for u, n := range p.logins {
+		out[u] = n
+	}
+	return out
+}
+
+// MaxLoginUsers is how many distinct user names Logins keeps apart.
+const MaxLoginUsers = 64
+
+// noteLogin counts a login by user.
+func (p *Proxy) noteLogin(user string) {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if p.logins == nil {
+		p.logins = make(map[string]int64)
+	}
+	if _, ok := p.logins[user]; !ok && len(p.logins) >= MaxLoginUsers {
+		user = "…"
+	}
+	p.logins[user]++
+}
+
 // ResetCounters sets TotalConns and Statements to zero and empties
-// Queries. OpenConns, a gauge, is not affected.
+// Queries and Logins. OpenConns, a gauge, is not affected.
 func (p *Proxy) ResetCounters() {
 	p.qmu.Lock()
 	p.queries = nil
 	p.qnext = 0
+	p.logins = nil
 	p.total.Store(0)
 	p.stmts.Store(0)
 	p.qmu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"syscall"
@@ -100,9 +102,20 @@ func TestCounters(t *testing.T) {
 	if p.TotalConns() != 2 {
 		t.Fatalf("TotalConns = %d, want 2", p.TotalConns())
 	}
+	// Both logins were the DSN's user; a connection as another user is counted apart.
+	other, err := sql.Open("mysql", fmt.Sprintf("someone:else@tcp(%s)/%s", p.Addr(), c.Database()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = other.PingContext(ctx) // a real server may refuse the user: the login is counted all the same
+	_ = other.Close()
+	if got, want := p.Logins(), map[string]int64{c.User(): 2, "someone": 1}; !maps.Equal(got, want) {
+		t.Fatalf("Logins = %v, want %v", got, want)
+	}
+	waitFor(t, 5*time.Second, "the other user's connection to close", func() bool { return p.OpenConns() == 2 })
 
 	p.ResetCounters()
-	if p.TotalConns() != 0 || p.Statements() != 0 || len(p.Queries()) != 0 {
+	if p.TotalConns() != 0 || p.Statements() != 0 || len(p.Queries()) != 0 || len(p.Logins()) != 0 {
 		t.Fatal("ResetCounters left counts behind")
 	}
 	if p.OpenConns() != 2 {

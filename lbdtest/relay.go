@@ -251,6 +251,9 @@ func (c *relayConn) clientToBackend() {
 				}
 				return
 			}
+			if user, ok := loginUser(pkt); ok {
+				c.p.noteLogin(user)
+			}
 		}
 		full := pkt.payloadLen() == maxPayloadLen
 		switch {

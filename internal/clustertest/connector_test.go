@@ -94,6 +94,7 @@ func TestStoppedProxyIsSkipped(t *testing.T) {
 }
 
 func TestAllProxiesStoppedNamesEveryOne(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	db, _ := openDB(t, cl, "timeout=2s", quiet()...)
 	for _, p := range cl.Proxies() {
@@ -127,6 +128,7 @@ func TestAllProxiesStoppedNamesEveryOne(t *testing.T) {
 }
 
 func TestBadParameterIsAClearError(t *testing.T) {
+	t.Parallel()
 	_, err := sql.Open(lbd.DriverName, "u:p@lb(127.0.0.1:1)/db?checkBalanceIntervalSeconds=ten")
 	if err == nil || !strings.Contains(err.Error(), "checkBalanceIntervalSeconds") {
 		t.Fatalf("sql.Open error = %v, want one naming checkBalanceIntervalSeconds", err)
@@ -143,6 +145,7 @@ func TestBadParameterIsAClearError(t *testing.T) {
 // A Config built in code skips the DSN's checks; the node table's rules need their settings in
 // range (a zero fatal-error threshold used to panic at the first fatal error).
 func TestConfigRuleSettingsOutOfRange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		set  func(*lbd.Config)
@@ -171,6 +174,7 @@ func TestConfigRuleSettingsOutOfRange(t *testing.T) {
 }
 
 func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	dsn := strings.Replace(cl.DSN(""), ")/"+cl.Database(), ")/no_such_db_lbd", 1)
 	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()))...)
@@ -197,6 +201,7 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 }
 
 func TestConnectAfterClose(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	c, err := lbd.NewConnector(cl.DSN(""), lbd.WithLogger(discardLogger()))
 	if err != nil {
@@ -210,12 +215,14 @@ func TestConnectAfterClose(t *testing.T) {
 }
 
 func TestDriverOpenIsRefused(t *testing.T) {
+	t.Parallel()
 	if _, err := (lbd.Driver{}).Open("u:p@lb(127.0.0.1:1)/db"); err == nil {
 		t.Fatal("Driver.Open succeeded")
 	}
 }
 
 func TestLbNetworkNeedsAConnector(t *testing.T) {
+	t.Parallel()
 	db, err := sql.Open("mysql", "u:p@lb(127.0.0.1:1)/db")
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +234,7 @@ func TestLbNetworkNeedsAConnector(t *testing.T) {
 }
 
 func TestConnectErrorMessageIsBounded(t *testing.T) {
+	t.Parallel()
 	e := &lbd.ConnectError{}
 	for i := range 50 {
 		e.Nodes = append(e.Nodes, &lbd.NodeError{Addr: "10.0.0." + strconv.Itoa(i) + ":1", Err: syscall.ECONNREFUSED})

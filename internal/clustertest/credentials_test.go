@@ -16,23 +16,29 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes/nodestest"
 )
 
 // provider is a credentials function for tests: it counts its calls per node and returns the
-// user and password set last.
+// user and password set last; with perNode set, the user it returns for a node is perNode's
+// name for it.
 type provider struct {
 	mu       sync.Mutex
 	calls    map[string]int
 	user, pw string
 	err      error
+	perNode  func(node string) string
 }
 
 func (p *provider) creds(_ context.Context, node string) (string, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls[node]++
+	if p.perNode != nil && p.err == nil {
+		return p.perNode(node), p.pw, nil
+	}
 	return p.user, p.pw, p.err
 }
 
@@ -48,14 +54,51 @@ func (p *provider) count(node string) int {
 	return p.calls[node]
 }
 
-// Through lbdtest's proxies: every connection a proxy accepted, the application's and the
-// probes', was dialed with what the function returned for that proxy; an error from the
-// function fails the dial naming the node, reaches no proxy and takes no node down.
+// Through lbdtest's proxies: every connection a proxy relayed a login for, the application's
+// and the probes', logged in with what the function returned for that proxy, and each login
+// had a call of its own; an error from the function fails the dial naming the node, reaches no
+// proxy and takes no node down.
+//
+// The proxies read the user of every login. On the in-memory engine, which takes any user and
+// password, the function gives each node a user of its own, so a login with the DSN's user, or
+// with another node's, shows; a real server (LBD_TEST_MYSQL_DSN) has one account for all, and
+// refuses the DSN's. Calls are not matched to accepted connections one for one: a call whose
+// dial ran out of time before it connected (a probe's, on a busy machine) reaches no proxy.
 func TestCredentialsPerDialOnCluster(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	p := &provider{calls: map[string]int{}, user: cl.User(), pw: cl.Password()}
+	userOf := func(string) string { return cl.User() }
+	if !onMariaDB() {
+		userOf = func(node string) string { return "lbd_fn_" + node[strings.LastIndexByte(node, ':')+1:] }
+		p.perNode = userOf
+	}
+	logins := func(px *lbdtest.Proxy) (own, other int64, all map[string]int64) {
+		all = px.Logins()
+		for u, n := range all {
+			if u == userOf(px.Addr()) {
+				own += n
+			} else {
+				other += n
+			}
+		}
+		return own, other, all
+	}
+	// checkLogins fails t unless every login each proxy relayed was its node's function user,
+	// each with a call of its own.
+	checkLogins := func() {
+		t.Helper()
+		for _, px := range cl.Proxies() {
+			own, other, all := logins(px)
+			if other != 0 {
+				t.Errorf("%s relayed logins %v; want only %q, the function's user for it", px.Addr(), all, userOf(px.Addr()))
+			}
+			if calls := p.count(px.Addr()); int64(calls) < own {
+				t.Errorf("%s relayed %d logins for %d calls of the function; want a call per dial", px.Addr(), own, calls)
+			}
+		}
+	}
 	logs := &logRecorder{}
-	// The DSN's user and password are wrong: only the function's can log in.
+	// The DSN's user and password are wrong: only the function's may log in.
 	dsn := strings.Replace(cl.DSN("timeout=2s"), cl.User()+":"+cl.Password()+"@", "nobody:wrong@", 1)
 	c, err := lbd.NewConnector(dsn, append(fast(50*time.Millisecond, time.Second, time.Hour, logs), lbd.WithCredentials(p.creds))...)
 	if err != nil {
@@ -65,17 +108,24 @@ func TestCredentialsPerDialOnCluster(t *testing.T) {
 	defer db.Close()
 	conns := holdConns(t, db, 6)
 	for _, px := range cl.Proxies() {
-		waitFor(t, 5*time.Second, "the probe's and the application's dials on "+px.Addr(), func() bool {
+		testkit.WaitForState(t, 5*time.Second, "the probe's and the application's logins on "+px.Addr(), func() (bool, string) {
 			ns, _ := c.Stats().Node(px.Addr())
-			return ns.Probes > 0 && px.TotalConns() >= 3 && int64(p.count(px.Addr())) == px.TotalConns()
+			own, other, all := logins(px)
+			return ns.Probes > 0 && ns.Dials > 0 && own >= 2 || other > 0,
+				fmt.Sprintf("%d probes, %d dials, logins %v, %d calls", ns.Probes, ns.Dials, all, p.count(px.Addr()))
 		})
 	}
+	checkLogins()
 	for _, conn := range conns {
 		conn.Close()
 	}
 
 	db.SetMaxIdleConns(0) // the next Ping dials
 	sealed := errors.New("vault sealed")
+	transitions := map[string]uint64{}
+	for _, ns := range c.Stats().Nodes {
+		transitions[ns.Addr] = ns.Transitions
+	}
 	p.set("", "", sealed)
 	before := cl.Proxies()[0].TotalConns() + cl.Proxies()[1].TotalConns() + cl.Proxies()[2].TotalConns()
 	err = db.PingContext(context.Background())
@@ -95,14 +145,15 @@ func TestCredentialsPerDialOnCluster(t *testing.T) {
 		t.Errorf("the proxies accepted %d connections while the function failed", after-before)
 	}
 	for _, ns := range c.Stats().Nodes {
-		if ns.State != lbd.StateUp || ns.Transitions != 0 {
-			t.Errorf("node %s: %s after %d transitions; want up, untouched", ns.Addr, ns.State, ns.Transitions)
+		if ns.State != lbd.StateUp || ns.Transitions != transitions[ns.Addr] {
+			t.Errorf("node %s: %s after %d transitions (%d before the function failed); want up, untouched", ns.Addr, ns.State, ns.Transitions, transitions[ns.Addr])
 		}
 	}
 	p.set(cl.User(), cl.Password(), nil)
 	if err := db.PingContext(context.Background()); err != nil {
 		t.Errorf("credentials back: %v", err)
 	}
+	checkLogins()
 }
 
 // The password of a dedicated user is rotated on a real MariaDB under load, while connections

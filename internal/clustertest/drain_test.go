@@ -27,6 +27,7 @@ import (
 // From the moment lbd drains a proxy until it is back, lbd dials it no more (its probes
 // aside).
 func TestRollingRestartAnnouncedShutdown(t *testing.T) {
+	t.Parallel()
 	const announceFor = 2 * time.Second
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
@@ -90,6 +91,7 @@ func TestRollingRestartAnnouncedShutdown(t *testing.T) {
 // not run again (the transaction's earlier statements are lost with it): the caller gets 1053,
 // and the proxy is drained all the same.
 func TestShutdownInTransaction(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 2)
@@ -181,6 +183,7 @@ func TestStatusURLDrains(t *testing.T) {
 // session and closing it. The pooled connections that find it waiting at their next checkout
 // drain the proxy (cause shutdown), before any dial or probe fails on it; no statement fails.
 func TestIdleConnectionsClosedWithShutdown(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	db, c := openDB(t, cl, "", quiet()...)
 	db.SetMaxIdleConns(12)

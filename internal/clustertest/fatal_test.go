@@ -20,6 +20,7 @@ var (
 )
 
 func TestFatalErrorRetiresItsConnection(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	db, c := openDB(t, cl, "", quiet()...)
 	db.SetMaxOpenConns(1)
@@ -49,6 +50,7 @@ func TestFatalErrorRetiresItsConnection(t *testing.T) {
 }
 
 func TestNonFatalErrorKeepsTheConnection(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	db, c := openDB(t, cl, "", quiet()...)
 	db.SetMaxOpenConns(1)
@@ -121,6 +123,7 @@ func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 }
 
 func TestCustomSorterByOption(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	everything := exception.SorterFunc(func(err error) bool { return err != nil })
 	db, c := openDB(t, cl, "", append(quiet(), lbd.WithExceptionSorter(everything))...)
@@ -143,6 +146,7 @@ func TestCustomSorterByOption(t *testing.T) {
 }
 
 func TestNodeOfError(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
 	db, c := openDB(t, cl, "", quiet()...)
 	db.SetMaxOpenConns(1)

@@ -109,6 +109,7 @@ func TestIsolatedGroupTakesOnlyItsOwnReads(t *testing.T) {
 // In connection mode a Connector with group=bi is a pool of the BI replica alone, from the same
 // list the application's Connector reads.
 func TestGroupConnectorIsAPoolOfItsGroup(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	const bi = 2
 	c, err := lbd.NewConnector(groupDSN(cl, bi, "group=bi"), append(quiet(), lbd.WithLogger(discardLogger()))...)

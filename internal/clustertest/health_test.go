@@ -226,6 +226,7 @@ func TestDrainRemovedProxy(t *testing.T) {
 }
 
 func TestRemovingLastUpNodeIsRefused(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
 	_, c := openDB(t, cl, "", fast(time.Hour, time.Hour, time.Hour, logs)...)
@@ -282,6 +283,7 @@ func TestAllDownFailsFastAndRecovers(t *testing.T) {
 }
 
 func TestLogStatsWritesOneLinePerNode(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
 	logs := &logRecorder{}
 	dsn := strings.Replace(cl.DSN("logStats=true"), cl.User()+":"+cl.Password()+"@", cl.User()+":s3cretpw@", 1)

@@ -2,6 +2,8 @@ package clustertest
 
 import (
 	"database/sql"
+	"flag"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,9 +15,27 @@ import (
 
 // TestMain fails the package when any goroutine outlives the tests: every Connector, probe,
 // rebalancer and stats loop must stop on Close.
+//
+// The tests that call t.Parallel wait on sleeps, outages and deadlines rather than the CPU, or
+// take milliseconds, and judge no time tightly, so unless -test.parallel is given, up to
+// clusterParallel of them run at once. Go runs the other tests first, one at a time and alone:
+// those that judge shares, latencies or how soon a fault is seen (probes at intervals of
+// 50-500 ms whose timeouts a busy process misses), those that keep the CPU busy on their own
+// (thousands of statements or dials: beside each other they stretched from 3 s to 25 s and ran
+// out of their waits), those that count the process's goroutines, and those that change
+// process-wide state (registrations, the environment).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(clusterParallel))
+	}
 	testkit.VerifyTestMain(m)
 }
+
+// clusterParallel is how many functional tests run at once by default.
+const clusterParallel = 4
 
 func TestCloseLeavesNothingBehind(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)

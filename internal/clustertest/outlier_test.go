@@ -75,6 +75,7 @@ func TestShortHangIsEjectedPassively(t *testing.T) {
 // TestServerErrorsAreNoSignal: errors the server answers with say nothing about the proxy.
 // Probes wait an hour: a probe would take one of the injected errors and fail.
 func TestServerErrorsAreNoSignal(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	db, c := openDB(t, cl, "checkHealthIntervalSeconds=3600")
 	db.SetMaxOpenConns(3)

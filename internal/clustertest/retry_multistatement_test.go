@@ -29,6 +29,7 @@ func proxyOf(cl *lbdtest.Cluster, text string) (*lbdtest.Proxy, int) {
 // reached the caller and before the last was sent. A single read killed the same way does run again elsewhere, so the test would see a
 // text run again.
 func TestReadRetryNeverRerunsAMultiStatementTextAfterItsFirstResult(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 3)

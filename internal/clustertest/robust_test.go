@@ -19,6 +19,7 @@ func garbageServer(t *testing.T) string {
 }
 
 func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	bad := garbageServer(t)
 	logs := &logRecorder{}
@@ -46,6 +47,7 @@ func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
 }
 
 func TestCallerDeadlineIsNotBlamedOnNodes(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	_, c := openDB(t, cl, "", quiet()...)
 	for i := range 600 {
@@ -66,6 +68,7 @@ func TestCallerDeadlineIsNotBlamedOnNodes(t *testing.T) {
 }
 
 func TestCloseCutsAHungDialShort(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	c, err := lbd.NewConnector(cl.DSN(""), append(quiet(), lbd.WithLogger(discardLogger()))...) // no timeout in the DSN
 	if err != nil {

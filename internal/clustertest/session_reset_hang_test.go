@@ -13,6 +13,7 @@ import (
 // hangs meanwhile, the reset waits at most a second, the physical connection is closed, and the
 // next statement, under a caller's deadline of 10 s, runs on another proxy well within it.
 func TestSessionResetOnAHungProxyIsBounded(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	db, c := openDB(t, cl, "balance=statement", quiet()...)
 	db.SetMaxOpenConns(1)

@@ -54,6 +54,7 @@ func (f *failingSource) Start(context.Context, func(nodes.Set)) (nodes.Set, erro
 func (f *failingSource) Close() error { f.closed = true; return nil }
 
 func TestSourceThatCannotStart(t *testing.T) {
+	t.Parallel()
 	src := &failingSource{}
 	c, err := lbd.NewConnector("u:p@lb()/db", lbd.WithSource(src), lbd.WithLogger(discardLogger()))
 	if err != nil {
@@ -133,6 +134,7 @@ func TestRegisteredSourceNetwork(t *testing.T) {
 }
 
 func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
 	a, b := cl.Addrs()[0], cl.Addrs()[1]
 	src := &healthSource{Manual: nodestest.New(a)}

@@ -20,6 +20,7 @@ import (
 // retired as for a drain: the idle ones close at once, the one in use keeps working and closes
 // at its return.
 func TestRolesFromTheStaticList(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	addrs := cl.Addrs()
 	entries := []string{addrs[0] + "#primary", addrs[1] + "*2#replica", addrs[2] + "#standby"}

@@ -101,6 +101,7 @@ func pinOnAReplica(t *testing.T, cl *lbdtest.Cluster, db *sql.DB) (*sql.Conn, *l
 // A logical connection that carries session state on a replica connection never runs a write
 // or a server-state question there: each fails with lbd.ErrPinnedToReplica, before it is sent.
 func TestSplitNeverWritesOnAPinnedReplica(t *testing.T) {
+	t.Parallel()
 	cl, _, db, exec, _ := splitCluster(t, "readAfterWriteMillis=0")
 	table := fmt.Sprintf("lbd_pin_%d", os.Getpid())
 	ctx := context.Background()

@@ -153,6 +153,7 @@ func TestReadWriteSplitSpreadsReadsAndKeepsWritesOnThePrimary(t *testing.T) {
 
 // lbd.OnPrimary sends even a read to the primary, without starting a read-your-writes window.
 func TestOnPrimarySendsReadsToThePrimary(t *testing.T) {
+	t.Parallel()
 	cl, c, _, exec, count := splitCluster(t, "readAfterWriteMillis=60000")
 	table := fmt.Sprintf("lbd_onprimary_%d", os.Getpid())
 	ctx := context.Background()
@@ -238,6 +239,7 @@ func TestReadYourWritesByTime(t *testing.T) {
 // One *sql.Conn (a long checkout) that reads, then writes, then reads: the write leaves the
 // replica its read was bound to and runs on the primary; nothing fails.
 func TestSplitMovesALongCheckoutToThePrimaryForAWrite(t *testing.T) {
+	t.Parallel()
 	cl, _, db, exec, _ := splitCluster(t, "readAfterWriteMillis=0")
 	table := fmt.Sprintf("lbd_splitconn_%d", os.Getpid())
 	ctx := context.Background()

@@ -48,6 +48,7 @@ func inUseTotal(c *lbd.Connector) int {
 // refuses with ErrClosed, and nothing gives it back: the node reports a physical connection in
 // use forever.
 func TestStatementModeInUseAfterClose(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	db, c := openDB(t, cl, "balance=statement", quiet()...)
 	ctx := context.Background()

@@ -130,6 +130,7 @@ func TestStatementModePingOrPrepareDoNotLoseLastInsertID(t *testing.T) {
 // connection, so that the application's ROLLBACK reaches it and no other statement joins it
 // (on MariaDB its metadata locks would also hang DDL on the table).
 func TestStatementModeMultiStatementTexts(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	t.Run("INSERT then LAST_INSERT_ID in one text", func(t *testing.T) {
 		eachMode(t, func(t *testing.T, balance string) {
@@ -263,6 +264,7 @@ func TestStatementModeSequenceLastValue(t *testing.T) {
 // text; literal strings holding the same things are skipped by sqlclass. Afterwards nothing is
 // left pinned: statements spread over the proxies again.
 func TestStatementModeTrickyArgumentsNeverMoveATransaction(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	tricky := []string{
 		"O'Reilly", `C:\path\`, `\'; COMMIT; -- `, "a;b@c", "BEGIN", "-- ROLLBACK", "x' OR '1'='1", `"@v"`, "#", "/* COMMIT */",

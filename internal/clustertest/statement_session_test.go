@@ -23,6 +23,7 @@ import (
 // physical connection it ran on goes back to the shared free list and the next logical
 // connection inherits the procedure's session.
 func TestStatementModeCallDoesNotLeakSessionState(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	db, _ := openDB(t, cl, "balance=statement", quiet()...)
 	setup, _ := openDB(t, cl, "", quiet()...) // the procedure's text names @sf_leak, which would pin
@@ -67,6 +68,7 @@ func TestStatementModeCallDoesNotLeakSessionState(t *testing.T) {
 // physical connection closes. In connection mode the open transaction stays with the
 // connection that began it (the connection subtest passes).
 func TestStatementModeFailedCommitDoesNotLeakTheTransaction(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"statement", "connection"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 1)

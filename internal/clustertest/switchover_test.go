@@ -233,6 +233,7 @@ func TestSwitchoverUnderWriteLoad(t *testing.T) {
 // With a failover timeout shorter than the gap, statements caught by the gap fail with a clear
 // error naming the target; none is lost silently.
 func TestSwitchoverGapLongerThanFailoverTimeout(t *testing.T) {
+	t.Parallel()
 	run := switchoverTest(t, 2*time.Second, 500*time.Millisecond)
 	if len(run.autoErrs) == 0 {
 		t.Fatal("no autocommit insert failed during a 2 s gap with a 500 ms failover timeout")

@@ -15,6 +15,7 @@ import (
 // TestWeightedProxiesHoldTheirShare: with weights 1 and 3 in the DSN, 40 connections end up 10
 // and 30 on the proxies.
 func TestWeightedProxiesHoldTheirShare(t *testing.T) {
+	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
 	a := cl.Addrs()
 	dsn := strings.Replace(cl.DSN(""), strings.Join(a, ","), a[0]+","+a[1]+"*3", 1)
