@@ -2,8 +2,6 @@ package clustertest
 
 import (
 	"database/sql"
-	"flag"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,12 +23,7 @@ import (
 // out of their waits), those that count the process's goroutines, and those that change
 // process-wide state (registrations, the environment).
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(clusterParallel))
-	}
+	testkit.DefaultParallel(clusterParallel)
 	testkit.VerifyTestMain(m)
 }
 
