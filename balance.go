@@ -156,8 +156,8 @@ type CausalStats struct {
 // recent ones too, so that weights are shares at every concurrency. LeastLoad adds each node's
 // latency estimate, a moving average of the answered statements' round trips over about half a
 // second: a node clearly slower than the median node (24 % past 1.5 times its estimate plus
-// 500 µs, for four 100 ms ticks in a row) gets a speed factor of the median over its estimate,
-// down to 1/16, which lowers its share of new work in proportion while little is in flight and
+// 500 µs, for four 100 ms ticks in a row) gets a speed factor of the median plus 500 µs over
+// its estimate (differences under 500 µs are noise), down to 1/16, which lowers its share of new work in proportion while little is in flight and
 // its in-flight weight to no less than 0.4 when much is; a faster estimate gives the factor back
 // by a quarter of an octave per tick. The figures are internal/nodetable's LoadBand, LoadFloor,
 // LatencyWindow, SlowAfterTicks, EnterSlowSteps, RiseSteps and InUseSpeedFloor, and the

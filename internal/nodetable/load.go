@@ -48,8 +48,8 @@ import (
 // than LoadBand of it plus LoadFloor: limit = ref × (1+LoadBand) + LoadFloor. A node whose
 // estimate is within limit keeps its full weight (factor 1: nodes of equal speed keep the
 // unit weight, so the pick stays in its O(1) buckets and takes turns exactly); a slower one
-// gets reference/estimate (its speed against the reference; the band decides only whether it
-// is slowed), rounded down to steps of 1/SpeedSteps of an octave, and at least
+// gets (reference+LoadFloor)/estimate (its speed against the reference, less the floor's
+// noise; the band decides only whether it is slowed), rounded down to steps of 1/SpeedSteps of an octave, and at least
 // 2^-MaxSlowness/SpeedSteps (1/16) of its weight, so it keeps a share of new work and of its
 // own measurement. A lower factor takes effect once SlowAfterTicks ticks in a row asked for it,
 // and a node at full speed is slowed only by EnterSlowSteps steps or more.
@@ -91,7 +91,7 @@ const (
 	// EnterSlowSteps is how far over the limit, in steps, a node at full speed must be to be
 	// slowed: one just over it stays at full speed (a slowdown of a step or two moved the shares
 	// of equal proxies by 8 % on a busy host), one clearly over it (by 2^(5/16), 24 %) is slowed
-	// to reference/estimate as any other.
+	// to (reference+LoadFloor)/estimate as any other.
 	EnterSlowSteps = 5
 )
 
@@ -278,8 +278,12 @@ func (t *Table[P]) TickLoad(now time.Time) (slowed bool) {
 		if est, age, _, settled := n.lat.read(now); settled && !math.IsInf(ref, 1) {
 			if est = decayed(est, age); est > limit {
 				// Over the band, a node is slowed by its speed against the reference, not
-				// against the band's edge: a proxy ten times slower gets about a tenth.
-				k = slowness(est, ref)
+				// against the band's edge: a proxy ten times slower gets about a tenth. The
+				// floor counts on the reference's side, as it counts in the band: what is
+				// under it is noise, and a node of 0.9 ms beside nodes of 0.15 ms (the host
+				// stalled it for half a second) was cut to a sixth of its weight, where
+				// (0.15+0.5)/0.9 keeps it at seven tenths.
+				k = slowness(est, ref+float64(LoadFloor))
 				over = slowness(est, limit) >= EnterSlowSteps
 			}
 		}
