@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -346,11 +347,7 @@ func (p *Proxy) Queries() []string {
 func (p *Proxy) Logins() map[string]int64 {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
-	out := make(map[string]int64, len(p.logins))
-	for u, n := range p.logins {
-		out[u] = n
-	}
-	return out
+	return maps.Clone(p.logins)
 }
 
 // MaxLoginUsers is how many distinct user names Logins keeps apart.
