@@ -175,11 +175,16 @@ func TestStatementModeStats(t *testing.T) {
 		if st.Logical != db.Stats().OpenConnections {
 			t.Errorf("Logical = %d after the workload, database/sql has %d open", st.Logical, db.Stats().OpenConnections)
 		}
-		if st.Open() > st.Logical+len(st.Nodes) {
-			t.Errorf("%d physical connections open for %d logical ones over %d nodes (%v); want at most logical + nodes",
-				st.Open(), st.Logical, len(st.Nodes), openCounts(c, cl))
-		}
-		t.Logf("after the workload: %d logical, physical open per node %v", st.Logical, openCounts(c, cl))
+		t.Logf("at the workload's end: %d logical, physical open per node %v", st.Logical, openCounts(c, cl))
+		// Each node's connections follow its demand of the last second (the spare grace), and a
+		// busy host puts the peaks on different nodes at different moments, so right at the end
+		// there may be more. Once idle for the grace, the surplus closes with no statement
+		// running: one physical connection per logical one plus a spare on each node but one.
+		waitFor(t, 5*time.Second, "the idle surplus of physical connections to close: at most logical + nodes - 1", func() bool {
+			st := c.Stats()
+			return st.Open() <= st.Logical+len(st.Nodes)-1
+		})
+		t.Logf("after the grace: %d logical, physical open per node %v", c.Stats().Logical, openCounts(c, cl))
 	})
 
 	t.Run("connection", func(t *testing.T) {
