@@ -4,11 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -16,52 +17,6 @@ import (
 // round trip of sorts, so that the statements rather than the scheduler of a busy 2-CPU host
 // decide the latencies (see TestStatementModeSpreadsStatementsEvenly).
 const loadLatency = 5 * time.Millisecond
-
-// selectLoop runs SELECT 1 on workers goroutines until ctx ends; the first error other than
-// the end of ctx is reported to t when the returned wait is called.
-func selectLoop(ctx context.Context, t testing.TB, db *sql.DB, workers int) (wait func()) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				var one int
-				if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil && ctx.Err() == nil {
-					mu.Lock()
-					first = cmpErr(first, err)
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	return func() {
-		t.Helper()
-		wg.Wait()
-		if first != nil {
-			t.Errorf("SELECT 1: %v", first)
-		}
-	}
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
-// deltas returns the statements each proxy counted since before, and updates before.
-func deltas(cl *lbdtest.Cluster, before []int64) []int64 {
-	now := statementCounts(cl)
-	out := make([]int64, len(now))
-	for i := range now {
-		out[i] = now[i] - before[i]
-		before[i] = now[i]
-	}
-	return out
-}
 
 // TestLeastLoadAvoidsASlowProxy makes one of three proxies three times slower while 16 workers
 // run statements in statement mode. Under balancePolicy=least-load its share must fall to at
@@ -77,28 +32,28 @@ func TestLeastLoadAvoidsASlowProxy(t *testing.T) {
 		for _, p := range cl.Proxies() {
 			p.SetLatency(loadLatency)
 		}
-		db, c := openDB(t, cl, "balance=statement&balancePolicy="+policy, quiet()...)
+		db, c := clusterkit.OpenDB(t, cl, "balance=statement&balancePolicy="+policy, clusterkit.Quiet()...)
 		db.SetMaxOpenConns(workers)
 		db.SetMaxIdleConns(workers)
 		ctx, cancel := context.WithCancel(context.Background())
-		wait := selectLoop(ctx, t, db, workers)
+		wait := clusterkit.SelectLoop(ctx, t, db, workers)
 		defer wait()
 		defer cancel()
 
-		before := statementCounts(cl)
-		waitFor(t, 5*time.Second, "statements on every proxy", func() bool {
-			d := deltas(cl, before)
+		before := clusterkit.StatementCounts(cl)
+		testkit.WaitFor(t, 5*time.Second, "statements on every proxy", func() bool {
+			d := clusterkit.Deltas(cl, before)
 			return d[0] > 0 && d[1] > 0 && d[2] > 0
 		})
 		slow := cl.Proxies()[2]
 		slow.SetLatency(3 * loadLatency)
 		start := time.Now()
-		deltas(cl, before)
+		clusterkit.Deltas(cl, before)
 		reached = -1
 		var ratios []float64
 		for time.Since(start) < 5*time.Second+3*window {
 			time.Sleep(window) // a measuring window, not a verdict: the counts decide
-			d := deltas(cl, before)
+			d := clusterkit.Deltas(cl, before)
 			ratio := float64(d[2]) / float64(max(min(d[0], d[1]), 1))
 			ratios = append(ratios, ratio)
 			if ratio <= 1.0/3 && reached < 0 {
@@ -148,22 +103,22 @@ func TestLeastLoadSharesEquallyFastProxies(t *testing.T) {
 			for _, p := range cl.Proxies() {
 				p.SetLatency(loadLatency)
 			}
-			db, c := openDB(t, cl, "balance=statement&balancePolicy="+policy, quiet()...)
+			db, c := clusterkit.OpenDB(t, cl, "balance=statement&balancePolicy="+policy, clusterkit.Quiet()...)
 			db.SetMaxOpenConns(workers)
 			db.SetMaxIdleConns(workers)
-			runSelect1(t, db, workers, total/4) // estimates settle
-			resetProxyCounters(cl)
-			runSelect1(t, db, workers, total)
-			counts := statementCounts(cl)
-			cv := shareCV(counts)
+			clusterkit.RunSelect1(t, db, workers, total/4) // estimates settle
+			clusterkit.ResetProxyCounters(cl)
+			clusterkit.RunSelect1(t, db, workers, total)
+			counts := clusterkit.StatementCounts(cl)
+			cv := clusterkit.ShareCV(counts)
 			speeds := make([]float64, 0, 3)
 			for _, a := range cl.Addrs() {
 				ns, _ := c.Stats().Node(a)
 				speeds = append(speeds, ns.Speed)
 			}
 			t.Logf("balancePolicy=%s: statements per proxy %v, CV %.1f%%, speed factors %v", policy, counts, cv*100, speeds)
-			if cv > maxShareCV {
-				t.Errorf("CV of the per-proxy statement counts is %.1f%%, want at most %.0f%%", cv*100, maxShareCV*100)
+			if cv > clusterkit.MaxShareCV {
+				t.Errorf("CV of the per-proxy statement counts is %.1f%%, want at most %.0f%%", cv*100, clusterkit.MaxShareCV*100)
 			}
 		})
 	}
@@ -188,20 +143,20 @@ func TestLeastLoadDoesNotHerd(t *testing.T) {
 			dbs := make([]*sql.DB, connectors)
 			cs := make([]*lbd.Connector, connectors)
 			for i := range dbs {
-				dbs[i], cs[i] = openDB(t, cl, "balance="+tc.balance+"&balancePolicy="+tc.policy, quiet()...)
+				dbs[i], cs[i] = clusterkit.OpenDB(t, cl, "balance="+tc.balance+"&balancePolicy="+tc.policy, clusterkit.Quiet()...)
 				dbs[i].SetMaxOpenConns(workersEach)
 				dbs[i].SetMaxIdleConns(workersEach)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			waits := make([]func(), 0, connectors)
 			for _, db := range dbs {
-				waits = append(waits, selectLoop(ctx, t, db, workersEach))
+				waits = append(waits, clusterkit.SelectLoop(ctx, t, db, workersEach))
 			}
-			before := statementCounts(cl)
+			before := clusterkit.StatementCounts(cl)
 			var d []int64
 			count := func(n int64) func() bool {
 				return func() bool {
-					now := statementCounts(cl)
+					now := clusterkit.StatementCounts(cl)
 					var sum int64
 					for i := range now {
 						sum += now[i] - before[i]
@@ -209,12 +164,12 @@ func TestLeastLoadDoesNotHerd(t *testing.T) {
 					if sum < n {
 						return false
 					}
-					d = deltas(cl, before)
+					d = clusterkit.Deltas(cl, before)
 					return true
 				}
 			}
-			waitFor(t, 30*time.Second, "3000 statements", count(3000))
-			waitFor(t, 60*time.Second, "6000 more statements", count(6000))
+			testkit.WaitFor(t, 30*time.Second, "3000 statements", count(3000))
+			testkit.WaitFor(t, 60*time.Second, "6000 more statements", count(6000))
 			slowed := make([]int, 3)
 			lat := make([]time.Duration, 3)
 			for _, c := range cs {
@@ -239,7 +194,7 @@ func TestLeastLoadDoesNotHerd(t *testing.T) {
 			}
 			fair := float64(sum) / 3
 			t.Logf("balance=%s balancePolicy=%s: statements per proxy %v, busiest/fair %.2f, open per proxy %v",
-				tc.balance, tc.policy, d, float64(top)/fair, proxyCounts(cl))
+				tc.balance, tc.policy, d, float64(top)/fair, clusterkit.ProxyCounts(cl))
 			if float64(top) > 1.5*fair {
 				t.Errorf("a proxy got %d of %d statements, %.2f times its fair share; want at most 1.5", top, sum, float64(top)/fair)
 			}
@@ -263,40 +218,40 @@ func TestLeastLoadRebalancesConnectionsOffASlowProxy(t *testing.T) {
 			for _, p := range cl.Proxies() {
 				p.SetLatency(loadLatency)
 			}
-			db, c := openDB(t, cl, "balancePolicy="+policy, lbd.WithCheckHealthInterval(time.Hour),
+			db, c := clusterkit.OpenDB(t, cl, "balancePolicy="+policy, lbd.WithCheckHealthInterval(time.Hour),
 				lbd.WithCheckBalanceInterval(300*time.Millisecond))
 			db.SetMaxOpenConns(pool)
 			db.SetMaxIdleConns(pool)
-			for _, cn := range holdConns(t, db, pool) { // 24 connections at once, 8 per proxy
+			for _, cn := range clusterkit.HoldConns(t, db, pool) { // 24 connections at once, 8 per proxy
 				cn.Close()
 			}
 			ctx, cancel := context.WithCancel(context.Background())
-			wait := selectLoop(ctx, t, db, workers)
+			wait := clusterkit.SelectLoop(ctx, t, db, workers)
 			defer wait()
 			defer cancel()
 			cl.Proxies()[2].SetLatency(5 * loadLatency)
 			if policy == "least-connections" {
 				// As long as least-load needs below, then a look: the counts stay even.
-				before := statementCounts(cl)
-				waitFor(t, 30*time.Second, "3000 statements", func() bool {
-					now := statementCounts(cl)
+				before := clusterkit.StatementCounts(cl)
+				testkit.WaitFor(t, 30*time.Second, "3000 statements", func() bool {
+					now := clusterkit.StatementCounts(cl)
 					return now[0]+now[1]+now[2]-before[0]-before[1]-before[2] >= 3000
 				})
-				open := openCounts(c, cl)
+				open := clusterkit.OpenCounts(c, cl)
 				t.Logf("least-connections: open per proxy %v", open)
-				if spread(open) > 1 {
+				if clusterkit.Spread(open) > 1 {
 					t.Errorf("least-connections moved connections by latency: open per proxy %v", open)
 				}
 				return
 			}
 			start := time.Now()
-			waitFor(t, 10*time.Second, "the rebalancer to move connections off the slow proxy", func() bool {
-				open := openCounts(c, cl)
+			testkit.WaitFor(t, 10*time.Second, "the rebalancer to move connections off the slow proxy", func() bool {
+				open := clusterkit.OpenCounts(c, cl)
 				return 4*open[2] <= 3*min(open[0], open[1]) && retiredByRebalance(c, cl)[2] > 0
 			})
 			ns, _ := c.Stats().Node(cl.Addrs()[2])
 			t.Logf("least-load: open per proxy %v after %v; retired by the rebalancer %v; slow proxy's latency %v, speed %.2f",
-				openCounts(c, cl), time.Since(start), retiredByRebalance(c, cl), ns.Latency, ns.Speed)
+				clusterkit.OpenCounts(c, cl), time.Since(start), retiredByRebalance(c, cl), ns.Latency, ns.Speed)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -43,7 +44,7 @@ type modeCase struct {
 // pins them, so a missing pin shows up as a wrong result here.
 func TestSameResultsInBothModes(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	admin, _ := openDB(t, cl, "", quiet()...) // creates and drops the tables
+	admin, _ := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...) // creates and drops the tables
 	var seq atomic.Int64
 	runID := rand.Uint32()
 	newTable := func(t *testing.T) string {
@@ -364,7 +365,7 @@ func TestSameResultsInBothModes(t *testing.T) {
 								want = tc.statementWant
 							}
 							tbl := newTable(t) // dropped after db below is closed
-							db, _ := openDB(t, cl, "balance="+balance, quiet()...)
+							db, _ := clusterkit.OpenDB(t, cl, "balance="+balance, clusterkit.Quiet()...)
 							db.SetMaxOpenConns(pool)
 							db.SetMaxIdleConns(pool)
 							ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -8,20 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
-
-// The share tests run at the defaults (balancePolicy=least-load, probes and rebalancing at
-// their intervals) beside two CPU-bound processes they start themselves (clusterkit.CPULoad),
-// as a user's host is never quiet, and judge with margins. Each case measures the statements
-// every proxy counted while SELECT 1 loops ran for shareRun.
-const shareRun = 2 * time.Second
-
-// busySpinners is how many CPU-bound processes run beside the share tests: as many as this
-// 2-core machine's cores.
-const busySpinners = 2
 
 // weightedDSN is cl's DSN with weights on its proxies (0: none).
 func weightedDSN(cl *lbdtest.Cluster, weights []int, params string) string {
@@ -36,79 +26,13 @@ func weightedDSN(cl *lbdtest.Cluster, weights []int, params string) string {
 	return strings.Replace(cl.DSN(params), strings.Join(addrs, ","), strings.Join(list, ","), 1)
 }
 
-// openShareDB opens a Connector on dsn at the defaults (but a quiet logger).
-func openShareDB(t testing.TB, dsn string) (*sql.DB, *lbd.Connector) {
-	t.Helper()
-	return openDSN(t, dsn)
-}
-
-// loopFor runs SELECT 1 on workers goroutines of each db for d and returns the statements
-// each proxy of cl counted meanwhile.
-func loopFor(t testing.TB, cl *lbdtest.Cluster, workers int, d time.Duration, dbs ...*sql.DB) []int64 {
-	t.Helper()
-	return loopUntil(t, cl, workers, d, 0, dbs...)
-}
-
-// loopUntil is loopFor that goes on, for at most 4d, until the proxies counted at least least
-// statements: a spread judged on a few hundred statements per proxy is mostly sampling noise
-// (a CV of 4 % at 500 each), and under -race with 64 workers two seconds give no more.
-func loopUntil(t testing.TB, cl *lbdtest.Cluster, workers int, d time.Duration, least int64, dbs ...*sql.DB) []int64 {
-	t.Helper()
-	before := statementCounts(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*d)
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		wait := d
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			var sum int64
-			for i, n := range statementCounts(cl) {
-				sum += n - before[i]
-			}
-			if sum >= least {
-				cancel()
-				return
-			}
-			wait = 50 * time.Millisecond
-		}
-	}()
-	var waits []func()
-	for _, db := range dbs {
-		waits = append(waits, selectLoop(ctx, t, db, workers))
-	}
-	for _, w := range waits {
-		w()
-	}
-	cancel()
-	<-done // the watcher reads before; deltas writes it
-	return deltas(cl, before)
-}
-
-func shares(counts []int64) []float64 {
-	var sum int64
-	for _, n := range counts {
-		sum += n
-	}
-	out := make([]float64, len(counts))
-	for i, n := range counts {
-		out[i] = float64(n) / float64(max(sum, 1))
-	}
-	return out
-}
-
 // TestWeightsAreSharesAtTheDefaults: weights 3:1:1 give 60/20/20 (± 5 points) of the statements
 // at 1, 4 and 16 workers in statement mode, and of the new connections in connection mode;
 // equal proxies share with a CV of at most 5 % at 1, 4, 16 and 64 workers. Before, a strict
 // minimum over (in use+1)/weight gave 3:1:1 100/0/0 at one worker, and the load policy's
 // estimates drifting apart on a busy host gave equal proxies a CV of 58 % at 4 workers.
 func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
-	clusterkit.CPULoad(t, busySpinners)
+	clusterkit.CPULoad(t, clusterkit.BusySpinners)
 	cl := lbdtest.NewCluster(t, 3)
 	// The defaults first; least-connections shares by the same rule (only the load policy's
 	// speed factors differ), so it is held to the same figures.
@@ -119,11 +43,11 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 		}
 		for _, workers := range []int{1, 4, 16} {
 			t.Run(fmt.Sprintf("%s/3:1:1/workers=%d", name, workers), func(t *testing.T) {
-				db, c := openShareDB(t, weightedDSN(cl, []int{3, 1, 1}, policy+"balance=statement"))
+				db, c := clusterkit.OpenDSN(t, weightedDSN(cl, []int{3, 1, 1}, policy+"balance=statement"))
 				db.SetMaxIdleConns(workers)
-				loopFor(t, cl, workers, shareRun/4, db) // the estimates settle
-				got := shares(loopFor(t, cl, workers, shareRun, db))
-				t.Logf("shares %.3f, speeds %v", got, speeds(c, cl))
+				clusterkit.LoopFor(t, cl, workers, clusterkit.ShareRun/4, db) // the estimates settle
+				got := clusterkit.Shares(clusterkit.LoopFor(t, cl, workers, clusterkit.ShareRun, db))
+				t.Logf("shares %.3f, speeds %v", got, clusterkit.Speeds(c, cl))
 				for i, want := range []float64{0.6, 0.2, 0.2} {
 					if got[i] < want-0.05 || got[i] > want+0.05 {
 						t.Errorf("proxy %d has %.3f of the statements, want %.2f ± 0.05", i, got[i], want)
@@ -133,24 +57,24 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 		}
 		for _, workers := range []int{1, 4, 16, 64} {
 			t.Run(fmt.Sprintf("%s/equal/workers=%d", name, workers), func(t *testing.T) {
-				db, c := openShareDB(t, cl.DSN(policy+"balance=statement"))
+				db, c := clusterkit.OpenDSN(t, cl.DSN(policy+"balance=statement"))
 				db.SetMaxIdleConns(workers)
-				loopFor(t, cl, workers, shareRun/4, db)
+				clusterkit.LoopFor(t, cl, workers, clusterkit.ShareRun/4, db)
 				windows := 1
 				if workers >= inFlightRules {
 					windows = 2
 				}
 				var cv float64
 				for w := range windows {
-					counts := loopUntil(t, cl, workers, shareRun, 9000, db)
-					cv = shareCV(counts)
-					t.Logf("window %d: statements %v, CV %.1f%%, speeds %v", w+1, counts, cv*100, speeds(c, cl))
-					if cv <= maxShareCV {
+					counts := clusterkit.LoopUntil(t, cl, workers, clusterkit.ShareRun, 9000, db)
+					cv = clusterkit.ShareCV(counts)
+					t.Logf("window %d: statements %v, CV %.1f%%, speeds %v", w+1, counts, cv*100, clusterkit.Speeds(c, cl))
+					if cv <= clusterkit.MaxShareCV {
 						break
 					}
 				}
-				if cv > maxShareCV {
-					t.Errorf("CV %.1f%% of the statements per proxy, want at most %.0f%%", cv*100, maxShareCV*100)
+				if cv > clusterkit.MaxShareCV {
+					t.Errorf("CV %.1f%% of the statements per proxy, want at most %.0f%%", cv*100, clusterkit.MaxShareCV*100)
 				}
 			})
 		}
@@ -158,9 +82,9 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 	t.Run("defaults/3:1:1/connection-mode-dials", func(t *testing.T) {
 		// One connection at a time, closed after each statement: every dial sees no connection
 		// open anywhere, and still the dials follow the weights.
-		db, _ := openShareDB(t, weightedDSN(cl, []int{3, 1, 1}, ""))
+		db, _ := clusterkit.OpenDSN(t, weightedDSN(cl, []int{3, 1, 1}, ""))
 		db.SetMaxIdleConns(0)
-		resetProxyCounters(cl)
+		clusterkit.ResetProxyCounters(cl)
 		for range 200 {
 			var one int
 			if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
@@ -171,7 +95,7 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 		for _, p := range cl.Proxies() {
 			dials = append(dials, p.TotalConns())
 		}
-		got := shares(dials)
+		got := clusterkit.Shares(dials)
 		t.Logf("dials %v", dials)
 		for i, want := range []float64{0.6, 0.2, 0.2} {
 			if got[i] < want-0.05 || got[i] > want+0.05 {
@@ -192,28 +116,17 @@ func TestWeightsAreSharesAtTheDefaults(t *testing.T) {
 // cases below it, where the window of recent units makes turns exact, get one window.
 const inFlightRules = 16
 
-// speeds returns each proxy's speed factor and latency estimate from Stats, for the logs.
-func speeds(c *lbd.Connector, cl *lbdtest.Cluster) []string {
-	st := c.Stats()
-	out := make([]string, 0, len(cl.Addrs()))
-	for _, a := range cl.Addrs() {
-		ns, _ := st.Node(a)
-		out = append(out, fmt.Sprintf("%.2f@%v", ns.Speed, ns.Latency.Round(time.Microsecond)))
-	}
-	return out
-}
-
 // TestManyClientsShareEvenly: 30 Connectors of one worker each, each with its own estimates
 // and its own turns, put a third (± 5 points) of the statements on each of three proxies.
 func TestManyClientsShareEvenly(t *testing.T) {
-	clusterkit.CPULoad(t, busySpinners)
+	clusterkit.CPULoad(t, clusterkit.BusySpinners)
 	cl := lbdtest.NewCluster(t, 3)
 	dbs := make([]*sql.DB, 30)
 	for i := range dbs {
-		dbs[i], _ = openShareDB(t, cl.DSN("balance=statement"))
+		dbs[i], _ = clusterkit.OpenDSN(t, cl.DSN("balance=statement"))
 	}
-	loopFor(t, cl, 1, shareRun/4, dbs...)
-	got := shares(loopFor(t, cl, 1, shareRun, dbs...))
+	clusterkit.LoopFor(t, cl, 1, clusterkit.ShareRun/4, dbs...)
+	got := clusterkit.Shares(clusterkit.LoopFor(t, cl, 1, clusterkit.ShareRun, dbs...))
 	t.Logf("shares %.3f", got)
 	for i, s := range got {
 		if s < 1.0/3-0.05 || s > 1.0/3+0.05 {
@@ -227,24 +140,24 @@ func TestManyClientsShareEvenly(t *testing.T) {
 // sixteen (before: none at one worker, 0.05 at sixteen), and once it is fast again it regains at
 // least 15 % of the statements within 4 s at one worker.
 func TestSlowProxyShedsWithoutStarving(t *testing.T) {
-	clusterkit.CPULoad(t, busySpinners)
+	clusterkit.CPULoad(t, clusterkit.BusySpinners)
 	for _, workers := range []int{1, 16} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 3)
 			for _, p := range cl.Proxies() {
 				p.SetLatency(time.Millisecond)
 			}
-			db, c := openShareDB(t, cl.DSN("balance=statement"))
+			db, c := clusterkit.OpenDSN(t, cl.DSN("balance=statement"))
 			db.SetMaxIdleConns(workers)
-			loopFor(t, cl, workers, shareRun/4, db)
+			clusterkit.LoopFor(t, cl, workers, clusterkit.ShareRun/4, db)
 			slow := cl.Proxies()[2]
 			slow.SetLatency(11 * time.Millisecond)
 			var ratio float64
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				d := loopFor(t, cl, workers, time.Second, db)
+				d := clusterkit.LoopFor(t, cl, workers, time.Second, db)
 				ratio = float64(d[2]) / float64(max(min(d[0], d[1]), 1))
-				t.Logf("slow/fast %.3f (%v), speeds %v", ratio, d, speeds(c, cl))
+				t.Logf("slow/fast %.3f (%v), speeds %v", ratio, d, clusterkit.Speeds(c, cl))
 				if ratio >= 1.0/16 && ratio <= 1.0/3 || time.Now().After(deadline) {
 					break
 				}
@@ -259,9 +172,9 @@ func TestSlowProxyShedsWithoutStarving(t *testing.T) {
 			deadline = time.Now().Add(4 * time.Second)
 			var share float64
 			for {
-				d := loopFor(t, cl, workers, 500*time.Millisecond, db)
-				share = shares(d)[2]
-				t.Logf("healed: share %.3f (%v), speeds %v", share, d, speeds(c, cl))
+				d := clusterkit.LoopFor(t, cl, workers, 500*time.Millisecond, db)
+				share = clusterkit.Shares(d)[2]
+				t.Logf("healed: share %.3f (%v), speeds %v", share, d, clusterkit.Speeds(c, cl))
 				if share >= 0.15 || time.Now().After(deadline) {
 					break
 				}
@@ -277,7 +190,7 @@ func TestSlowProxyShedsWithoutStarving(t *testing.T) {
 // replicas while one serves; the primary serves at most 5 % of them at 1 and 8 workers, with
 // one replica or two (before: a third, as one more candidate).
 func TestSplitOffloadsThePrimary(t *testing.T) {
-	clusterkit.CPULoad(t, busySpinners)
+	clusterkit.CPULoad(t, clusterkit.BusySpinners)
 	for _, replicas := range []int{1, 2} {
 		for _, workers := range []int{1, 8} {
 			t.Run(fmt.Sprintf("replicas=%d/workers=%d", replicas, workers), func(t *testing.T) {
@@ -285,9 +198,9 @@ func TestSplitOffloadsThePrimary(t *testing.T) {
 				for _, p := range cl.Proxies()[1:] {
 					p.SetRole(lbdtest.Replica)
 				}
-				db, c := openShareDB(t, cl.DSN("balance=statement&readWriteSplit=true&roleCheck=mysql"))
+				db, c := clusterkit.OpenDSN(t, cl.DSN("balance=statement&readWriteSplit=true&roleCheck=mysql"))
 				db.SetMaxIdleConns(workers)
-				waitFor(t, 15*time.Second, "roles checked", func() bool {
+				testkit.WaitFor(t, 15*time.Second, "roles checked", func() bool {
 					st := c.Stats()
 					for i, a := range cl.Addrs() {
 						ns, _ := st.Node(a)
@@ -297,7 +210,7 @@ func TestSplitOffloadsThePrimary(t *testing.T) {
 					}
 					return true
 				})
-				got := shares(loopFor(t, cl, workers, shareRun, db))
+				got := clusterkit.Shares(clusterkit.LoopFor(t, cl, workers, clusterkit.ShareRun, db))
 				t.Logf("read shares %.3f", got)
 				if got[0] > 0.05 {
 					t.Errorf("the primary served %.3f of the plain reads, want at most 0.05", got[0])
@@ -312,29 +225,29 @@ func TestSplitOffloadsThePrimary(t *testing.T) {
 // connections within 5 s: the load policy's slowdown brings the rebalancer's round forward
 // instead of waiting for its 10 s interval.
 func TestSlowProxyLosesPooledConnections(t *testing.T) {
-	clusterkit.CPULoad(t, busySpinners)
+	clusterkit.CPULoad(t, clusterkit.BusySpinners)
 	const workers, pool = 16, 24
 	cl := lbdtest.NewCluster(t, 3)
 	for _, p := range cl.Proxies() {
 		p.SetLatency(time.Millisecond)
 	}
-	db, c := openShareDB(t, cl.DSN(""))
+	db, c := clusterkit.OpenDSN(t, cl.DSN(""))
 	db.SetMaxOpenConns(pool)
 	db.SetMaxIdleConns(pool)
-	for _, cn := range holdConns(t, db, pool) { // 8 per proxy
+	for _, cn := range clusterkit.HoldConns(t, db, pool) { // 8 per proxy
 		cn.Close()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	wait := selectLoop(ctx, t, db, workers)
+	wait := clusterkit.SelectLoop(ctx, t, db, workers)
 	defer wait()
 	defer cancel()
-	loopFor(t, cl, 1, shareRun/4, db) // the estimates settle
+	clusterkit.LoopFor(t, cl, 1, clusterkit.ShareRun/4, db) // the estimates settle
 	cl.Proxies()[2].SetLatency(11 * time.Millisecond)
 	start := time.Now()
-	waitFor(t, 5*time.Second, "the slow proxy to hold at most half a fast proxy's connections", func() bool {
-		open := openCounts(c, cl)
+	testkit.WaitFor(t, 5*time.Second, "the slow proxy to hold at most half a fast proxy's connections", func() bool {
+		open := clusterkit.OpenCounts(c, cl)
 		return 2*open[2] <= min(open[0], open[1])
 	})
 	t.Logf("open per proxy %v after %v; retired by the rebalancer %v; speeds %v",
-		openCounts(c, cl), time.Since(start).Round(time.Millisecond), retiredByRebalance(c, cl), speeds(c, cl))
+		clusterkit.OpenCounts(c, cl), time.Since(start).Round(time.Millisecond), retiredByRebalance(c, cl), clusterkit.Speeds(c, cl))
 }

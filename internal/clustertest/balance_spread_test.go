@@ -4,61 +4,16 @@ import (
 	"github.com/lbd-go/lbd"
 
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
-
-// maxShareCV is the most the per-proxy statement counts may vary (stddev/mean) for statements
-// to count as evenly spread.
-const maxShareCV = 0.05
-
-var statementCounts = clusterkit.StatementCounts
-
-// resetProxyCounters zeroes every proxy's statement and connection counters.
-func resetProxyCounters(cl *lbdtest.Cluster) {
-	for _, p := range cl.Proxies() {
-		p.ResetCounters()
-	}
-}
-
-var shareCV = clusterkit.ShareCV
-
-// runSelect1 runs total SELECT 1 statements through db.QueryRow on the given number of
-// goroutines and fails t on any error or wrong answer.
-func runSelect1(t testing.TB, db *sql.DB, workers, total int) {
-	t.Helper()
-	var next atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for next.Add(1) <= int64(total) {
-				var one int
-				err := db.QueryRow("SELECT 1").Scan(&one)
-				if err == nil && one != 1 {
-					err = fmt.Errorf("SELECT 1 returned %d", one)
-				}
-				if err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		t.Fatalf("SELECT 1: %v", err)
-	}
-}
 
 // TestStatementModeSpreadsStatementsEvenly warms a pool of 30 connections over 3 proxies and
 // counts where SELECT 1 statements land. In connection mode database/sql hands the most
@@ -82,18 +37,18 @@ func TestStatementModeSpreadsStatementsEvenly(t *testing.T) {
 		// The counting rule alone (least-connections): the load policy's own spread over equal
 		// proxies is TestLeastLoadSharesEquallyFastProxies'; here, with a real server
 		// behind the proxies (LBD_TEST_MYSQL_DSN), its latency noise would be measured too.
-		db, c := openDB(t, cl, "balance="+balance+"&balancePolicy=least-connections", quiet()...)
+		db, c := clusterkit.OpenDB(t, cl, "balance="+balance+"&balancePolicy=least-connections", clusterkit.Quiet()...)
 		db.SetMaxOpenConns(pool)
 		db.SetMaxIdleConns(pool)
-		for _, cn := range holdConns(t, db, pool) { // 30 connections at once, then all idle
+		for _, cn := range clusterkit.HoldConns(t, db, pool) { // 30 connections at once, then all idle
 			cn.Close()
 		}
 		if got := db.Stats().OpenConnections; got != pool {
 			t.Fatalf("pool holds %d connections after warming, want %d", got, pool)
 		}
-		resetProxyCounters(cl)
-		runSelect1(t, db, workers, total)
-		counts := statementCounts(cl)
+		clusterkit.ResetProxyCounters(cl)
+		clusterkit.RunSelect1(t, db, workers, total)
+		counts := clusterkit.StatementCounts(cl)
 		var sum int64
 		for _, n := range counts {
 			sum += n
@@ -101,9 +56,9 @@ func TestStatementModeSpreadsStatementsEvenly(t *testing.T) {
 		if sum != int64(total) {
 			t.Fatalf("proxies counted %d statements (%v), want %d", sum, counts, total)
 		}
-		cv := shareCV(counts)
+		cv := clusterkit.ShareCV(counts)
 		t.Logf("balance=%s, %d worker(s), %v per statement: statements per proxy %v, CV %.1f%%, physical open %v",
-			balance, workers, latency, counts, cv*100, openCounts(c, cl))
+			balance, workers, latency, counts, cv*100, clusterkit.OpenCounts(c, cl))
 		return cv
 	}
 	for _, tc := range []struct {
@@ -111,14 +66,14 @@ func TestStatementModeSpreadsStatementsEvenly(t *testing.T) {
 		latency        time.Duration
 	}{{1, 600, 0}, {4, 1200, 3 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("statement/workers=%d", tc.workers), func(t *testing.T) {
-			if cv := share(t, "statement", tc.workers, tc.total, tc.latency); cv > maxShareCV {
-				t.Errorf("CV of the per-proxy statement counts is %.1f%%, want at most %.0f%%", cv*100, maxShareCV*100)
+			if cv := share(t, "statement", tc.workers, tc.total, tc.latency); cv > clusterkit.MaxShareCV {
+				t.Errorf("CV of the per-proxy statement counts is %.1f%%, want at most %.0f%%", cv*100, clusterkit.MaxShareCV*100)
 			}
 		})
 	}
 	// The LIFO pitfall, and proof that the check above can fail.
 	t.Run("connection/workers=1", func(t *testing.T) {
-		if cv := share(t, "connection", 1, 600, 0); cv <= maxShareCV {
+		if cv := share(t, "connection", 1, 600, 0); cv <= clusterkit.MaxShareCV {
 			t.Errorf("connection mode with one worker spread statements evenly (CV %.1f%%); "+
 				"this test no longer tells the modes apart", cv*100)
 		}
@@ -149,18 +104,18 @@ func countText(p *lbdtest.Proxy, text string) int {
 func TestStatementModeReachesEveryProxyAtLowConcurrency(t *testing.T) {
 	const total = 60
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "balance=statement&balancePolicy=least-connections&recoverCheckCount=1&warmupSeconds=0",
-		fast(200*time.Millisecond, 5*time.Second, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement&balancePolicy=least-connections&recoverCheckCount=1&warmupSeconds=0",
+		clusterkit.Fast(200*time.Millisecond, 5*time.Second, time.Hour, logs)...)
 	share := func(when string) {
 		t.Helper()
-		resetProxyCounters(cl) // probes ("/* ping */ SELECT 1") are not counted below
-		runSelect1(t, db, 1, total)
+		clusterkit.ResetProxyCounters(cl) // probes ("/* ping */ SELECT 1") are not counted below
+		clusterkit.RunSelect1(t, db, 1, total)
 		var counts []int
 		for _, p := range cl.Proxies() {
 			counts = append(counts, countText(p, "SELECT 1"))
 		}
-		t.Logf("%s: SELECT 1 per proxy %v, physical open %v", when, counts, openCounts(c, cl))
+		t.Logf("%s: SELECT 1 per proxy %v, physical open %v", when, counts, clusterkit.OpenCounts(c, cl))
 		for i, n := range counts {
 			if n < total/len(counts)/2 {
 				ns, _ := c.Stats().Node(cl.Proxy(i).Addr())
@@ -182,19 +137,19 @@ func TestStatementModeReachesEveryProxyAtLowConcurrency(t *testing.T) {
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
-		s, _ := nodeState(c, p.Addr())
+	testkit.WaitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
+		s, _ := clusterkit.NodeState(c, p.Addr())
 		return s == lbd.StateDown
 	})
-	waitFor(t, 5*time.Second, "its physical connections to close", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "its physical connections to close", func() bool {
 		ns, _ := c.Stats().Node(p.Addr())
 		return ns.Open == 0
 	})
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the proxy to come back up", func() bool {
-		s, _ := nodeState(c, p.Addr())
+	testkit.WaitFor(t, 5*time.Second, "the proxy to come back up", func() bool {
+		s, _ := clusterkit.NodeState(c, p.Addr())
 		return s == lbd.StateUp
 	})
 	share("after proxy 1 came back")
@@ -205,7 +160,7 @@ func TestStatementModeReachesEveryProxyAtLowConcurrency(t *testing.T) {
 // lazily, not once per execution.
 func TestStatementModePreparedStatementFollowsTheBalance(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "balance=statement", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(2)
 	db.SetMaxIdleConns(2)
 	tbl := fmt.Sprintf("lbd_prepared_%d", rand.Uint32())
@@ -222,7 +177,7 @@ func TestStatementModePreparedStatementFollowsTheBalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	const runs = 60
-	before := statementCounts(cl)
+	before := clusterkit.StatementCounts(cl)
 	for i := range runs {
 		v := i%10 + 1
 		var got int
@@ -236,7 +191,7 @@ func TestStatementModePreparedStatementFollowsTheBalance(t *testing.T) {
 	if err := stmt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for i, n := range statementCounts(cl) {
+	for i, n := range clusterkit.StatementCounts(cl) {
 		if got := n - before[i]; got < runs/3/2 {
 			t.Errorf("proxy %d saw %d of the %d executions, want at least half its share", i, got, runs)
 		}

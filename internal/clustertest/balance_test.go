@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -22,13 +23,13 @@ import (
 func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 	const interval, timeout, margin = 300 * time.Millisecond, 300 * time.Millisecond, 50 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "timeout=300ms&balance=statement", fast(interval, timeout, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "timeout=300ms&balance=statement", clusterkit.Fast(interval, timeout, time.Hour, logs)...)
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)
-	w := startWorkload(t, db, 20)
-	waitFor(t, 5*time.Second, "statements flowing through every proxy", func() bool {
-		for _, n := range statementCounts(cl) {
+	w := clusterkit.StartWorkload(t, db, 20)
+	testkit.WaitFor(t, 5*time.Second, "statements flowing through every proxy", func() bool {
+		for _, n := range clusterkit.StatementCounts(cl) {
 			if n < 100 {
 				return false
 			}
@@ -47,12 +48,12 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 			heal(bad)
 		}
 	}()
-	downAt := waitForTransition(t, c, logs, bad.Addr(), lbd.StateDown).At
+	downAt := clusterkit.WaitForTransition(t, c, logs, bad.Addr(), lbd.StateDown).At
 	t.Logf("proxy down after %v", downAt.Sub(failedAt))
 	w.Progress(t, 5*time.Second, 300) // statements on the other proxies while it is down
 	// Keep the proxy out until the statements caught by the outage have ended (the workload
 	// gives each one second), so that they fail rather than finish after healing.
-	waitFor(t, 5*time.Second, "the statements caught by the outage to end", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the statements caught by the outage to end", func() bool {
 		return w.StillRunning(failedAt) == 0
 	})
 	if ns, _ := c.Stats().Node(bad.Addr()); ns.State != lbd.StateDown {
@@ -63,12 +64,12 @@ func statementModeOutage(t *testing.T, fail, heal func(*lbdtest.Proxy) error) {
 	if err := heal(bad); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the proxy to come back up", func() bool {
-		s, _ := nodeState(c, bad.Addr())
+	testkit.WaitFor(t, 5*time.Second, "the proxy to come back up", func() bool {
+		s, _ := clusterkit.NodeState(c, bad.Addr())
 		return s == lbd.StateUp
 	})
 	bad.ResetCounters()
-	waitFor(t, 5*time.Second, "the healed proxy to get the workload's statements again", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the healed proxy to get the workload's statements again", func() bool {
 		return bad.Statements() >= 200 // probes alone make about 3 a second
 	})
 
@@ -120,24 +121,24 @@ func TestStatementModeStats(t *testing.T) {
 		cl := lbdtest.NewCluster(t, 3)
 		// least-connections: the exact spread below is the counting rule's (see
 		// TestConnectionsSpreadEvenly).
-		db, c := openDB(t, cl, "balance=statement&balancePolicy=least-connections", quiet()...)
+		db, c := clusterkit.OpenDB(t, cl, "balance=statement&balancePolicy=least-connections", clusterkit.Quiet()...)
 		db.SetMaxOpenConns(10)
 		db.SetMaxIdleConns(10)
 		if st := c.Stats(); st.Balance != lbd.BalanceStatement || st.Logical != 0 {
 			t.Fatalf("fresh connector: Balance %v, Logical %d; want statement, 0", st.Balance, st.Logical)
 		}
 
-		conns := holdConns(t, db, 6) // each pinged, so each has a physical connection claimed
-		waitFor(t, 5*time.Second, "Logical to count database/sql's 6 open connections", func() bool {
+		conns := clusterkit.HoldConns(t, db, 6) // each pinged, so each has a physical connection claimed
+		testkit.WaitFor(t, 5*time.Second, "Logical to count database/sql's 6 open connections", func() bool {
 			return c.Stats().Logical == 6 && db.Stats().OpenConnections == 6
 		})
-		if per, total := nodesInUse(c); total != 6 || spread(per) != 0 {
+		if per, total := nodesInUse(c); total != 6 || clusterkit.Spread(per) != 0 {
 			t.Errorf("InUse per node = %v with 6 checked-out connections, want 2 on each node", per)
 		}
 		for _, cn := range conns {
 			cn.Close()
 		}
-		waitFor(t, 5*time.Second, "no physical connection in use on any node while every logical one is idle", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "no physical connection in use on any node while every logical one is idle", func() bool {
 			per, _ := nodesInUse(c)
 			return slices.Max(per) == 0 && slices.Min(per) == 0
 		})
@@ -159,15 +160,15 @@ func TestStatementModeStats(t *testing.T) {
 			t.Errorf("InUse per node = %v while one *sql.Conn is held, want 1 in total", per)
 		}
 		cn.Close()
-		waitFor(t, 5*time.Second, "InUse back to 0 on every node once the *sql.Conn is closed", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "InUse back to 0 on every node once the *sql.Conn is closed", func() bool {
 			per, _ := nodesInUse(c)
 			return slices.Max(per) == 0 && slices.Min(per) == 0
 		})
 
-		w := startWorkload(t, db, 10)
+		w := clusterkit.StartWorkload(t, db, 10)
 		w.Progress(t, 10*time.Second, 1000)
 		w.Check(t)
-		waitFor(t, 5*time.Second, "InUse back to 0 on every node after the workload", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "InUse back to 0 on every node after the workload", func() bool {
 			per, _ := nodesInUse(c)
 			return slices.Max(per) == 0 && slices.Min(per) == 0
 		})
@@ -175,22 +176,22 @@ func TestStatementModeStats(t *testing.T) {
 		if st.Logical != db.Stats().OpenConnections {
 			t.Errorf("Logical = %d after the workload, database/sql has %d open", st.Logical, db.Stats().OpenConnections)
 		}
-		t.Logf("at the workload's end: %d logical, physical open per node %v", st.Logical, openCounts(c, cl))
+		t.Logf("at the workload's end: %d logical, physical open per node %v", st.Logical, clusterkit.OpenCounts(c, cl))
 		// Each node's connections follow its demand of the last second (the spare grace), and a
 		// busy host puts the peaks on different nodes at different moments, so right at the end
 		// there may be more. Once idle for the grace, the surplus closes with no statement
 		// running: one physical connection per logical one plus a spare on each node but one.
-		waitFor(t, 5*time.Second, "the idle surplus of physical connections to close: at most logical + nodes - 1", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "the idle surplus of physical connections to close: at most logical + nodes - 1", func() bool {
 			st := c.Stats()
 			return st.Open() <= st.Logical+len(st.Nodes)-1
 		})
-		t.Logf("after the grace: %d logical, physical open per node %v", c.Stats().Logical, openCounts(c, cl))
+		t.Logf("after the grace: %d logical, physical open per node %v", c.Stats().Logical, clusterkit.OpenCounts(c, cl))
 	})
 
 	t.Run("connection", func(t *testing.T) {
 		cl := lbdtest.NewCluster(t, 3)
-		db, c := openDB(t, cl, "", quiet()...)
-		conns := holdConns(t, db, 5)
+		db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
+		conns := clusterkit.HoldConns(t, db, 5)
 		defer func() {
 			for _, cn := range conns {
 				cn.Close()
@@ -235,7 +236,7 @@ func TestBalanceParameter(t *testing.T) {
 		{"balance=statement", lbd.BalanceConnection},
 		{"", lbd.BalanceStatement},
 	} {
-		c, err := lbd.NewConnector(cl.DSN(tc.params), append(quiet(), lbd.WithLogger(discardLogger()), lbd.WithBalance(tc.opt))...)
+		c, err := lbd.NewConnector(cl.DSN(tc.params), append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()), lbd.WithBalance(tc.opt))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +258,7 @@ func TestBalanceParameter(t *testing.T) {
 	}
 	// autocommit off gives every physical connection an open transaction of its own.
 	for _, params := range []string{"balance=statement&autocommit=0", "balance=statement&AUTOCOMMIT='OFF'", "autocommit=false"} {
-		opts := []lbd.Option{lbd.WithLogger(discardLogger())}
+		opts := []lbd.Option{lbd.WithLogger(clusterkit.DiscardLogger())}
 		if !strings.Contains(params, "balance") {
 			opts = append(opts, lbd.WithBalance(lbd.BalanceStatement))
 		}
@@ -269,7 +270,7 @@ func TestBalanceParameter(t *testing.T) {
 			t.Errorf("%s: error %q does not name autocommit", params, err)
 		}
 	}
-	c, err := lbd.NewConnector(cl.DSN("balance=statement&autocommit=1"), lbd.WithLogger(discardLogger()))
+	c, err := lbd.NewConnector(cl.DSN("balance=statement&autocommit=1"), lbd.WithLogger(clusterkit.DiscardLogger()))
 	if err != nil {
 		t.Fatalf("autocommit=1 in statement mode: %v", err)
 	}

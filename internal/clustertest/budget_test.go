@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -39,7 +41,7 @@ func TestEverythingDownStaysWithinTheBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const outage = 5 * time.Second
 			cl := lbdtest.NewCluster(t, 3)
-			db, c := openDB(t, cl, "", lbd.WithRetryBudget(tc.percent, tc.perSecond))
+			db, c := clusterkit.OpenDB(t, cl, "", lbd.WithRetryBudget(tc.percent, tc.perSecond))
 			db.SetMaxOpenConns(32)
 			db.SetMaxIdleConns(32)
 
@@ -72,7 +74,7 @@ func TestEverythingDownStaysWithinTheBudget(t *testing.T) {
 				})
 			}
 			defer func() { close(stop); wg.Wait() }()
-			waitFor(t, 10*time.Second, "statements to flow", func() bool { return ok.Load() > 500 })
+			testkit.WaitFor(t, 10*time.Second, "statements to flow", func() bool { return ok.Load() > 500 })
 
 			baseGoroutines := runtime.NumGoroutine()
 			before, retriesBefore := dialAttempts(c), c.Stats().Retries
@@ -82,7 +84,7 @@ func TestEverythingDownStaysWithinTheBudget(t *testing.T) {
 				}
 			}
 			stoppedAt := time.Now()
-			waitFor(t, 5*time.Second, "every proxy down", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "every proxy down", func() bool {
 				for _, ns := range c.Stats().Nodes {
 					if ns.State != lbd.StateDown {
 						return false
@@ -127,7 +129,7 @@ func TestEverythingDownStaysWithinTheBudget(t *testing.T) {
 			}
 			back := time.Now()
 			served := ok.Load()
-			waitFor(t, 5*time.Second, "a statement served after the first proxy's return", func() bool { return ok.Load() > served })
+			testkit.WaitFor(t, 5*time.Second, "a statement served after the first proxy's return", func() bool { return ok.Load() > served })
 			if d := time.Since(back); d > time.Second {
 				t.Errorf("served again %v after the first proxy's return, want within 1 s", d.Round(time.Millisecond))
 			} else {

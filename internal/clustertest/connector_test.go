@@ -15,7 +15,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/nodetable"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -24,14 +26,14 @@ func TestConnectionsSpreadEvenly(t *testing.T) {
 	// The counting rule alone (least-connections): the load policy's own spread over equal
 	// proxies is TestLeastLoadSharesEquallyFastProxies'; with a real server behind the proxies
 	// (LBD_TEST_MYSQL_DSN), a latency spike on one moves a connection, as it should there.
-	db, c := openDB(t, cl, "balancePolicy=least-connections", quiet()...)
-	conns := holdConns(t, db, 30)
+	db, c := clusterkit.OpenDB(t, cl, "balancePolicy=least-connections", clusterkit.Quiet()...)
+	conns := clusterkit.HoldConns(t, db, 30)
 
-	if got := openCounts(c, cl); spread(got) != 0 || got[0] != 10 {
+	if got := clusterkit.OpenCounts(c, cl); clusterkit.Spread(got) != 0 || got[0] != 10 {
 		t.Fatalf("Stats open = %v, want 10/10/10", got)
 	}
-	waitFor(t, 5*time.Second, "proxies to count 10/10/10", func() bool {
-		got := proxyCounts(cl)
+	testkit.WaitFor(t, 5*time.Second, "proxies to count 10/10/10", func() bool {
+		got := clusterkit.ProxyCounts(cl)
 		return got[0] == 10 && got[1] == 10 && got[2] == 10
 	})
 
@@ -43,14 +45,14 @@ func TestConnectionsSpreadEvenly(t *testing.T) {
 		if err := conns[k].Close(); err != nil {
 			t.Fatal(err)
 		}
-		conns[k] = holdConns(t, db, 1)[0]
-		if got := openCounts(c, cl); spread(got) > 1 {
+		conns[k] = clusterkit.HoldConns(t, db, 1)[0]
+		if got := clusterkit.OpenCounts(c, cl); clusterkit.Spread(got) > 1 {
 			t.Fatalf("cycle %d: spread of %v is more than 1", i, got)
 		}
 	}
-	want := openCounts(c, cl)
-	waitFor(t, 5*time.Second, "proxies to agree with Stats", func() bool {
-		got := proxyCounts(cl)
+	want := clusterkit.OpenCounts(c, cl)
+	testkit.WaitFor(t, 5*time.Second, "proxies to agree with Stats", func() bool {
+		got := clusterkit.ProxyCounts(cl)
 		for i := range got {
 			if got[i] != want[i] {
 				return false
@@ -68,7 +70,7 @@ func TestConnectionsSpreadEvenly(t *testing.T) {
 
 func TestStoppedProxyIsSkipped(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	db.SetMaxIdleConns(0) // every Exec dials, so every Exec exercises the pick
 	stopped := cl.Proxy(1)
 	if err := stopped.Stop(); err != nil {
@@ -96,7 +98,7 @@ func TestStoppedProxyIsSkipped(t *testing.T) {
 func TestAllProxiesStoppedNamesEveryOne(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
-	db, _ := openDB(t, cl, "timeout=2s", quiet()...)
+	db, _ := clusterkit.OpenDB(t, cl, "timeout=2s", clusterkit.Quiet()...)
 	for _, p := range cl.Proxies() {
 		if err := p.Stop(); err != nil {
 			t.Fatal(err)
@@ -177,7 +179,7 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	dsn := strings.Replace(cl.DSN(""), ")/"+cl.Database(), ")/no_such_db_lbd", 1)
-	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestUnknownDatabaseFailsFastWithoutBlocking(t *testing.T) {
 func TestConnectAfterClose(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
-	c, err := lbd.NewConnector(cl.DSN(""), lbd.WithLogger(discardLogger()))
+	c, err := lbd.NewConnector(cl.DSN(""), lbd.WithLogger(clusterkit.DiscardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes/nodestest"
@@ -97,16 +98,16 @@ func TestCredentialsPerDialOnCluster(t *testing.T) {
 			}
 		}
 	}
-	logs := &logRecorder{}
+	logs := &testkit.Logs{}
 	// The DSN's user and password are wrong: only the function's may log in.
 	dsn := strings.Replace(cl.DSN("timeout=2s"), cl.User()+":"+cl.Password()+"@", "nobody:wrong@", 1)
-	c, err := lbd.NewConnector(dsn, append(fast(50*time.Millisecond, time.Second, time.Hour, logs), lbd.WithCredentials(p.creds))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Fast(50*time.Millisecond, time.Second, time.Hour, logs), lbd.WithCredentials(p.creds))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
 	defer db.Close()
-	conns := holdConns(t, db, 6)
+	conns := clusterkit.HoldConns(t, db, 6)
 	for _, px := range cl.Proxies() {
 		testkit.WaitForState(t, 5*time.Second, "the probe's and the application's logins on "+px.Addr(), func() (bool, string) {
 			ns, _ := c.Stats().Node(px.Addr())
@@ -189,10 +190,10 @@ func TestCredentialsRotationOnMariaDB(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	mustExec("GRANT SELECT ON `" + cl.Database() + "`.* TO " + account)
 	p := &provider{calls: map[string]int{}, user: user, pw: oldPW}
-	logs := &logRecorder{}
+	logs := &testkit.Logs{}
 	const dialTimeout = 2 * time.Second
 	dsn := strings.Replace(cl.DSN("timeout="+dialTimeout.String()), cl.User()+":"+cl.Password()+"@", "", 1)
-	c, err := lbd.NewConnector(dsn, append(fast(100*time.Millisecond, time.Second, time.Hour, logs), lbd.WithCredentials(p.creds))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Fast(100*time.Millisecond, time.Second, time.Hour, logs), lbd.WithCredentials(p.creds))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestCredentialsRotationOnMariaDB(t *testing.T) {
 	moreDials := func(what string, n uint64) {
 		t.Helper()
 		from := dials()
-		waitFor(t, 20*time.Second, what, func() bool { return dials() >= from+n })
+		testkit.WaitFor(t, 20*time.Second, what, func() bool { return dials() >= from+n })
 	}
 	moreDials("dials with the old password", 10)
 
@@ -255,7 +256,7 @@ func TestCredentialsRotationOnMariaDB(t *testing.T) {
 	switched := time.Now()
 	moreDials("dials with the new password", 10)
 	// A dial that took the old password just before the switch ends within its timeout.
-	waitFor(t, 2*dialTimeout, "every dial begun before the switch to end", func() bool { return time.Since(switched) > dialTimeout })
+	testkit.WaitFor(t, 2*dialTimeout, "every dial begun before the switch to end", func() bool { return time.Since(switched) > dialTimeout })
 	mustExec("ALTER USER " + account + " IDENTIFIED BY '" + newPW + "'")
 	atAlter := dials()
 	moreDials("dials after the old password is gone", 20)

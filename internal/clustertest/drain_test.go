@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	_ "github.com/lbd-go/lbd/statuscheck" // statusURL's HTTP check
 )
@@ -32,15 +34,15 @@ func TestRollingRestartAnnouncedShutdown(t *testing.T) {
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 3)
-			logs := &logRecorder{}
-			db, c := openDB(t, cl, "balance="+mode, fast(time.Second, time.Second, time.Second, logs)...)
+			logs := &testkit.Logs{}
+			db, c := clusterkit.OpenDB(t, cl, "balance="+mode, clusterkit.Fast(time.Second, time.Second, time.Second, logs)...)
 			db.SetMaxOpenConns(24)
 			db.SetMaxIdleConns(24)
-			w := startWorkload(t, db, 16)
+			w := clusterkit.StartWorkload(t, db, 16)
 			for i, p := range cl.Proxies() {
-				waitFor(t, 10*time.Second, "statements on every proxy", func() bool {
+				testkit.WaitFor(t, 10*time.Second, "statements on every proxy", func() bool {
 					for _, q := range cl.Proxies() {
-						if s, _ := nodeState(c, q.Addr()); s != lbd.StateUp {
+						if s, _ := clusterkit.NodeState(c, q.Addr()); s != lbd.StateUp {
 							return false
 						}
 					}
@@ -48,7 +50,7 @@ func TestRollingRestartAnnouncedShutdown(t *testing.T) {
 				})
 				before, _ := c.Stats().Node(p.Addr())
 				p.AnnounceShutdown()
-				waitFor(t, 5*time.Second, "the stopping proxy drained", func() bool {
+				testkit.WaitFor(t, 5*time.Second, "the stopping proxy drained", func() bool {
 					ns, _ := c.Stats().Node(p.Addr())
 					return ns.State == lbd.StateDown && ns.TransitionsBy[lbd.CauseShutdown] > before.TransitionsBy[lbd.CauseShutdown]
 				})
@@ -67,13 +69,13 @@ func TestRollingRestartAnnouncedShutdown(t *testing.T) {
 				if err := p.Start(); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, 10*time.Second, "the restarted proxy up", func() bool {
-					s, _ := nodeState(c, p.Addr())
+				testkit.WaitFor(t, 10*time.Second, "the restarted proxy up", func() bool {
+					s, _ := clusterkit.NodeState(c, p.Addr())
 					return s == lbd.StateUp
 				})
 				t.Logf("proxy %d: drained after it refused statements; %d connections turned away (probes)", i, p.TurnedAway())
 			}
-			fails := failures(w)
+			fails := clusterkit.Failures(w)
 			t.Logf("%d statements, %d failed", w.Count(), len(fails))
 			for j, f := range fails {
 				if j < 5 {
@@ -95,7 +97,7 @@ func TestShutdownInTransaction(t *testing.T) {
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 2)
-			db, c := openDB(t, cl, "balance="+mode, quiet()...)
+			db, c := clusterkit.OpenDB(t, cl, "balance="+mode, clusterkit.Quiet()...)
 			ctx := context.Background()
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
@@ -119,7 +121,7 @@ func TestShutdownInTransaction(t *testing.T) {
 			if !errors.As(err, &me) || me.Number != 1053 || errors.As(err, &se) {
 				t.Fatalf("statement in a transaction on %s while it stops: %v; want the server's 1053, not run again", addr, err)
 			}
-			if s, _ := nodeState(c, addr); s != lbd.StateDown {
+			if s, _ := clusterkit.NodeState(c, addr); s != lbd.StateDown {
 				t.Fatalf("%s is %v after it refused a statement while stopping, want down", addr, s)
 			}
 		})
@@ -147,15 +149,15 @@ func TestStatusURLDrains(t *testing.T) {
 			defer srv.Close()
 			_, srvPort, _ := net.SplitHostPort(srv.Listener.Addr().String())
 			tmpl := url.QueryEscape("http://{host}:" + srvPort + "/status/{port}")
-			logs := &logRecorder{}
-			db, c := openDB(t, cl, "balance="+mode+"&statusURL="+tmpl, fast(200*time.Millisecond, 200*time.Millisecond, time.Hour, logs)...)
-			w := startWorkload(t, db, 8)
+			logs := &testkit.Logs{}
+			db, c := clusterkit.OpenDB(t, cl, "balance="+mode+"&statusURL="+tmpl, clusterkit.Fast(200*time.Millisecond, 200*time.Millisecond, time.Hour, logs)...)
+			w := clusterkit.StartWorkload(t, db, 8)
 			p := cl.Proxy(1)
 			_, port, _ := net.SplitHostPort(p.Addr())
 			mu.Lock()
 			codes[port] = http.StatusServiceUnavailable
 			mu.Unlock()
-			waitFor(t, 5*time.Second, "the node whose status says 503 drained", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "the node whose status says 503 drained", func() bool {
 				ns, _ := c.Stats().Node(p.Addr())
 				return ns.State == lbd.StateDown && ns.TransitionsBy[lbd.CauseShutdown] > 0 && ns.Open == 0
 			})
@@ -168,11 +170,11 @@ func TestStatusURLDrains(t *testing.T) {
 			mu.Lock()
 			delete(codes, port)
 			mu.Unlock()
-			waitFor(t, 5*time.Second, "the node back up", func() bool {
-				s, _ := nodeState(c, p.Addr())
+			testkit.WaitFor(t, 5*time.Second, "the node back up", func() bool {
+				s, _ := clusterkit.NodeState(c, p.Addr())
 				return s == lbd.StateUp
 			})
-			if fails := failures(w); len(fails) > 0 {
+			if fails := clusterkit.Failures(w); len(fails) > 0 {
 				t.Fatalf("%d statements failed, first: %v", len(fails), fails[0].Err)
 			}
 		})
@@ -185,9 +187,9 @@ func TestStatusURLDrains(t *testing.T) {
 func TestIdleConnectionsClosedWithShutdown(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	db.SetMaxIdleConns(12)
-	conns := holdConns(t, db, 12)
+	conns := clusterkit.HoldConns(t, db, 12)
 	for _, cn := range conns {
 		cn.Close() // back to the pool, idle
 	}
@@ -201,7 +203,7 @@ func TestIdleConnectionsClosedWithShutdown(t *testing.T) {
 	// Check every pooled connection out at once (database/sql hands out the most recently
 	// returned first), each running a statement.
 	ctx := context.Background()
-	again := holdConns(t, db, 12)
+	again := clusterkit.HoldConns(t, db, 12)
 	defer func() {
 		for _, cn := range again {
 			cn.Close()

@@ -11,6 +11,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/exception"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -22,7 +24,7 @@ var (
 func TestFatalErrorRetiresItsConnection(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
-	db, c := openDB(t, cl, "", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
@@ -52,7 +54,7 @@ func TestFatalErrorRetiresItsConnection(t *testing.T) {
 func TestNonFatalErrorKeepsTheConnection(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
-	db, c := openDB(t, cl, "", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
@@ -74,13 +76,13 @@ func TestNonFatalErrorKeepsTheConnection(t *testing.T) {
 
 func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
+	logs := &testkit.Logs{}
 	// No scheduled probe runs (the first is an hour away), so only application errors can
 	// start the node's way down: the threshold, or the early probe a fatal error triggers.
 	// No idle connection is kept, so every statement is a fresh pick and the bad node gets
 	// its share.
-	opts := append(fast(time.Hour, time.Hour, time.Hour, logs), lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }))
-	db, c := openDB(t, cl, "fatalErrorThreshold=3&recoverCheckCount=2", opts...)
+	opts := append(clusterkit.Fast(time.Hour, time.Hour, time.Hour, logs), lbd.WithJitter(func(max time.Duration) time.Duration { return max - 1 }))
+	db, c := clusterkit.OpenDB(t, cl, "fatalErrorThreshold=3&recoverCheckCount=2", opts...)
 	db.SetMaxIdleConns(0)
 	bad := cl.Proxy(1)
 	bad.FailNext(-1, errServerInitializing)
@@ -90,13 +92,13 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 			failures++
 		}
 	}
-	if s, _ := nodeState(c, bad.Addr()); s != lbd.StateDown {
+	if s, _ := clusterkit.NodeState(c, bad.Addr()); s != lbd.StateDown {
 		t.Fatalf("node answering 8001 to everything is %v, want down", s)
 	}
 	if failures < 1 || failures > 3 {
 		t.Fatalf("%d statements failed, want 1 to the threshold (3): the node's fatal errors must take it down", failures)
 	}
-	waitForTransition(t, c, logs, bad.Addr(), lbd.StateDown)
+	clusterkit.WaitForTransition(t, c, logs, bad.Addr(), lbd.StateDown)
 	downs := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "down")
 	if len(downs) != 1 {
 		t.Fatalf("%d down transitions logged, want 1", len(downs))
@@ -106,17 +108,17 @@ func TestRepeatedFatalErrorsTakeTheNodeDown(t *testing.T) {
 
 func TestFatalNodeComesBackAfterRecoveryProbes(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "fatalErrorThreshold=2", fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "fatalErrorThreshold=2", clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	bad := cl.Proxy(0)
 	bad.FailNext(-1, errServerInitializing)
-	waitFor(t, 5*time.Second, "the failing node to go down", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the failing node to go down", func() bool {
 		db.Exec("SELECT 1")
-		s, _ := nodeState(c, bad.Addr())
+		s, _ := clusterkit.NodeState(c, bad.Addr())
 		return s == lbd.StateDown
 	})
 	bad.FailNext(0, nil)
-	waitForTransition(t, c, logs, bad.Addr(), lbd.StateUp)
+	clusterkit.WaitForTransition(t, c, logs, bad.Addr(), lbd.StateUp)
 	if ups := logs.Match("lbd: node state changed", "node", bad.Addr(), "to", "up"); len(ups) != 1 {
 		t.Fatalf("%d up transitions logged, want 1", len(ups))
 	}
@@ -126,7 +128,7 @@ func TestCustomSorterByOption(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	everything := exception.SorterFunc(func(err error) bool { return err != nil })
-	db, c := openDB(t, cl, "", append(quiet(), lbd.WithExceptionSorter(everything))...)
+	db, c := clusterkit.OpenDB(t, cl, "", append(clusterkit.Quiet(), lbd.WithExceptionSorter(everything))...)
 	db.SetMaxOpenConns(1)
 	// The connection first, so that the statements lbd sends with a session's first command
 	// (session tracking's, on MariaDB) are answered before the failure is injected: the relay
@@ -148,7 +150,7 @@ func TestCustomSorterByOption(t *testing.T) {
 func TestNodeOfError(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)

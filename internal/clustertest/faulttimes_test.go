@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
@@ -153,7 +154,7 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	for _, p := range cl.Proxies() {
 		p.SetLatency(faultStatementLatency)
 	}
-	db, c := openDB(t, cl, "", opts...)
+	db, c := clusterkit.OpenDB(t, cl, "", opts...)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	r := startReaders(t, db, 16)
@@ -164,14 +165,14 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 
 	// A statement reaches the proxy (its count moves), then the fault starts offset into it.
 	n := p.Statements()
-	waitFor(t, 5*time.Second, "a statement reaching the proxy", func() bool { return p.Statements() != n })
+	testkit.WaitFor(t, 5*time.Second, "a statement reaching the proxy", func() bool { return p.Statements() != n })
 	time.Sleep(offset)
 
 	var ft faultTiming
 	failedBefore := r.failed.Load()
 	began := time.Now()
 	k.start(p)
-	waitFor(t, 10*time.Second, "the proxy out", func() bool { return state() == lbd.StateDown })
+	testkit.WaitFor(t, 10*time.Second, "the proxy out", func() bool { return state() == lbd.StateDown })
 	ft.out = time.Since(began)
 	time.Sleep(2*time.Second - ft.out) // the fault lasts 2 s
 	ft.flaps = transitionsOf(c, p.Addr(), lbd.StateUp, began, time.Now())
@@ -179,7 +180,7 @@ func measureFault(t *testing.T, k faultKind, opts []lbd.Option, offset time.Dura
 	p.SetLatency(faultStatementLatency) // the latency fault ends by setting 0
 	ended := time.Now()
 	served := p.Statements()
-	waitFor(t, 10*time.Second, "the proxy back in rotation", func() bool { return state() == lbd.StateUp && p.Statements() > served })
+	testkit.WaitFor(t, 10*time.Second, "the proxy back in rotation", func() bool { return state() == lbd.StateUp && p.Statements() > served })
 	ft.back = time.Since(ended)
 	ft.failed = r.failed.Load() - failedBefore
 	return ft
@@ -194,7 +195,7 @@ func measureProbeTimeouts(t *testing.T, opts []lbd.Option) (timedOut uint64, dow
 	for _, p := range cl.Proxies() {
 		p.SetLatency(faultStatementLatency)
 	}
-	db, c := openDB(t, cl, "", opts...)
+	db, c := clusterkit.OpenDB(t, cl, "", opts...)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	r := startReaders(t, db, 16)
@@ -219,14 +220,14 @@ func measureProbeTimeouts(t *testing.T, opts []lbd.Option) (timedOut uint64, dow
 // the probe interval.
 func measureDemotion(t *testing.T, opts []lbd.Option) (time.Duration, time.Duration) {
 	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "roleCheck=mysql&target=primary", opts...)
+	db, c := clusterkit.OpenDB(t, cl, "roleCheck=mysql&target=primary", opts...)
 	interval := c.Config().CheckHealthInterval
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	if _, err := db.Exec("CREATE TABLE demote (id BIGINT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	waitForRoles(t, c, cl, func(int) nodes.Role { return nodes.RolePrimary })
+	clusterkit.WaitForRoles(t, c, cl, func(int) nodes.Role { return nodes.RolePrimary })
 	var seq atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -239,10 +240,10 @@ func measureDemotion(t *testing.T, opts []lbd.Option) (time.Duration, time.Durat
 	}
 	defer func() { cancel(); wg.Wait() }()
 	p := cl.Proxy(0)
-	waitFor(t, 10*time.Second, "connections on the first primary", func() bool { ns, _ := c.Stats().Node(p.Addr()); return ns.Open > 2 })
+	testkit.WaitFor(t, 10*time.Second, "connections on the first primary", func() bool { ns, _ := c.Stats().Node(p.Addr()); return ns.Open > 2 })
 	began := time.Now()
 	p.SetRole(lbdtest.Replica)
-	waitFor(t, 2*interval+5*time.Second, "the demoted primary's connections retired", func() bool {
+	testkit.WaitFor(t, 2*interval+5*time.Second, "the demoted primary's connections retired", func() bool {
 		ns, _ := c.Stats().Node(p.Addr())
 		return ns.Role == nodes.RoleReplica && ns.Open == 0
 	})

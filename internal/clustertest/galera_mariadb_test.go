@@ -13,7 +13,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/clustertest/history"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -31,7 +33,7 @@ type galeraCluster struct {
 	admin []*sql.DB // lbdadmin on each node, for fault injection
 	db    *sql.DB   // through lbd with roleCheck=galera
 	c     *lbd.Connector
-	logs  *logRecorder // the Connector's log
+	logs  *testkit.Logs // the Connector's log
 }
 
 // openGalera opens the cluster .ci/galera printed (LBD_TEST_GALERA_DSNS and
@@ -68,8 +70,8 @@ func openGalera(t *testing.T, params string, want ...nodes.Role) *galeraCluster 
 		t.Fatalf("want three nodes, got %d DSNs and %d admin DSNs", len(g.addrs), len(g.admin))
 	}
 	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?roleCheck=galera%s", first.User, first.Passwd, strings.Join(g.addrs, ","), first.DBName, params)
-	g.logs = &logRecorder{}
-	c, err := lbd.NewConnector(dsn, fast(galeraProbe, galeraProbeTimeout, time.Hour, g.logs)...)
+	g.logs = &testkit.Logs{}
+	c, err := lbd.NewConnector(dsn, clusterkit.Fast(galeraProbe, galeraProbeTimeout, time.Hour, g.logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func openGalera(t *testing.T, params string, want ...nodes.Role) *galeraCluster 
 	g.db = sql.OpenDB(c)
 	t.Cleanup(func() { g.db.Close() })
 	g.db.SetMaxIdleConns(0) // every connection a test holds is a new pick
-	waitFor(t, 30*time.Second, fmt.Sprintf("the Galera nodes' roles to be %v", want), func() bool {
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("the Galera nodes' roles to be %v", want), func() bool {
 		for i, r := range want {
 			if !g.is(i, r) {
 				return false
@@ -113,7 +115,7 @@ func until(t *testing.T, since time.Time, d time.Duration, what string, cond fun
 // spread holds n new connections at once and returns how many went to each node.
 func (g *galeraCluster) spread(t *testing.T, n int) []int {
 	t.Helper()
-	held := holdConns(t, g.db, n)
+	held := clusterkit.HoldConns(t, g.db, n)
 	st := g.c.Stats()
 	out := make([]int, len(g.addrs))
 	for i, a := range g.addrs {
@@ -204,7 +206,7 @@ func TestGaleraKilledNodeOnMariaDB(t *testing.T) {
 	killed = true
 	gone := time.Now()
 	detect := until(t, gone, 10*time.Second, "the killed node down", func() bool {
-		s, _ := nodeState(g.c, g.addrs[node])
+		s, _ := clusterkit.NodeState(g.c, g.addrs[node])
 		return s == lbd.StateDown
 	})
 	var down time.Duration // from the kill command's start to the Connector's transition
@@ -389,19 +391,19 @@ func TestGaleraHistoryAcrossADesyncAndAKillOnMariaDB(t *testing.T) {
 	l.waitOps(t, 500)
 	for range 2 {
 		desync(true)
-		waitFor(t, 10*time.Second, "the writer to move to the second node", func() bool { return g.is(1, P) && !g.is(0, P) })
+		testkit.WaitFor(t, 10*time.Second, "the writer to move to the second node", func() bool { return g.is(1, P) && !g.is(0, P) })
 		event("the second node writes")
 		l.waitOps(t, 1000)
 		desync(false)
-		waitFor(t, 10*time.Second, "the first node to write again", func() bool { return g.is(0, P) })
+		testkit.WaitFor(t, 10*time.Second, "the first node to write again", func() bool { return g.is(0, P) })
 		event("the first node writes again")
 		l.waitOps(t, 500)
 	}
 	event("kill")
 	galeraCtl(t, ctl, "kill", fmt.Sprint(killedNode+1))
 	killed = true
-	waitFor(t, 10*time.Second, "the killed node down", func() bool {
-		s, _ := nodeState(g.c, g.addrs[killedNode])
+	testkit.WaitFor(t, 10*time.Second, "the killed node down", func() bool {
+		s, _ := clusterkit.NodeState(g.c, g.addrs[killedNode])
 		return s == lbd.StateDown
 	})
 	event("the killed node down")

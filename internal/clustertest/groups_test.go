@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -31,22 +33,22 @@ func TestIsolatedGroupTakesOnlyItsOwnReads(t *testing.T) {
 	}
 	const bi = 3
 	c, err := lbd.NewConnector(groupDSN(cl, bi, "balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&isolatedGroups=bi"),
-		append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{}), lbd.WithLogger(discardLogger()))...)
+		append(clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &testkit.Logs{}), lbd.WithLogger(clusterkit.DiscardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
-	mustBeReady(t, c)
+	testkit.Ready(t, c)
 	db.SetMaxOpenConns(32)
-	waitForRoles(t, c, cl, func(i int) nodes.Role {
+	clusterkit.WaitForRoles(t, c, cl, func(i int) nodes.Role {
 		if i == 0 {
 			return nodes.RolePrimary
 		}
 		return nodes.RoleReplica
 	})
 	tbl := fmt.Sprintf("grp_%d", time.Now().UnixNano())
-	dropOnBackend(t, cl, tbl)
+	clusterkit.DropOnBackend(t, cl, tbl)
 	if _, err := db.Exec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY, v INT)"); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestGroupConnectorIsAPoolOfItsGroup(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
 	const bi = 2
-	c, err := lbd.NewConnector(groupDSN(cl, bi, "group=bi"), append(quiet(), lbd.WithLogger(discardLogger()))...)
+	c, err := lbd.NewConnector(groupDSN(cl, bi, "group=bi"), append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestGroupConnectorIsAPoolOfItsGroup(t *testing.T) {
 	if got := countQueries(cl, "SELECT 2 AS bi_pool"); got[0] != 0 || got[1] != 0 || got[bi] != 80 {
 		t.Fatalf("statements per proxy %v, want all 80 on the BI replica", got)
 	}
-	if open := openCounts(c, cl); open[0] != 0 || open[1] != 0 || open[bi] == 0 {
+	if open := clusterkit.OpenCounts(c, cl); open[0] != 0 || open[1] != 0 || open[bi] == 0 {
 		t.Fatalf("open connections per proxy %v, want them on the BI replica alone", open)
 	}
 }

@@ -3,55 +3,30 @@ package clustertest
 import (
 	"github.com/lbd-go/lbd"
 
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
-// fast returns options for loops that run in milliseconds; jitter 0 puts every node's probes
-// in the same phase, which makes "one hung probe does not delay another" visible.
-func fast(health, timeout, balance time.Duration, logs *logRecorder) []lbd.Option {
-	return []lbd.Option{
-		lbd.WithCheckHealthInterval(health),
-		lbd.WithCheckHealthTimeout(timeout),
-		lbd.WithCheckBalanceInterval(balance),
-		lbd.WithWarmup(0), // these tests judge probes and rebalancing; slow start has its own
-		lbd.WithJitter(func(time.Duration) time.Duration { return 0 }),
-		lbd.WithLogger(logs.Logger()),
-	}
-}
-
-// startWorkload runs SELECT 1 on the given number of goroutines until the test ends or
-// Stop, with a 1 s deadline per statement.
-func startWorkload(t testing.TB, db *sql.DB, workers int) *testkit.Workload {
-	return testkit.StartWorkload(t, db, testkit.WorkloadConfig{Workers: workers, Timeout: time.Second})
-}
-
-// failures stops w and returns its failed statements.
-func failures(w *testkit.Workload) []testkit.Op {
-	w.Stop()
-	return w.Failures()
-}
-
 func TestHungProxyIsTakenDown(t *testing.T) {
 	const interval, timeout = 300 * time.Millisecond, 300 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "timeout=300ms", fast(interval, timeout, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "timeout=300ms", clusterkit.Fast(interval, timeout, time.Hour, logs)...)
 	db.SetMaxOpenConns(20)
 	db.SetMaxIdleConns(20)
-	w := startWorkload(t, db, 20)
-	waitFor(t, 5*time.Second, "the workload to spread over every proxy", func() bool {
-		return spread(openCounts(c, cl)) <= 1 && c.Stats().Open() >= 15
+	w := clusterkit.StartWorkload(t, db, 20)
+	testkit.WaitFor(t, 5*time.Second, "the workload to spread over every proxy", func() bool {
+		return clusterkit.Spread(clusterkit.OpenCounts(c, cl)) <= 1 && c.Stats().Open() >= 15
 	})
 
 	hung := cl.Proxy(0)
-	waitFor(t, 5*time.Second, "statements flowing through every proxy", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "statements flowing through every proxy", func() bool {
 		for _, p := range cl.Proxies() {
 			if p.Statements() < 100 {
 				return false
@@ -62,7 +37,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 	hungAt := time.Now()
 	hung.Hang()
 	defer hung.Resume()
-	downAt := waitForTransition(t, c, logs, hung.Addr(), lbd.StateDown).At
+	downAt := clusterkit.WaitForTransition(t, c, logs, hung.Addr(), lbd.StateDown).At
 	took := downAt.Sub(hungAt)
 	t.Logf("hung proxy down after %v (interval %v, timeout capped at %v)", took, interval, min(timeout, interval))
 	if limit := interval + min(timeout, interval) + 400*time.Millisecond; took > limit { // slack for a loaded machine
@@ -70,7 +45,7 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 	}
 
 	w.Progress(t, 5*time.Second, 100) // statements on the other proxies after the node went down
-	failed := failures(w)
+	failed := clusterkit.Failures(w)
 	for _, o := range failed {
 		if !o.Start.Before(downAt) {
 			t.Errorf("statement started %v after the node went down failed: %v", o.Start.Sub(downAt), o.Err)
@@ -82,10 +57,10 @@ func TestHungProxyIsTakenDown(t *testing.T) {
 func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 	const interval = 500 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	_, c := openDB(t, cl, "", fast(interval, interval, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	_, c := clusterkit.OpenDB(t, cl, "", clusterkit.Fast(interval, interval, time.Hour, logs)...)
 	hung, stopped := cl.Proxy(0), cl.Proxy(1)
-	waitFor(t, 5*time.Second, "first probes", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "first probes", func() bool {
 		for _, ns := range c.Stats().Nodes {
 			if ns.Probes == 0 {
 				return false
@@ -99,8 +74,8 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 	if err := stopped.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	stoppedDown := waitForTransition(t, c, logs, stopped.Addr(), lbd.StateDown).At.Sub(at)
-	hungDown := waitForTransition(t, c, logs, hung.Addr(), lbd.StateDown).At.Sub(at)
+	stoppedDown := clusterkit.WaitForTransition(t, c, logs, stopped.Addr(), lbd.StateDown).At.Sub(at)
+	hungDown := clusterkit.WaitForTransition(t, c, logs, hung.Addr(), lbd.StateDown).At.Sub(at)
 	t.Logf("stopped proxy down after %v, hung proxy after %v", stoppedDown, hungDown)
 	if stoppedDown > interval+400*time.Millisecond {
 		t.Errorf("stopped proxy took %v, want within one interval (%v)", stoppedDown, interval)
@@ -112,31 +87,31 @@ func TestStoppedProxyNotDelayedByHungOne(t *testing.T) {
 
 func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "recoverCheckCount=3", fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "recoverCheckCount=3", clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxIdleConns(30)
 	db.SetMaxOpenConns(30)
-	for _, cn := range holdConns(t, db, 30) { // leave 10 idle connections on every proxy
+	for _, cn := range clusterkit.HoldConns(t, db, 30) { // leave 10 idle connections on every proxy
 		cn.Close()
 	}
 	p := cl.Proxy(2)
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
-		s, _ := nodeState(c, p.Addr())
+	testkit.WaitFor(t, 5*time.Second, "the stopped proxy to go down", func() bool {
+		s, _ := clusterkit.NodeState(c, p.Addr())
 		return s == lbd.StateDown
 	})
 	// The idle connections close right after the transition is handled (on the Connector's
 	// own goroutine).
-	waitFor(t, 2*time.Second, "the down node's idle connections to close", func() bool {
+	testkit.WaitFor(t, 2*time.Second, "the down node's idle connections to close", func() bool {
 		ns, _ := c.Stats().Node(p.Addr())
 		return ns.Open == 0
 	})
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitForTransition(t, c, logs, p.Addr(), lbd.StateUp)
+	clusterkit.WaitForTransition(t, c, logs, p.Addr(), lbd.StateUp)
 	ups := logs.Match("lbd: node state changed", "node", p.Addr(), "to", "up")
 	if len(ups) != 1 || !strings.HasPrefix(ups[0].Attrs["reason"], "3 consecutive good probes") {
 		t.Fatalf("up transitions = %+v, want one after 3 consecutive good probes", ups)
@@ -151,14 +126,14 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 func TestScaleOutReachesFairShare(t *testing.T) {
 	const balance = 400 * time.Millisecond
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", fast(250*time.Millisecond, 250*time.Millisecond, balance, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, balance, logs)...)
 	db.SetMaxOpenConns(30)
 	db.SetMaxIdleConns(30)
-	w := startWorkload(t, db, 30)
-	waitFor(t, 5*time.Second, "30 connections spread 10/10/10", func() bool {
-		got := openCounts(c, cl)
-		return c.Stats().Open() == 30 && spread(got) == 0
+	w := clusterkit.StartWorkload(t, db, 30)
+	testkit.WaitFor(t, 5*time.Second, "30 connections spread 10/10/10", func() bool {
+		got := clusterkit.OpenCounts(c, cl)
+		return c.Stats().Open() == 30 && clusterkit.Spread(got) == 0
 	})
 	if _, err := cl.AddProxy(); err != nil {
 		t.Fatal(err)
@@ -167,34 +142,34 @@ func TestScaleOutReachesFairShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	newAddr := cl.Addrs()[3]
-	waitFor(t, 5*time.Second, "the new proxy to pass its probe", func() bool {
-		s, _ := nodeState(c, newAddr)
+	testkit.WaitFor(t, 5*time.Second, "the new proxy to pass its probe", func() bool {
+		s, _ := clusterkit.NodeState(c, newAddr)
 		return s == lbd.StateUp
 	})
 	upAt := time.Now()
-	waitFor(t, 10*time.Second, "counts within 1 of each other over 4 proxies", func() bool {
-		got := openCounts(c, cl)
-		return spread(got) <= 1 && got[3] >= 7
+	testkit.WaitFor(t, 10*time.Second, "counts within 1 of each other over 4 proxies", func() bool {
+		got := clusterkit.OpenCounts(c, cl)
+		return clusterkit.Spread(got) <= 1 && got[3] >= 7
 	})
 	took := time.Since(upAt)
-	t.Logf("converged to %v in %v (balance interval %v)", openCounts(c, cl), took, balance)
+	t.Logf("converged to %v in %v (balance interval %v)", clusterkit.OpenCounts(c, cl), took, balance)
 	if took > 2*balance+600*time.Millisecond { // slack for a loaded machine
 		t.Errorf("convergence took %v, want within two balance intervals (%v)", took, 2*balance)
 	}
-	if f := failures(w); len(f) > 0 {
+	if f := clusterkit.Failures(w); len(f) > 0 {
 		t.Fatalf("%d application errors during scale-out, first: %v", len(f), f[0].Err)
 	}
 }
 
 func TestDrainRemovedProxy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", fast(250*time.Millisecond, 250*time.Millisecond, 200*time.Millisecond, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, 200*time.Millisecond, logs)...)
 	db.SetMaxOpenConns(15)
 	db.SetMaxIdleConns(15)
-	w := startWorkload(t, db, 15)
-	waitFor(t, 5*time.Second, "load on every proxy", func() bool {
-		for _, n := range openCounts(c, cl) {
+	w := clusterkit.StartWorkload(t, db, 15)
+	testkit.WaitFor(t, 5*time.Second, "load on every proxy", func() bool {
+		for _, n := range clusterkit.OpenCounts(c, cl) {
 			if n == 0 {
 				return false
 			}
@@ -206,18 +181,18 @@ func TestDrainRemovedProxy(t *testing.T) {
 	if err := c.SetNodes(keep); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the removed proxy to leave Stats", func() bool {
-		_, ok := nodeState(c, removed)
+	testkit.WaitFor(t, 5*time.Second, "the removed proxy to leave Stats", func() bool {
+		_, ok := clusterkit.NodeState(c, removed)
 		return !ok
 	})
-	waitFor(t, 5*time.Second, "the removed proxy to see no connection", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the removed proxy to see no connection", func() bool {
 		return cl.Proxy(1).OpenConns() == 0
 	})
-	if f := failures(w); len(f) > 0 {
+	if f := clusterkit.Failures(w); len(f) > 0 {
 		t.Fatalf("%d application errors while draining, first: %v", len(f), f[0].Err)
 	}
 	// The log line follows the table on the Connector's own goroutine.
-	waitFor(t, 5*time.Second, "the drained node's log line", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the drained node's log line", func() bool {
 		return len(logs.Match("lbd: node drained and removed", "node", removed)) > 0
 	})
 	if n := len(logs.Match("lbd: node drained and removed", "node", removed)); n != 1 {
@@ -228,8 +203,8 @@ func TestDrainRemovedProxy(t *testing.T) {
 func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
-	logs := &logRecorder{}
-	_, c := openDB(t, cl, "", fast(time.Hour, time.Hour, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	_, c := clusterkit.OpenDB(t, cl, "", clusterkit.Fast(time.Hour, time.Hour, time.Hour, logs)...)
 	// Replace both nodes by one that does not answer: the new one is down until probed, so
 	// removing both old ones would leave nothing up.
 	err := c.SetNodes([]string{"127.0.0.1:1"})
@@ -237,7 +212,7 @@ func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 		t.Fatalf("SetNodes = %v, want ErrNoUpNodeLeft", err)
 	}
 	for _, a := range cl.Addrs() {
-		if s, ok := nodeState(c, a); !ok || s != lbd.StateUp {
+		if s, ok := clusterkit.NodeState(c, a); !ok || s != lbd.StateUp {
 			t.Fatalf("node %s is %v (present %v) after a refused removal, want up", a, s, ok)
 		}
 	}
@@ -254,12 +229,12 @@ func TestRemovingLastUpNodeIsRefused(t *testing.T) {
 
 func TestAllDownFailsFastAndRecovers(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "recoverCheckCount=1", fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "recoverCheckCount=1", clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	for _, p := range cl.Proxies() {
 		p.Stop()
 	}
-	waitFor(t, 5*time.Second, "every node down", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "every node down", func() bool {
 		for _, ns := range c.Stats().Nodes {
 			if ns.State != lbd.StateDown {
 				return false
@@ -279,20 +254,20 @@ func TestAllDownFailsFastAndRecovers(t *testing.T) {
 	for _, p := range cl.Proxies() {
 		p.Start()
 	}
-	waitFor(t, 5*time.Second, "recovery without a restart", func() bool { return db.Ping() == nil })
+	testkit.WaitFor(t, 5*time.Second, "recovery without a restart", func() bool { return db.Ping() == nil })
 }
 
 func TestLogStatsWritesOneLinePerNode(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 2)
-	logs := &logRecorder{}
+	logs := &testkit.Logs{}
 	dsn := strings.Replace(cl.DSN("logStats=true"), cl.User()+":"+cl.Password()+"@", cl.User()+":s3cretpw@", 1)
-	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(logs.Logger()), lbd.WithStatsInterval(20*time.Millisecond))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Quiet(), lbd.WithLogger(logs.Logger()), lbd.WithStatsInterval(20*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 5*time.Second, "stats lines for both nodes", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "stats lines for both nodes", func() bool {
 		return len(logs.Match("lbd stats", "node", cl.Addrs()[0])) > 0 && len(logs.Match("lbd stats", "node", cl.Addrs()[1])) > 0
 	})
 	for _, rec := range logs.Match("lbd stats") {

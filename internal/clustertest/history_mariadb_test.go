@@ -17,6 +17,7 @@ import (
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/clustertest/history"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -77,7 +78,7 @@ func (l *historyLoad) stop() {
 func (l *historyLoad) waitOps(t *testing.T, n int64) {
 	t.Helper()
 	target := l.done.Load() + n
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d more operations", n), func() bool { return l.done.Load() >= target })
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%d more operations", n), func() bool { return l.done.Load() >= target })
 }
 
 func (l *historyLoad) worker(w int) {
@@ -216,7 +217,7 @@ func TestHistoryAcrossASwitchoverOnMariaDB(t *testing.T) {
 			start := time.Now()
 			ps := openPairSwitch(t, "balance=statement&readWriteSplit=true&interpolateParams=true&readAfterWriteMillis=1000&readConsistency="+mode)
 			table := historyTable(t, "switch_"+mode, ps.primary, ps.pAdmin, ps.rAdmin)
-			waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "the table on the replica", func() bool {
 				_, err := ps.replica.Exec("SELECT 1 FROM " + table)
 				return err == nil
 			})
@@ -254,7 +255,7 @@ func TestHistoryFindsStaleReadsWithoutReadYourWritesOnMariaDB(t *testing.T) {
 	primary, replica := mariaDBPair(t)
 	rAdmin := mariaDBAdmin(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
 	table := historyTable(t, "stale", primary, primary)
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the table on the replica", func() bool {
 		_, err := replica.Exec("SELECT 1 FROM " + table)
 		return err == nil
 	})
@@ -299,8 +300,8 @@ func TestHistoryAcrossAKilledProxyOnMariaDB(t *testing.T) {
 	if err := killed.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the stopped relay down", func() bool {
-		s, _ := nodeState(pr.c, killed.Addr())
+	testkit.WaitFor(t, 5*time.Second, "the stopped relay down", func() bool {
+		s, _ := clusterkit.NodeState(pr.c, killed.Addr())
 		return s == lbd.StateDown
 	})
 	l.waitOps(t, 2000)
@@ -346,7 +347,7 @@ func openPairRelays(t *testing.T, primaries int, params string) *pairRelays {
 	addrs := append(pr.toPrimary.Addrs(), pr.toReplica.Addrs()...)
 	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&%s",
 		cfg.User, cfg.Passwd, strings.Join(addrs, ","), cfg.DBName, params)
-	pr.c, err = lbd.NewConnector(dsn, fast(100*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
+	pr.c, err = lbd.NewConnector(dsn, clusterkit.Fast(100*time.Millisecond, 250*time.Millisecond, time.Hour, &testkit.Logs{})...)
 	if err != nil {
 		t.Fatal(err)
 	}

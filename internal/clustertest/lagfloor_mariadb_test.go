@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/lbd-go/lbd/internal/testkit"
 )
 
 // keepWriting inserts a row into table on the primary every 50 ms until the test ends, so that
@@ -36,7 +38,7 @@ func TestLagFloorOnThePair(t *testing.T) {
 	keepWriting(t, table)
 	db, c := splitOverPairConnector(t, "maxReplicationLagSeconds=1")
 	rAddr := mustAddr(t, os.Getenv("LBD_TEST_MARIADB_REPLICA_DSN"))
-	waitFor(t, 15*time.Second, "the replica 2 s or more behind, kept by the floor", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the replica 2 s or more behind, kept by the floor", func() bool {
 		ns, _ := c.Stats().Node(rAddr)
 		return ns.Lagging && ns.LagFloor && ns.ReplicationLag >= 2*time.Second
 	})
@@ -73,7 +75,7 @@ func TestLagFloorOnThePair(t *testing.T) {
 		t.Errorf("%d of 5 reads a second after their write missed it while the floor kept a replica 3 s behind", stale)
 	}
 	gdb, gc := splitOverPairConnector(t, "maxReplicationLagSeconds=1&readConsistency=gtid&readAfterWriteMillis=500")
-	waitFor(t, 15*time.Second, "the replica kept by the floor (gtid)", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the replica kept by the floor (gtid)", func() bool {
 		ns, _ := gc.Stats().Node(rAddr)
 		return ns.LagFloor
 	})

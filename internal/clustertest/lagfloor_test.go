@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -37,15 +38,15 @@ func TestLagFloorOnTheEmulation(t *testing.T) {
 			if floor != "" {
 				params += "&minServingReplicas=" + floor
 			}
-			logs := &logRecorder{}
-			db, c := openDB(t, cl, params, fast(200*time.Millisecond, 200*time.Millisecond, time.Hour, logs)...)
-			waitForRoles(t, c, cl, func(i int) nodes.Role {
+			logs := &testkit.Logs{}
+			db, c := clusterkit.OpenDB(t, cl, params, clusterkit.Fast(200*time.Millisecond, 200*time.Millisecond, time.Hour, logs)...)
+			clusterkit.WaitForRoles(t, c, cl, func(i int) nodes.Role {
 				if i == 0 {
 					return nodes.RolePrimary
 				}
 				return nodes.RoleReplica
 			})
-			waitFor(t, 5*time.Second, "both replicas lagging", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "both replicas lagging", func() bool {
 				for _, p := range cl.Proxies()[1:] {
 					if ns, _ := c.Stats().Node(p.Addr()); !ns.Lagging {
 						return false
@@ -55,7 +56,7 @@ func TestLagFloorOnTheEmulation(t *testing.T) {
 			})
 			// Reads from 8 workers: where do they go?
 			before := clusterkit.StatementCounts(cl)
-			w := startWorkload(t, db, 8)
+			w := clusterkit.StartWorkload(t, db, 8)
 			w.Progress(t, 10*time.Second, 2000)
 			w.Stop()
 			if fails := w.Failures(); len(fails) > 0 {
@@ -87,7 +88,7 @@ func TestLagFloorOnTheEmulation(t *testing.T) {
 			if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS lagfloor_t (id INT PRIMARY KEY)"); err != nil {
 				t.Fatal(err)
 			}
-			dropOnBackend(t, cl, "lagfloor_t")
+			clusterkit.DropOnBackend(t, cl, "lagfloor_t")
 			time.Sleep(500 * time.Millisecond) // past readAfterWriteMillis (300 ms), within the replica's lag
 			for i := range 10 {
 				mark := fmt.Sprintf("/* ryw %d */", i)

@@ -8,40 +8,26 @@ import (
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/lbdtest"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 )
 
-// TestMain fails the package when any goroutine outlives the tests: every Connector, probe,
-// rebalancer and stats loop must stop on Close.
-//
-// The tests that call t.Parallel wait on sleeps, outages and deadlines rather than the CPU, or
-// take milliseconds, and judge no time tightly, so unless -test.parallel is given, up to
-// clusterParallel of them run at once. Go runs the other tests first, one at a time and alone:
-// those that judge shares, latencies or how soon a fault is seen (probes at intervals of
-// 50-500 ms whose timeouts a busy process misses), those that keep the CPU busy on their own
-// (thousands of statements or dials: beside each other they stretched from 3 s to 25 s and ran
-// out of their waits), those that count the process's goroutines, and those that change
-// process-wide state (registrations, the environment).
-func TestMain(m *testing.M) {
-	testkit.DefaultParallel(clusterParallel)
-	testkit.VerifyTestMain(m)
-}
-
-// clusterParallel is how many functional tests run at once by default.
-const clusterParallel = 4
+// TestMain fails the package when a goroutine outlives the tests, and runs up to
+// clusterkit.Parallel of its parallel tests at once (clusterkit.Main says which may be).
+func TestMain(m *testing.M) { clusterkit.Main(m) }
 
 func TestCloseLeavesNothingBehind(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	before := testkit.IgnoreCurrent()
-	logs := &logRecorder{}
-	c, err := lbd.NewConnector(cl.DSN("logStats=true"), fast(250*time.Millisecond, 250*time.Millisecond, 100*time.Millisecond, logs)...)
+	logs := &testkit.Logs{}
+	c, err := lbd.NewConnector(cl.DSN("logStats=true"), clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, 100*time.Millisecond, logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
 	db.SetMaxIdleConns(10)
-	w := startWorkload(t, db, 10)
-	waitFor(t, 5*time.Second, "probes and statements on every proxy", func() bool {
+	w := clusterkit.StartWorkload(t, db, 10)
+	testkit.WaitFor(t, 5*time.Second, "probes and statements on every proxy", func() bool {
 		for _, ns := range c.Stats().Nodes {
 			if ns.Probes == 0 || ns.Dials == 0 {
 				return false
@@ -49,13 +35,13 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 		}
 		return true
 	})
-	if f := failures(w); len(f) > 0 {
+	if f := clusterkit.Failures(w); len(f) > 0 {
 		t.Fatalf("workload errors: %v", f[0].Err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "every proxy to see 0 open connections", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "every proxy to see 0 open connections", func() bool {
 		for _, p := range cl.Proxies() {
 			if p.OpenConns() != 0 {
 				return false

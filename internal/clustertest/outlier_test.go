@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -27,11 +29,11 @@ func transitionOf(c *lbd.Connector, addr string, to lbd.NodeState, since time.Ti
 func TestShortHangIsEjectedPassively(t *testing.T) {
 	const hangFor = 2 * time.Second
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "")
+	db, c := clusterkit.OpenDB(t, cl, "")
 	db.SetMaxOpenConns(12)
 	db.SetMaxIdleConns(12)
-	w := startWorkload(t, db, 12)
-	waitFor(t, 10*time.Second, "statements flowing through every proxy", func() bool {
+	w := clusterkit.StartWorkload(t, db, 12)
+	testkit.WaitFor(t, 10*time.Second, "statements flowing through every proxy", func() bool {
 		for _, p := range cl.Proxies() {
 			if p.Statements() < 100 {
 				return false
@@ -58,12 +60,12 @@ func TestShortHangIsEjectedPassively(t *testing.T) {
 	}
 	t.Logf("taken down %v into the hang: %s", down.At.Sub(hungAt), down.Reason)
 
-	waitFor(t, 30*time.Second, "the proxy back up", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the proxy back up", func() bool {
 		_, ok := transitionOf(c, hung.Addr(), lbd.StateUp, resumedAt)
 		return ok
 	})
 	w.Progress(t, 5*time.Second, 100)
-	failed := failures(w)
+	failed := clusterkit.Failures(w)
 	for _, o := range failed {
 		if !o.Start.Before(down.At) {
 			t.Errorf("statement started %v after the ejection failed: %v", o.Start.Sub(down.At), o.Err)
@@ -77,7 +79,7 @@ func TestShortHangIsEjectedPassively(t *testing.T) {
 func TestServerErrorsAreNoSignal(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "checkHealthIntervalSeconds=3600")
+	db, c := clusterkit.OpenDB(t, cl, "checkHealthIntervalSeconds=3600")
 	db.SetMaxOpenConns(3)
 	for _, p := range cl.Proxies() {
 		p.FailNext(20, &mysql.MySQLError{Number: 1062, Message: "Duplicate entry '1' for key 'PRIMARY'"})

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -21,16 +23,16 @@ func TestNoFailClosedWhileAProxyAnswers(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			const interval = 400 * time.Millisecond
 			cl := lbdtest.NewCluster(t, 2)
-			logs := &logRecorder{}
+			logs := &testkit.Logs{}
 			// Three good probes spaced half an interval apart keep the second proxy down for
 			// at least a whole interval after its failed probe.
-			db, c := openDB(t, cl, "balance="+mode+"&recoverCheckCount=3", fast(interval, interval, time.Hour, logs)...)
+			db, c := clusterkit.OpenDB(t, cl, "balance="+mode+"&recoverCheckCount=3", clusterkit.Fast(interval, interval, time.Hour, logs)...)
 			dead, alive := cl.Proxy(0), cl.Proxy(1)
 			if err := dead.Stop(); err != nil {
 				t.Fatal(err)
 			}
 			alive.FailNext(1, &mysql.MySQLError{Number: 1105, Message: "probe refused once"})
-			waitFor(t, 5*time.Second, "both proxies down", func() bool {
+			testkit.WaitFor(t, 5*time.Second, "both proxies down", func() bool {
 				for _, ns := range c.Stats().Nodes {
 					if ns.State != lbd.StateDown {
 						return false
@@ -51,11 +53,11 @@ func TestNoFailClosedWhileAProxyAnswers(t *testing.T) {
 			if ns.State != lbd.StateUp || ns.TransitionsBy[lbd.CausePanic] != 1 {
 				t.Fatalf("%s is %v with transitions by cause %v; want up, by one panic-mode success", alive.Addr(), ns.State, ns.TransitionsBy)
 			}
-			line := waitForTransition(t, c, logs, alive.Addr(), lbd.StateUp)
+			line := clusterkit.WaitForTransition(t, c, logs, alive.Addr(), lbd.StateUp)
 			if line.Attrs["cause"] != "panic" {
 				t.Fatalf("logged %v, want cause panic", line.Attrs)
 			}
-			if s, _ := nodeState(c, dead.Addr()); s != lbd.StateDown {
+			if s, _ := clusterkit.NodeState(c, dead.Addr()); s != lbd.StateDown {
 				t.Fatalf("the killed proxy is %v, want down", s)
 			}
 			for i := range 20 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -57,7 +58,7 @@ func transitionsOf(c *lbd.Connector, addr string, state lbd.NodeState, from, to 
 // waitAllServing waits until every proxy of cl has served more than 100 statements.
 func waitAllServing(t *testing.T, cl *lbdtest.Cluster) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "every proxy serving", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "every proxy serving", func() bool {
 		for _, p := range cl.Proxies() {
 			if p.Statements() <= 100 {
 				return false
@@ -78,17 +79,17 @@ func TestSlowProxyStaysOutWhileSlowAndReturnsFast(t *testing.T) {
 	for _, p := range cl.Proxies() {
 		p.SetLatency(faultStatementLatency)
 	}
-	db, c := openDB(t, cl, "")
+	db, c := clusterkit.OpenDB(t, cl, "")
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	r := startReaders(t, db, 16)
 	waitAllServing(t, cl)
 	p := cl.Proxy(0)
-	state := func() lbd.NodeState { s, _ := nodeState(c, p.Addr()); return s }
+	state := func() lbd.NodeState { s, _ := clusterkit.NodeState(c, p.Addr()); return s }
 
 	slowAt := time.Now()
 	p.SetLatency(time.Second)
-	waitFor(t, 5*time.Second, "the slow proxy out", func() bool { return state() == lbd.StateDown })
+	testkit.WaitFor(t, 5*time.Second, "the slow proxy out", func() bool { return state() == lbd.StateDown })
 	out := time.Since(slowAt)
 	if out > time.Second {
 		t.Errorf("out %v after it turned slow, want about 0.3 s, never beyond 1 s", out)
@@ -103,7 +104,7 @@ func TestSlowProxyStaysOutWhileSlowAndReturnsFast(t *testing.T) {
 		t.Errorf("the proxy was taken down %d times while it was slow, want once", downs)
 	}
 	served := p.Statements()
-	waitFor(t, 10*time.Second, "the healed proxy back in rotation", func() bool { return state() == lbd.StateUp && p.Statements() > served })
+	testkit.WaitFor(t, 10*time.Second, "the healed proxy back in rotation", func() bool { return state() == lbd.StateUp && p.Statements() > served })
 	back := time.Since(healedAt)
 	if back > time.Second {
 		t.Errorf("back in rotation %v after it healed, want within 1 s", back)
@@ -133,7 +134,7 @@ func TestProbeTimeoutsWhileAnsweringAreNoVerdict(t *testing.T) {
 	}
 	t.Run("answering", func(t *testing.T) {
 		cl := lbdtest.NewCluster(t, 3)
-		db, c := openDB(t, cl, params)
+		db, c := clusterkit.OpenDB(t, cl, params)
 		db.SetMaxOpenConns(16)
 		db.SetMaxIdleConns(16)
 		r := startReaders(t, db, 16)
@@ -143,7 +144,7 @@ func TestProbeTimeoutsWhileAnsweringAreNoVerdict(t *testing.T) {
 		began := time.Now()
 		p.DelayQueries("/* ping */", time.Minute)
 		for time.Since(began) < watch {
-			if s, _ := nodeState(c, p.Addr()); s != lbd.StateUp {
+			if s, _ := clusterkit.NodeState(c, p.Addr()); s != lbd.StateUp {
 				t.Fatalf("%v into the watch the proxy is %v; its statements are answered; transitions: %+v", time.Since(began), s, c.Stats().Recent)
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -164,7 +165,7 @@ func TestProbeTimeoutsWhileAnsweringAreNoVerdict(t *testing.T) {
 		// Now it answers nothing: out by the stall rule, well within a second.
 		hungAt := time.Now()
 		p.Hang()
-		waitFor(t, 5*time.Second, "the hung proxy out", func() bool { s, _ := nodeState(c, p.Addr()); return s == lbd.StateDown })
+		testkit.WaitFor(t, 5*time.Second, "the hung proxy out", func() bool { s, _ := clusterkit.NodeState(c, p.Addr()); return s == lbd.StateDown })
 		d := time.Since(hungAt)
 		if d > time.Second {
 			t.Errorf("the hung proxy was out after %v, want within 1 s", d)
@@ -174,12 +175,12 @@ func TestProbeTimeoutsWhileAnsweringAreNoVerdict(t *testing.T) {
 	})
 	t.Run("idle", func(t *testing.T) {
 		cl := lbdtest.NewCluster(t, 3)
-		_, c := openDB(t, cl, params)
+		_, c := clusterkit.OpenDB(t, cl, params)
 		p := cl.Proxy(0)
 		p.DelayQueries("/* ping */", time.Minute)
 		interval, timeout := c.Config().CheckHealthInterval, c.Config().CheckHealthTimeout
-		waitFor(t, interval+timeout+5*time.Second, "the proxy out by its probes", func() bool {
-			s, _ := nodeState(c, p.Addr())
+		testkit.WaitFor(t, interval+timeout+5*time.Second, "the proxy out by its probes", func() bool {
+			s, _ := clusterkit.NodeState(c, p.Addr())
 			return s == lbd.StateDown
 		})
 		if x, ok := transitionOf(c, p.Addr(), lbd.StateDown, time.Time{}); !ok || x.Cause != lbd.CauseProbe {

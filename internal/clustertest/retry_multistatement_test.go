@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -33,7 +35,7 @@ func TestReadRetryNeverRerunsAMultiStatementTextAfterItsFirstResult(t *testing.T
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 3)
-			db, c := openDB(t, cl, "multiStatements=true&balance="+mode)
+			db, c := clusterkit.OpenDB(t, cl, "multiStatements=true&balance="+mode)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 
@@ -45,7 +47,7 @@ func TestReadRetryNeverRerunsAMultiStatementTextAfterItsFirstResult(t *testing.T
 					done <- db.QueryRowContext(ctx, text).Scan(&v)
 				}()
 				var p *lbdtest.Proxy
-				waitFor(t, 5*time.Second, "the read on a proxy", func() bool { p, _ = proxyOf(cl, text); return p != nil })
+				testkit.WaitFor(t, 5*time.Second, "the read on a proxy", func() bool { p, _ = proxyOf(cl, text); return p != nil })
 				if err := p.Stop(); err != nil {
 					t.Fatal(err)
 				}
@@ -57,9 +59,9 @@ func TestReadRetryNeverRerunsAMultiStatementTextAfterItsFirstResult(t *testing.T
 					t.Fatalf("the read reached %d proxies, want 2", n)
 				}
 			})
-			waitFor(t, 10*time.Second, "every proxy up", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "every proxy up", func() bool {
 				for _, p := range cl.Proxies() {
-					if s, _ := nodeState(c, p.Addr()); s != lbd.StateUp {
+					if s, _ := clusterkit.NodeState(c, p.Addr()); s != lbd.StateUp {
 						return false
 					}
 				}

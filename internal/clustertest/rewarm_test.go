@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -19,27 +21,27 @@ func TestShortOutageRegainsShare(t *testing.T) {
 	for _, mode := range []string{"connection", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 3)
-			db, c := openDB(t, cl, "balance="+mode, lbd.WithCheckBalanceInterval(round))
+			db, c := clusterkit.OpenDB(t, cl, "balance="+mode, lbd.WithCheckBalanceInterval(round))
 			db.SetMaxOpenConns(12)
 			db.SetMaxIdleConns(12)
-			w := startWorkload(t, db, 12)
-			waitFor(t, 10*time.Second, "the pool spread over the proxies", func() bool {
-				return spread(openCounts(c, cl)) <= 1 && c.Stats().Open() >= 11
+			w := clusterkit.StartWorkload(t, db, 12)
+			testkit.WaitFor(t, 10*time.Second, "the pool spread over the proxies", func() bool {
+				return clusterkit.Spread(clusterkit.OpenCounts(c, cl)) <= 1 && c.Stats().Open() >= 11
 			})
 			p := cl.Proxy(0)
 			if err := p.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, "the stopped proxy down", func() bool {
-				s, _ := nodeState(c, p.Addr())
+			testkit.WaitFor(t, 5*time.Second, "the stopped proxy down", func() bool {
+				s, _ := clusterkit.NodeState(c, p.Addr())
 				return s == lbd.StateDown
 			})
 			time.Sleep(3 * time.Second) // the outage
 			if err := p.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, "the proxy back up", func() bool {
-				s, _ := nodeState(c, p.Addr())
+			testkit.WaitFor(t, 5*time.Second, "the proxy back up", func() bool {
+				s, _ := clusterkit.NodeState(c, p.Addr())
 				return s == lbd.StateUp
 			})
 			back := time.Now()
@@ -47,10 +49,10 @@ func TestShortOutageRegainsShare(t *testing.T) {
 				t.Fatalf("back from a 3 s outage, the proxy warms up (%.2f)", ns.Warmup)
 			}
 			// Two rounds, and the time a round's retired connections take to be dialed again.
-			waitFor(t, 2*round+2*time.Second, "the returned proxy at its fair share (4 of 12, within one)", func() bool {
-				return openCounts(c, cl)[0] >= 3
+			testkit.WaitFor(t, 2*round+2*time.Second, "the returned proxy at its fair share (4 of 12, within one)", func() bool {
+				return clusterkit.OpenCounts(c, cl)[0] >= 3
 			})
-			t.Logf("the proxy back from a 3 s outage held %v of the pool %v after its return", openCounts(c, cl), time.Since(back).Round(10*time.Millisecond))
+			t.Logf("the proxy back from a 3 s outage held %v of the pool %v after its return", clusterkit.OpenCounts(c, cl), time.Since(back).Round(10*time.Millisecond))
 			w.Stop()
 		})
 	}
@@ -62,13 +64,13 @@ func TestShortOutageRegainsShare(t *testing.T) {
 func TestSlowStartWaves(t *testing.T) {
 	const round = time.Second
 	cl := lbdtest.NewCluster(t, 2)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "warmupSeconds=2", lbd.WithCheckBalanceInterval(round), lbd.WithLogger(logs.Logger()))
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "warmupSeconds=2", lbd.WithCheckBalanceInterval(round), lbd.WithLogger(logs.Logger()))
 	db.SetMaxOpenConns(12)
 	db.SetMaxIdleConns(12)
-	w := startWorkload(t, db, 12)
-	waitFor(t, 10*time.Second, "the pool spread over the proxies", func() bool {
-		return spread(openCounts(c, cl)) <= 1 && c.Stats().Open() >= 11
+	w := clusterkit.StartWorkload(t, db, 12)
+	testkit.WaitFor(t, 10*time.Second, "the pool spread over the proxies", func() bool {
+		return clusterkit.Spread(clusterkit.OpenCounts(c, cl)) <= 1 && c.Stats().Open() >= 11
 	})
 	p, err := cl.AddProxy()
 	if err != nil {
@@ -78,9 +80,9 @@ func TestSlowStartWaves(t *testing.T) {
 	if err := c.SetNodes(cl.Addrs()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the added proxy warm and at its fair share (4 of 12, within one)", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the added proxy warm and at its fair share (4 of 12, within one)", func() bool {
 		ns, _ := c.Stats().Node(p.Addr())
-		return ns.State == lbd.StateUp && ns.Warmup == 1 && openCounts(c, cl)[2] >= 3
+		return ns.State == lbd.StateUp && ns.Warmup == 1 && clusterkit.OpenCounts(c, cl)[2] >= 3
 	})
 	w.Stop()
 	perRound := map[string]int{}
@@ -88,7 +90,7 @@ func TestSlowStartWaves(t *testing.T) {
 		n, _ := strconv.Atoi(l.Attrs["retired"])
 		perRound[l.Attrs["round"]] += n
 	}
-	t.Logf("connections retired per rebalancing round while the added proxy warmed up: %v; it holds %v", perRound, openCounts(c, cl))
+	t.Logf("connections retired per rebalancing round while the added proxy warmed up: %v; it holds %v", perRound, clusterkit.OpenCounts(c, cl))
 	if len(perRound) == 0 {
 		t.Fatal("no rebalancing round moved anything into the added proxy")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -22,15 +23,15 @@ func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
 	bad := garbageServer(t)
-	logs := &logRecorder{}
+	logs := &testkit.Logs{}
 	dsn := cl.User() + ":" + cl.Password() + "@lb(" + bad + "," + cl.Addrs()[0] + ")/" + cl.Database() + "?timeout=1s"
-	c, err := lbd.NewConnector(dsn, fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
+	c, err := lbd.NewConnector(dsn, clusterkit.Fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 5*time.Second, "the garbage proxy to be probed down", func() bool {
-		s, _ := nodeState(c, bad)
+	testkit.WaitFor(t, 5*time.Second, "the garbage proxy to be probed down", func() bool {
+		s, _ := clusterkit.NodeState(c, bad)
 		return s == lbd.StateDown
 	})
 	for i := range 5 {
@@ -49,7 +50,7 @@ func TestProxyAnsweringGarbageIsAnErrorNotACrash(t *testing.T) {
 func TestCallerDeadlineIsNotBlamedOnNodes(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
-	_, c := openDB(t, cl, "", quiet()...)
+	_, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	for i := range 600 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%300)*time.Microsecond)
 		if cn, err := c.Connect(ctx); err == nil {
@@ -70,7 +71,7 @@ func TestCallerDeadlineIsNotBlamedOnNodes(t *testing.T) {
 func TestCloseCutsAHungDialShort(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
-	c, err := lbd.NewConnector(cl.DSN(""), append(quiet(), lbd.WithLogger(discardLogger()))...) // no timeout in the DSN
+	c, err := lbd.NewConnector(cl.DSN(""), append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...) // no timeout in the DSN
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestCloseCutsAHungDialShort(t *testing.T) {
 	}()
 	// The hung proxy has accepted the dial's TCP connection: the dial now waits for a greeting
 	// that never comes.
-	waitFor(t, 5*time.Second, "the hung proxy to accept the dial", func() bool { return cl.Proxy(0).TotalConns() > accepted })
+	testkit.WaitFor(t, 5*time.Second, "the hung proxy to accept the dial", func() bool { return cl.Proxy(0).TotalConns() > accepted })
 	c.Close()
 	select {
 	case err := <-done:

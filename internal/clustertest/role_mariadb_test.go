@@ -13,6 +13,7 @@ import (
 	"github.com/lbd-go/lbd/exception"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/role"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -53,7 +54,7 @@ func TestReplicaRoleMatchesMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the table on the replica", func() bool {
 		_, err := replica.Exec("SELECT 1 FROM " + table)
 		return err == nil
 	})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -39,7 +41,7 @@ func view(c *lbd.Connector, cl *lbdtest.Cluster) string {
 // index.
 func waitForUpRoles(t *testing.T, c *lbd.Connector, cl *lbdtest.Cluster, rs ...nodes.Role) {
 	t.Helper()
-	waitFor(t, 5*time.Second, fmt.Sprintf("every proxy up with roles %v", rs), func() bool {
+	testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("every proxy up with roles %v", rs), func() bool {
 		for i, a := range cl.Addrs() {
 			if ns, _ := c.Stats().Node(a); ns.State != lbd.StateUp || ns.Role != rs[i] {
 				return false
@@ -54,19 +56,19 @@ func waitForUpRoles(t *testing.T, c *lbd.Connector, cl *lbdtest.Cluster, rs ...n
 // primary and takes connections.
 func TestGaleraRoleCheckOnEmulation(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "roleCheck=galera", fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "roleCheck=galera", clusterkit.Fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
 	db.SetMaxIdleConns(12)
 	P, S := nodes.RolePrimary, nodes.RoleStandby
 	waitForUpRoles(t, c, cl, P, P, P)
 
-	releaseAll(t, holdConns(t, db, 6)) // two per node, idle in the pool
+	releaseAll(t, clusterkit.HoldConns(t, db, 6)) // two per node, idle in the pool
 	donor := cl.Proxy(1)
 	donor.SetRole(lbdtest.Standby)
 	waitForUpRoles(t, c, cl, P, S, P)
-	waitFor(t, 5*time.Second, "the donor's idle connections to close", func() bool { return openCounts(c, cl)[1] == 0 })
-	held := holdConns(t, db, 9)
-	if got := openCounts(c, cl); got[1] != 0 || got[0]+got[2] < 9 {
+	testkit.WaitFor(t, 5*time.Second, "the donor's idle connections to close", func() bool { return clusterkit.OpenCounts(c, cl)[1] == 0 })
+	held := clusterkit.HoldConns(t, db, 9)
+	if got := clusterkit.OpenCounts(c, cl); got[1] != 0 || got[0]+got[2] < 9 {
 		t.Fatalf("open per node %v while node 1 is a donor; want none on it", got)
 	}
 	ns, _ := c.Stats().Node(donor.Addr())
@@ -79,9 +81,9 @@ func TestGaleraRoleCheckOnEmulation(t *testing.T) {
 	waitForUpRoles(t, c, cl, P, P, P)
 	db.SetMaxIdleConns(0) // new connections from here on
 	db.SetMaxIdleConns(12)
-	held = holdConns(t, db, 9)
+	held = clusterkit.HoldConns(t, db, 9)
 	defer releaseAll(t, held)
-	if got := openCounts(c, cl); got[1] == 0 {
+	if got := clusterkit.OpenCounts(c, cl); got[1] == 0 {
 		t.Fatalf("open per node %v once node 1 is Synced again; want some on it", got)
 	}
 }
@@ -103,25 +105,25 @@ func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
 		{"any", func(o []int) bool { return o[0] == 3 && o[1] == 3 && o[2] == 0 }},
 	} {
 		t.Run(tc.target, func(t *testing.T) {
-			logs := &logRecorder{}
-			db, c := openDB(t, cl, "roleCheck=group-replication&target="+tc.target, fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
+			logs := &testkit.Logs{}
+			db, c := clusterkit.OpenDB(t, cl, "roleCheck=group-replication&target="+tc.target, clusterkit.Fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
 			waitForUpRoles(t, c, cl, P, R, S)
-			held := holdConns(t, db, 6)
+			held := clusterkit.HoldConns(t, db, 6)
 			defer releaseAll(t, held)
-			if got := openCounts(c, cl); !tc.want(got) {
+			if got := clusterkit.OpenCounts(c, cl); !tc.want(got) {
 				t.Fatalf("target=%s: open per node %v;%s", tc.target, got, view(c, cl))
 			}
 		})
 	}
 
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "roleCheck=group-replication&target=replica", fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "roleCheck=group-replication&target=replica", clusterkit.Fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
 	waitForUpRoles(t, c, cl, P, R, S)
 	cl.Proxy(2).SetRole(lbdtest.Replica) // RECOVERING -> ONLINE
 	waitForUpRoles(t, c, cl, P, R, R)
-	held := holdConns(t, db, 6)
+	held := clusterkit.HoldConns(t, db, 6)
 	defer releaseAll(t, held)
-	if got := openCounts(c, cl); got[0] != 0 || got[1] != 3 || got[2] != 3 {
+	if got := clusterkit.OpenCounts(c, cl); got[0] != 0 || got[1] != 3 || got[2] != 3 {
 		t.Fatalf("target=replica after member 2 came ONLINE: open per node %v, want 0 3 3", got)
 	}
 }
@@ -131,19 +133,19 @@ func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
 // and it writes again once Synced.
 func TestGaleraSingleWriterOnEmulation(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	opts := fast(50*time.Millisecond, time.Second, time.Hour, logs)
-	writes, wc := openDB(t, cl, "roleCheck=galera&singleWriter=true&target=primary", opts...)
-	reads, c := openDB(t, cl, "roleCheck=galera&singleWriter=true&target=replica", opts...)
+	logs := &testkit.Logs{}
+	opts := clusterkit.Fast(50*time.Millisecond, time.Second, time.Hour, logs)
+	writes, wc := clusterkit.OpenDB(t, cl, "roleCheck=galera&singleWriter=true&target=primary", opts...)
+	reads, c := clusterkit.OpenDB(t, cl, "roleCheck=galera&singleWriter=true&target=replica", opts...)
 	P, R, S := nodes.RolePrimary, nodes.RoleReplica, nodes.RoleStandby
 	waitForUpRoles(t, c, cl, P, R, R)
 	waitForUpRoles(t, wc, cl, P, R, R)
 	check := func(db *sql.DB, c *lbd.Connector, want string) {
 		t.Helper()
 		db.SetMaxIdleConns(0)
-		held := holdConns(t, db, 6)
+		held := clusterkit.HoldConns(t, db, 6)
 		defer releaseAll(t, held)
-		if got := fmt.Sprint(openCounts(c, cl)); got != want {
+		if got := fmt.Sprint(clusterkit.OpenCounts(c, cl)); got != want {
 			t.Fatalf("open per proxy %s, want %s;%s", got, want, view(c, cl))
 		}
 	}

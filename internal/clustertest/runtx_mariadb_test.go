@@ -14,6 +14,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -26,7 +28,7 @@ func TestRunTxRerunsARealDeadlockVictim(t *testing.T) {
 		t.Skip("needs a real server's deadlock detection: set " + lbdtest.EnvBackendDSN)
 	}
 	cl := lbdtest.NewCluster(t, 2)
-	db, _ := openDB(t, cl, "", quiet()...)
+	db, _ := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	table := fmt.Sprintf("lbd_runtx_deadlock_%d", os.Getpid())
 	if _, err := db.Exec("CREATE TABLE " + table + " (id INT PRIMARY KEY, n INT NOT NULL)"); err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func rerunCause(err error) string {
 func (l *txLoad) waitDone(t *testing.T, n int64) {
 	t.Helper()
 	target := l.done.Load() + n
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d more transactions", n), func() bool { return l.done.Load() >= target })
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%d more transactions", n), func() bool { return l.done.Load() >= target })
 }
 
 // A manual switchover of the real MariaDB pair under 16 workers that each run RunTx

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -30,7 +32,7 @@ func onRealServer(t *testing.T) {
 func sessionCluster(t *testing.T, n int) (*lbdtest.Cluster, *lbd.Connector, *sql.DB) {
 	t.Helper()
 	cl := lbdtest.NewCluster(t, n)
-	c, err := lbd.NewConnector(cl.DSN("balance=statement"), fast(100*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	c, err := lbd.NewConnector(cl.DSN("balance=statement"), clusterkit.Fast(100*time.Millisecond, time.Second, time.Hour, &testkit.Logs{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +86,10 @@ func TestHeldSessionTimeZoneSpreads(t *testing.T) {
 		}
 	}
 	counts := textCounts(cl, query)
-	cv := shareCV(counts)
+	cv := clusterkit.ShareCV(counts)
 	t.Logf("1000 statements of a held session with SET time_zone: per proxy %v, CV %.3f", counts, cv)
-	if cv > maxShareCV {
-		t.Fatalf("per proxy %v: CV %.3f, more than %.2f", counts, cv, maxShareCV)
+	if cv > clusterkit.MaxShareCV {
+		t.Fatalf("per proxy %v: CV %.3f, more than %.2f", counts, cv, clusterkit.MaxShareCV)
 	}
 }
 
@@ -224,8 +226,8 @@ func TestHeldSessionWithoutTracking(t *testing.T) {
 	}
 	run(plain)
 	counts := textCounts(cl, plain)
-	if cv := shareCV(counts); cv > maxShareCV {
-		t.Fatalf("a held session's statements per proxy %v: CV %.3f, more than %.2f", counts, cv, maxShareCV)
+	if cv := clusterkit.ShareCV(counts); cv > clusterkit.MaxShareCV {
+		t.Fatalf("a held session's statements per proxy %v: CV %.3f, more than %.2f", counts, cv, clusterkit.MaxShareCV)
 	}
 	if _, err := conn.ExecContext(ctx, "SET @x = 1"); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestSessionResetOnAHungProxyIsBounded(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "balance=statement", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	if _, err := db.Exec("SET @u = 1"); err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 	"github.com/lbd-go/lbd/nodes/nodestest"
@@ -20,22 +22,22 @@ func TestSourceDrivesTheNodeList(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	addrs := cl.Addrs()
 	src := nodestest.New(addrs[0], addrs[1])
-	logs := &logRecorder{}
+	logs := &testkit.Logs{}
 	dsn := strings.Replace(cl.DSN(""), strings.Join(addrs, ","), "", 1) // user:pass@lb()/db
-	c, err := lbd.NewConnector(dsn, append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), lbd.WithSource(src))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), lbd.WithSource(src))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustBeReady(t, c)
+	testkit.Ready(t, c)
 	if got := c.Stats().Nodes; len(got) != 2 {
 		t.Fatalf("initial nodes %v, want the source's two", got)
 	}
 	if err := src.Push(nodestest.SetOf(addrs[1], addrs[2])); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the third proxy up and the first gone", func() bool {
-		s, ok := nodeState(c, addrs[2])
-		_, first := nodeState(c, addrs[0])
+	testkit.WaitFor(t, 5*time.Second, "the third proxy up and the first gone", func() bool {
+		s, ok := clusterkit.NodeState(c, addrs[2])
+		_, first := clusterkit.NodeState(c, addrs[0])
 		return ok && s == lbd.StateUp && !first
 	})
 	if err := c.Close(); err != nil {
@@ -56,7 +58,7 @@ func (f *failingSource) Close() error { f.closed = true; return nil }
 func TestSourceThatCannotStart(t *testing.T) {
 	t.Parallel()
 	src := &failingSource{}
-	c, err := lbd.NewConnector("u:p@lb()/db", lbd.WithSource(src), lbd.WithLogger(discardLogger()))
+	c, err := lbd.NewConnector("u:p@lb()/db", lbd.WithSource(src), lbd.WithLogger(clusterkit.DiscardLogger()))
 	if err != nil {
 		t.Fatalf("NewConnector = %v; the source starts in the background", err)
 	}
@@ -119,12 +121,12 @@ func TestRegisteredSourceNetwork(t *testing.T) {
 	if _, err := lbd.ParseDSN(strings.Replace(dsn, "testSourceKey", "testsourcekey", 1)); err == nil {
 		t.Fatal("a misspelt source parameter was accepted")
 	}
-	c2, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()))...)
+	c2, err := lbd.NewConnector(dsn, append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	mustBeReady(t, c2)
+	testkit.Ready(t, c2)
 	if got.Network != "lbtestsrc" || got.Params["testSourceKey"] != "v1" {
 		t.Fatalf("factory got %+v", got)
 	}
@@ -138,21 +140,21 @@ func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	a, b := cl.Addrs()[0], cl.Addrs()[1]
 	src := &healthSource{Manual: nodestest.New(a)}
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "", append(fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), lbd.WithSource(src))...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "", append(clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs), lbd.WithSource(src))...)
 	if src.health == nil {
 		t.Fatal("a HealthAware source was not given the Connector's health view")
 	}
 	if err := src.Push(nodes.Set{Nodes: []nodes.Node{{Addr: a}, {Addr: b, Standby: true}}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the standby node to pass probes", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the standby node to pass probes", func() bool {
 		up, good, ok := src.health.NodeHealth(b)
 		return ok && up && good >= 2
 	})
 	db.SetMaxIdleConns(10)
 	holdAndRelease := func() {
-		for _, cn := range holdConns(t, db, 6) {
+		for _, cn := range clusterkit.HoldConns(t, db, 6) {
 			cn.Close()
 		}
 	}
@@ -163,7 +165,7 @@ func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
 	if err := src.Push(nodes.Set{Nodes: []nodes.Node{{Addr: a}, {Addr: b}}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the node to leave standby", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the node to leave standby", func() bool {
 		ns, _ := c.Stats().Node(b)
 		return !ns.Standby
 	})

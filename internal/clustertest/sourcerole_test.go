@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -25,13 +27,13 @@ func TestRolesFromTheStaticList(t *testing.T) {
 	addrs := cl.Addrs()
 	entries := []string{addrs[0] + "#primary", addrs[1] + "*2#replica", addrs[2] + "#standby"}
 	dsn := fmt.Sprintf("%s:%s@lb(%s)/%s?target=primary", cl.User(), cl.Password(), strings.Join(entries, ","), cl.Database())
-	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()), lbd.WithWarmup(0))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()), lbd.WithWarmup(0))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
-	mustBeReady(t, c)
+	testkit.Ready(t, c)
 	db.SetMaxIdleConns(20)
 
 	for i, want := range []nodes.Role{nodes.RolePrimary, nodes.RoleReplica, nodes.RoleStandby} {
@@ -39,8 +41,8 @@ func TestRolesFromTheStaticList(t *testing.T) {
 			t.Fatalf("%s has role %s, want %s from the DSN", addrs[i], ns.Role, want)
 		}
 	}
-	held := holdConns(t, db, 8)
-	if got := openCounts(c, cl); !slices.Equal(got, []int{8, 0, 0}) {
+	held := clusterkit.HoldConns(t, db, 8)
+	if got := clusterkit.OpenCounts(c, cl); !slices.Equal(got, []int{8, 0, 0}) {
 		t.Fatalf("open connections per proxy %v, want all 8 on the listed primary", got)
 	}
 	keep := held[0] // stays checked out across the switch
@@ -52,7 +54,7 @@ func TestRolesFromTheStaticList(t *testing.T) {
 	if err := c.SetNodes([]string{addrs[0] + "#replica", addrs[1] + "*2#primary", addrs[2] + "#standby"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the old primary's idle connections to close", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the old primary's idle connections to close", func() bool {
 		ns, _ := c.Stats().Node(addrs[0])
 		return ns.Open == 1
 	})
@@ -68,15 +70,15 @@ func TestRolesFromTheStaticList(t *testing.T) {
 		t.Fatalf("statement on the connection in use across the switch: %d, %v", one, err)
 	}
 	keep.Close()
-	waitFor(t, 5*time.Second, "the held connection to close at its return", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the held connection to close at its return", func() bool {
 		ns, _ := c.Stats().Node(addrs[0])
 		return ns.Open == 0
 	})
 
-	for _, cn := range holdConns(t, db, 8) {
+	for _, cn := range clusterkit.HoldConns(t, db, 8) {
 		defer cn.Close()
 	}
-	if got := openCounts(c, cl); !slices.Equal(got, []int{0, 8, 0}) {
+	if got := clusterkit.OpenCounts(c, cl); !slices.Equal(got, []int{0, 8, 0}) {
 		t.Fatalf("open connections per proxy after the switch %v, want all 8 on the new primary", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -47,7 +48,7 @@ func pairTable(t *testing.T, primary, replica *sql.DB, prefix string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { primary.Exec("DROP TABLE IF EXISTS " + table) })
-	waitFor(t, 10*time.Second, "the table on the replica", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the table on the replica", func() bool {
 		_, err := replica.Exec("SELECT 1 FROM " + table)
 		return err == nil
 	})
@@ -118,13 +119,13 @@ func splitOverPairConnector(t *testing.T, params string) (*sql.DB, *lbd.Connecto
 	t.Helper()
 	pair := clusterkit.MariaDBPair(t)
 	pCfg, rCfg := pair.PrimaryCfg, pair.ReplicaCfg
-	c, err := lbd.NewConnector(pair.SplitDSN("interpolateParams=true&"+params), fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &logRecorder{})...)
+	c, err := lbd.NewConnector(pair.SplitDSN("interpolateParams=true&"+params), clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, &testkit.Logs{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
-	waitFor(t, 5*time.Second, "the role checks", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the role checks", func() bool {
 		p, _ := c.Stats().Node(pCfg.Addr)
 		r, _ := c.Stats().Node(rCfg.Addr)
 		return p.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
@@ -158,7 +159,7 @@ func TestCausalReadsByGTIDOnADelayedReplica(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?)", id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the write on the delayed replica", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the write on the delayed replica", func() bool {
 		var n int
 		return rAdmin.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE id = ?", id).Scan(&n) == nil && n == 1
 	})
@@ -206,7 +207,7 @@ func TestLaggingReplicaIsLeftOutOfReads(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	waitFor(t, 15*time.Second, "the replica to be left out for a lag of 2 s or more", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the replica to be left out for a lag of 2 s or more", func() bool {
 		ns, _ := c.Stats().Node(rAddr)
 		return ns.Lagging && ns.ReplicationLag >= 2*time.Second
 	})
@@ -220,7 +221,7 @@ func TestLaggingReplicaIsLeftOutOfReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 15*time.Second, "the replica to catch up and take reads again", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "the replica to catch up and take reads again", func() bool {
 		ns, _ := c.Stats().Node(rAddr)
 		return !ns.Lagging
 	})

@@ -10,6 +10,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -34,8 +36,8 @@ func TestSplitReadsGoToTheReplicaOnThePair(t *testing.T) {
 	for _, params := range []string{"", "readConsistency=gtid&readAfterWriteMillis=3000"} {
 		t.Run("params="+params, func(t *testing.T) {
 			dsn, pAddr, rAddr := pairDSN(t, params)
-			db, c := openShareDB(t, dsn)
-			waitFor(t, 15*time.Second, "the role checks", func() bool {
+			db, c := clusterkit.OpenDSN(t, dsn)
+			testkit.WaitFor(t, 15*time.Second, "the role checks", func() bool {
 				p, _ := c.Stats().Node(pAddr)
 				r, _ := c.Stats().Node(rAddr)
 				return p.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica

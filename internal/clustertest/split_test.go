@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/lbd-go/lbd/internal/testkit"
 	"math"
 	"os"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -25,12 +26,12 @@ func splitCluster(t *testing.T, params string) (*lbdtest.Cluster, *lbd.Connector
 	for _, p := range cl.Proxies()[1:] {
 		p.SetRole(lbdtest.Replica)
 	}
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&"+params,
-		fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement&readWriteSplit=true&roleCheck=mysql&interpolateParams=true&"+params,
+		clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	waitForRoles(t, c, cl, func(i int) nodes.Role {
+	clusterkit.WaitForRoles(t, c, cl, func(i int) nodes.Role {
 		if i == 0 {
 			return nodes.RolePrimary
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -30,7 +31,7 @@ func faultTable(t *testing.T, cl *lbdtest.Cluster, db *sql.DB) string {
 	if _, err := db.Exec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	dropOnBackend(t, cl, tbl)
+	clusterkit.DropOnBackend(t, cl, tbl)
 	return tbl
 }
 
@@ -50,7 +51,7 @@ func inUseTotal(c *lbd.Connector) int {
 func TestStatementModeInUseAfterClose(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
-	db, c := openDB(t, cl, "balance=statement", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	ctx := context.Background()
 	cn, err := db.Conn(ctx)
 	if err != nil {
@@ -138,9 +139,9 @@ func isSuspicious(err error) bool {
 func TestStatementModeChaosAccounting(t *testing.T) {
 	testkit.SkipUnlessLong(t)
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "balance=statement&timeout=300ms&recoverCheckCount=1",
-		fast(150*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement&timeout=300ms&recoverCheckCount=1",
+		clusterkit.Fast(150*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond, logs)...)
 	db.SetMaxOpenConns(24)
 	db.SetMaxIdleConns(12)
 	tbl := faultTable(t, cl, db)
@@ -343,7 +344,7 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 	}()
 	// The chaos lasts until every kind of fault has hit the workload twice and the workers have
 	// run enough operations around it; LBD_TEST_SOAK keeps it going longer.
-	waitFor(t, 30*time.Second, "two rounds of every fault kind and 2000 operations", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "two rounds of every fault kind and 2000 operations", func() bool {
 		return rounds.Load() >= 2 && ops.Load() >= 2000
 	})
 	testkit.SoakWait(t)
@@ -371,7 +372,7 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 		}
 		t.Errorf("suspicious error: %v", err)
 	}
-	waitFor(t, 10*time.Second, "every node up again", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "every node up again", func() bool {
 		for _, ns := range c.Stats().Nodes {
 			if ns.State != lbd.StateUp {
 				return false
@@ -380,17 +381,17 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 		return true
 	})
 	// A clean workload must now run without error.
-	w := startWorkload(t, db, 8)
+	w := clusterkit.StartWorkload(t, db, 8)
 	w.Progress(t, 10*time.Second, 300)
 	w.Check(t)
 	checkIdleInvariants(t, db, c, cl, true)
-	t.Logf("idle: logical %d, physical per node %v, proxies %v", c.Stats().Logical, openCounts(c, cl), proxyCounts(cl))
+	t.Logf("idle: logical %d, physical per node %v, proxies %v", c.Stats().Logical, clusterkit.OpenCounts(c, cl), clusterkit.ProxyCounts(cl))
 
 	stmtMu.Lock()
 	shared.Close()
 	stmtMu.Unlock()
 	db.Close()
-	waitFor(t, 5*time.Second, "every proxy to see 0 connections after Close", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "every proxy to see 0 connections after Close", func() bool {
 		for _, px := range cl.Proxies() {
 			if px.OpenConns() != 0 {
 				return false
@@ -405,8 +406,8 @@ func TestStatementModeChaosAccounting(t *testing.T) {
 // statements, and no statement fails.
 func TestStatementModeDrainAndAddUnderLoad(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, "balance=statement", fast(100*time.Millisecond, 500*time.Millisecond, 200*time.Millisecond, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Fast(100*time.Millisecond, 500*time.Millisecond, 200*time.Millisecond, logs)...)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	tbl := faultTable(t, cl, db)
@@ -466,7 +467,7 @@ func TestStatementModeDrainAndAddUnderLoad(t *testing.T) {
 	var stopOnce sync.Once
 	halt := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
 	defer halt()
-	waitFor(t, 5*time.Second, "statements on every proxy", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "statements on every proxy", func() bool {
 		for _, px := range cl.Proxies() {
 			if px.Statements() < 50 {
 				return false
@@ -482,14 +483,14 @@ func TestStatementModeDrainAndAddUnderLoad(t *testing.T) {
 	if err := c.SetNodes([]string{cl.Proxy(1).Addr(), cl.Proxy(2).Addr(), added.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the removed proxy to drain (no connection left, gone from Stats)", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the removed proxy to drain (no connection left, gone from Stats)", func() bool {
 		_, known := c.Stats().Node(removed.Addr())
 		return !known && removed.OpenConns() == 0
 	})
 	added.ResetCounters()
-	waitFor(t, 5*time.Second, "the added proxy to get statements", func() bool { return added.Statements() >= 100 })
+	testkit.WaitFor(t, 5*time.Second, "the added proxy to get statements", func() bool { return added.Statements() >= 100 })
 	from := ok.Load()
-	waitFor(t, 5*time.Second, "more statements after the change", func() bool { return ok.Load() >= from+200 })
+	testkit.WaitFor(t, 5*time.Second, "more statements after the change", func() bool { return ok.Load() >= from+200 })
 	halt()
 	checkIdleInvariants(t, db, c, cl, true)
 }
@@ -499,7 +500,7 @@ func TestStatementModeDrainAndAddUnderLoad(t *testing.T) {
 // goroutines).
 func TestStatementModeCloseWhileBusy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	db, _ := openDB(t, cl, "balance=statement", quiet()...)
+	db, _ := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	tbl := faultTable(t, cl, db)
@@ -548,10 +549,10 @@ func TestStatementModeCloseWhileBusy(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 5*time.Second, "the goroutines to be busy", func() bool { return started.Load() > 400 })
+	testkit.WaitFor(t, 5*time.Second, "the goroutines to be busy", func() bool { return started.Load() > 400 })
 	db.Close()
 	wg.Wait()
-	waitFor(t, 5*time.Second, "every proxy to see 0 connections after Close", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "every proxy to see 0 connections after Close", func() bool {
 		for _, px := range cl.Proxies() {
 			if px.OpenConns() != 0 {
 				return false
@@ -566,8 +567,8 @@ func TestStatementModeCloseWhileBusy(t *testing.T) {
 // every proxy agreeing with lbd.
 func TestStatementModeHungAndStoppedMidUse(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "balance=statement&timeout=2s&recoverCheckCount=1",
-		fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, &logRecorder{})...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement&timeout=2s&recoverCheckCount=1",
+		clusterkit.Fast(100*time.Millisecond, 100*time.Millisecond, time.Hour, &testkit.Logs{})...)
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	tbl := faultTable(t, cl, db)
@@ -575,7 +576,7 @@ func TestStatementModeHungAndStoppedMidUse(t *testing.T) {
 	p0 := cl.Proxy(0)
 	waitUp := func() {
 		t.Helper()
-		waitFor(t, 5*time.Second, "proxy 0 up", func() bool { s, _ := nodeState(c, p0.Addr()); return s == lbd.StateUp })
+		testkit.WaitFor(t, 5*time.Second, "proxy 0 up", func() bool { s, _ := clusterkit.NodeState(c, p0.Addr()); return s == lbd.StateUp })
 	}
 	// nodeOf returns the node whose physical connection cn's open transaction holds: the one
 	// connection in use, as nothing else runs while the loop below holds one transaction.
@@ -665,7 +666,7 @@ func TestStatementModeHungAndStoppedMidUse(t *testing.T) {
 	}
 	waitUp()
 
-	w := startWorkload(t, db, 6)
+	w := clusterkit.StartWorkload(t, db, 6)
 	w.Progress(t, 5*time.Second, 300)
 	w.Check(t)
 	checkIdleInvariants(t, db, c, cl, true)
@@ -676,11 +677,11 @@ func TestStatementModeHungAndStoppedMidUse(t *testing.T) {
 // the hung proxy is left with no connection lbd still counts once it answers again.
 func TestStatementModeBindDeadlineWhileDialingAHungProxy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "balance=statement&timeout=5s", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement&timeout=5s", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	ctx := context.Background()
-	held := holdConns(t, db, 4) // 2 physical connections in use on each proxy, none idle
+	held := clusterkit.HoldConns(t, db, 4) // 2 physical connections in use on each proxy, none idle
 	p0 := cl.Proxy(0)
 	p0.Hang()
 	var failed int

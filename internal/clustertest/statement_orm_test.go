@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -27,12 +29,12 @@ import (
 func ormTable(t *testing.T, cl *lbdtest.Cluster) string {
 	t.Helper()
 	tbl := fmt.Sprintf("orm_%d", rand.Uint32())
-	admin, _ := openDB(t, cl, "", quiet()...)
+	admin, _ := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	defer admin.Close() // leaves no connection of its own on the proxies
 	if _, err := admin.Exec("CREATE TABLE " + tbl + " (id BIGINT PRIMARY KEY AUTO_INCREMENT, v INT NOT NULL DEFAULT 0, name VARCHAR(64) NOT NULL DEFAULT '')"); err != nil {
 		t.Fatal(err)
 	}
-	dropOnBackend(t, cl, tbl)
+	clusterkit.DropOnBackend(t, cl, tbl)
 	return tbl
 }
 
@@ -40,7 +42,7 @@ func ormTable(t *testing.T, cl *lbdtest.Cluster) string {
 // other client sees as committed.
 func freshCount(t *testing.T, cl *lbdtest.Cluster, tbl, where string) int {
 	t.Helper()
-	other, _ := openDB(t, cl, "", quiet()...)
+	other, _ := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	defer other.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -57,7 +59,7 @@ func onePool(t *testing.T, cl *lbdtest.Cluster, balance, params string) (*sql.DB
 	if params != "" {
 		params += "&"
 	}
-	db, c := openDB(t, cl, params+"balance="+balance, quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, params+"balance="+balance, clusterkit.Quiet()...)
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	return db, c
@@ -225,7 +227,7 @@ func TestStatementModeSequenceLastValue(t *testing.T) {
 	eachMode(t, func(t *testing.T, balance string) {
 		tbl := ormTable(t, cl)
 		seq := tbl + "_seq"
-		admin, _ := openDB(t, cl, "", quiet()...)
+		admin, _ := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 		if _, err := admin.Exec("CREATE SEQUENCE " + seq); err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +339,7 @@ func TestStatementModeCancelledStatementLeaksNothing(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	eachMode(t, func(t *testing.T, balance string) {
 		tbl := ormTable(t, cl)
-		db, c := openDB(t, cl, "balance="+balance, quiet()...)
+		db, c := clusterkit.OpenDB(t, cl, "balance="+balance, clusterkit.Quiet()...)
 		db.SetMaxOpenConns(4)
 		db.SetMaxIdleConns(4)
 		bg := context.Background()
@@ -409,7 +411,7 @@ func TestStatementModeCancelledStatementLeaksNothing(t *testing.T) {
 				<-ctx.Done()
 				// database/sql closes rows whose context ended on a goroutine of its own; the
 				// logical connection goes back to the pool once it has.
-				waitFor(t, 5*time.Second, "database/sql to close the rows of the ended context", func() bool {
+				testkit.WaitFor(t, 5*time.Second, "database/sql to close the rows of the ended context", func() bool {
 					return db.Stats().InUse == 0
 				})
 				for rows.Next() {
@@ -445,14 +447,14 @@ func TestStatementModeCancelledStatementLeaksNothing(t *testing.T) {
 				inUse += ns.InUse
 			}
 			proxies := 0
-			for _, n := range proxyCounts(cl) {
+			for _, n := range clusterkit.ProxyCounts(cl) {
 				proxies += n
 			}
 			if inUse == 0 && proxies >= st.Open() && proxies <= st.Open()+probed && st.Logical == db.Stats().OpenConnections {
 				break
 			}
 			state = fmt.Sprintf("lbd open %d, in use %d, logical %d; proxies %v (%d probed); database/sql open %d",
-				st.Open(), inUse, st.Logical, proxyCounts(cl), probed, db.Stats().OpenConnections)
+				st.Open(), inUse, st.Logical, clusterkit.ProxyCounts(cl), probed, db.Stats().OpenConnections)
 			if time.Now().After(deadline) {
 				t.Fatalf("physical connections leaked: %s", state)
 			}

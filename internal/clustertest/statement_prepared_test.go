@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/inspect"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
@@ -33,7 +34,7 @@ func TestStatementModeClosedStatementsAreClosedOnTheServerWhileTheConnectionIsHe
 	for _, kind := range []string{"sql.Conn", "sql.Tx"} {
 		t.Run(kind, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 1)
-			db, c := openDB(t, cl, "balance=statement", quiet()...)
+			db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 			tbl := faultTable(t, cl, db)
 			ctx := context.Background()
 			var q interface {
@@ -93,7 +94,7 @@ func openPreparedQueries(c *lbd.Connector) int { return len(inspect.PreparedQuer
 // every statement is closed no query stays open.
 func TestStatementModePreparedStatementAcrossProxyRestarts(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "balance=statement", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	tbl := faultTable(t, cl, db)
@@ -167,7 +168,7 @@ func TestStatementModePreparedStatementAcrossProxyRestarts(t *testing.T) {
 // execution fails and the prepared set drains.
 func TestStatementModePreparedStatementChurn(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
-	db, c := openDB(t, cl, "balance=statement", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	tbl := faultTable(t, cl, db)
@@ -259,7 +260,7 @@ func TestStatementModePreparedStatementChurn(t *testing.T) {
 func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.T) {
 	t.Run("driver", func(t *testing.T) { // deterministic: the connection closes, its statement does not
 		cl := lbdtest.NewCluster(t, 2)
-		c, err := lbd.NewConnector(cl.DSN("balance=statement"), append(quiet(), lbd.WithLogger(discardLogger()))...)
+		c, err := lbd.NewConnector(cl.DSN("balance=statement"), append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +290,7 @@ func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.
 	})
 	t.Run("database/sql", func(t *testing.T) { // the same through database/sql's own race
 		cl := lbdtest.NewCluster(t, 2)
-		db, c := openDB(t, cl, "balance=statement", quiet()...)
+		db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 		db.SetMaxOpenConns(8)
 		db.SetMaxIdleConns(8)
 		db.SetConnMaxLifetime(time.Millisecond)
@@ -325,14 +326,14 @@ func TestStatementModeClosingALogicalConnectionReleasesItsStatements(t *testing.
 		}
 		// The race needs many statements closed while database/sql discards their connections;
 		// LBD_TEST_SOAK keeps it going longer.
-		waitFor(t, 30*time.Second, "500 prepared statements used and closed", func() bool { return cycles.Load() >= 500 })
+		testkit.WaitFor(t, 30*time.Second, "500 prepared statements used and closed", func() bool { return cycles.Load() >= 500 })
 		testkit.SoakWait(t)
 		close(stop)
 		wg.Wait()
 		side.Wait()
 		t.Logf("%d prepared statements used and closed", cycles.Load())
 		db.SetMaxIdleConns(0) // every logical connection closes
-		waitFor(t, 5*time.Second, "every logical connection to close", func() bool { return c.Stats().Logical == 0 })
+		testkit.WaitFor(t, 5*time.Second, "every logical connection to close", func() bool { return c.Stats().Logical == 0 })
 		for q, refs := range inspect.PreparedQueries(c) {
 			t.Errorf("every *sql.Stmt closed and no logical connection open, yet %q keeps %d references", q, refs)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/inspect"
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
@@ -25,8 +26,8 @@ import (
 func TestStatementModeCallDoesNotLeakSessionState(t *testing.T) {
 	t.Parallel()
 	cl := lbdtest.NewCluster(t, 1)
-	db, _ := openDB(t, cl, "balance=statement", quiet()...)
-	setup, _ := openDB(t, cl, "", quiet()...) // the procedure's text names @sf_leak, which would pin
+	db, _ := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
+	setup, _ := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...) // the procedure's text names @sf_leak, which would pin
 	proc := fmt.Sprintf("sf_proc_%d", rand.Uint32())
 	if _, err := setup.Exec("CREATE PROCEDURE " + proc + "() BEGIN SET @sf_leak = 42; END"); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestStatementModeFailedCommitDoesNotLeakTheTransaction(t *testing.T) {
 	for _, mode := range []string{"statement", "connection"} {
 		t.Run(mode, func(t *testing.T) {
 			cl := lbdtest.NewCluster(t, 1)
-			db, _ := openDB(t, cl, "balance="+mode, quiet()...)
+			db, _ := clusterkit.OpenDB(t, cl, "balance="+mode, clusterkit.Quiet()...)
 			tbl := faultTable(t, cl, db)
 			ctx := context.Background()
 			conn := func() *sql.Conn {
@@ -158,7 +159,7 @@ func freshRead(ctx context.Context, db *sql.DB, query string, dest ...any) (bool
 // keeps closing logical connections (SetMaxIdleConns, ConnMaxLifetime).
 func TestStatementModeSessionStateNeverReachesAnotherLogicalConnection(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "balance=statement", quiet()...)
+	db, c := clusterkit.OpenDB(t, cl, "balance=statement", clusterkit.Quiet()...)
 	db.SetMaxOpenConns(12)
 	db.SetMaxIdleConns(3)
 	db.SetConnMaxLifetime(20 * time.Millisecond)
@@ -238,7 +239,7 @@ func TestStatementModeSessionStateNeverReachesAnotherLogicalConnection(t *testin
 		}
 		return n
 	}
-	waitFor(t, 30*time.Second, "100 reads on unpinned logical connections over 100 dialed physical ones", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "100 reads on unpinned logical connections over 100 dialed physical ones", func() bool {
 		return checked.Load() >= 100 && dialed() >= 100
 	})
 	testkit.SoakWait(t)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -22,7 +24,7 @@ import (
 // connection of lbd's stays open that Stats does not show.
 func TestStatsAgreeWithTheProxy(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
-	db, c := openDB(t, cl, "", lbd.WithCheckHealthInterval(300*time.Millisecond), lbd.WithCheckHealthTimeout(100*time.Millisecond),
+	db, c := clusterkit.OpenDB(t, cl, "", lbd.WithCheckHealthInterval(300*time.Millisecond), lbd.WithCheckHealthTimeout(100*time.Millisecond),
 		lbd.WithCheckBalanceInterval(time.Hour), lbd.WithRand(func(int) int { return 0 }))
 	conn, err := db.Conn(context.Background()) // on the first proxy
 	if err != nil {
@@ -37,7 +39,7 @@ func TestStatsAgreeWithTheProxy(t *testing.T) {
 		_ = conn.QueryRowContext(ctx, "SELECT 2").Scan(&v)
 		cancel()
 	}
-	waitFor(t, 5*time.Second, "the slow proxy down", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the slow proxy down", func() bool {
 		ns, _ := c.Stats().Node(slow.Addr())
 		return ns.State == lbd.StateDown
 	})

@@ -13,6 +13,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -72,8 +74,8 @@ func openPairSwitch(t *testing.T, params string) *pairSwitch {
 	rCfg, _ := mysql.ParseDSN(rDSN)
 	ps.pAddr, ps.rAddr = pCfg.Addr, rCfg.Addr
 	dsn := fmt.Sprintf("%s:%s@lb(%s,%s)/%s?roleCheck=mysql&%s", pCfg.User, pCfg.Passwd, pCfg.Addr, rCfg.Addr, pCfg.DBName, params)
-	logs := &logRecorder{}
-	c, err := lbd.NewConnector(dsn, fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	c, err := lbd.NewConnector(dsn, clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func openPairSwitch(t *testing.T, params string) *pairSwitch {
 // waitRoles waits until lbd sees the first server with role p and the second with role r.
 func (ps *pairSwitch) waitRoles(t *testing.T, p, r nodes.Role) {
 	t.Helper()
-	waitFor(t, 5*time.Second, fmt.Sprintf("the role checks: %s %s, %s %s", ps.pAddr, p, ps.rAddr, r), func() bool {
+	testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("the role checks: %s %s, %s %s", ps.pAddr, p, ps.rAddr, r), func() bool {
 		pn, _ := ps.c.Stats().Node(ps.pAddr)
 		rn, _ := ps.c.Stats().Node(ps.rAddr)
 		return pn.Role == p && rn.Role == r
@@ -101,7 +103,7 @@ func (ps *pairSwitch) waitRoles(t *testing.T, p, r nodes.Role) {
 func (ps *pairSwitch) switchover(t *testing.T, gap time.Duration) {
 	t.Helper()
 	setReadOnly(t, ps.pAdmin, true)
-	waitFor(t, 10*time.Second, "the replica to apply everything the old primary wrote", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the replica to apply everything the old primary wrote", func() bool {
 		var p, r string
 		ps.primary.QueryRow("SELECT @@gtid_binlog_pos").Scan(&p)
 		ps.replica.QueryRow("SELECT @@gtid_slave_pos").Scan(&r)

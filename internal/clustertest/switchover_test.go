@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/lbd-go/lbd/internal/testkit"
 	"os"
 	"slices"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
@@ -104,7 +105,7 @@ func shortTx(ctx context.Context, db *sql.DB, table string, id int64) error {
 func (r *switchoverRun) waitStatements(t *testing.T, n int64) {
 	t.Helper()
 	target := r.statement.Load() + n
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d more statements", n), func() bool { return r.statement.Load() >= target })
+	testkit.WaitFor(t, 20*time.Second, fmt.Sprintf("%d more statements", n), func() bool { return r.statement.Load() >= target })
 }
 
 // roleCluster is an lbdtest cluster of two groups, the first primary and the second standby,
@@ -116,12 +117,12 @@ func roleCluster(t *testing.T, failover time.Duration) (*lbdtest.Cluster, []*lbd
 	for _, p := range b {
 		p.SetRole(lbdtest.Standby)
 	}
-	logs := &logRecorder{}
-	db, c := openDB(t, cl, fmt.Sprintf("roleCheck=oceanbase&target=primary&failoverTimeoutMillis=%d", failover.Milliseconds()),
-		fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
+	logs := &testkit.Logs{}
+	db, c := clusterkit.OpenDB(t, cl, fmt.Sprintf("roleCheck=oceanbase&target=primary&failoverTimeoutMillis=%d", failover.Milliseconds()),
+		clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	waitForRoles(t, c, cl, func(i int) nodes.Role {
+	clusterkit.WaitForRoles(t, c, cl, func(i int) nodes.Role {
 		if i < 2 {
 			return nodes.RolePrimary
 		}

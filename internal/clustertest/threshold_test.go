@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -27,18 +28,18 @@ func TestPanicThresholdSpreads(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				cl := lbdtest.NewCluster(t, 3)
-				logs := &logRecorder{}
-				db, c := openDB(t, cl, params, fast(300*time.Millisecond, 300*time.Millisecond, time.Second, logs)...)
+				logs := &testkit.Logs{}
+				db, c := clusterkit.OpenDB(t, cl, params, clusterkit.Fast(300*time.Millisecond, 300*time.Millisecond, time.Second, logs)...)
 				db.SetMaxOpenConns(24)
 				db.SetMaxIdleConns(24)
-				w := startWorkload(t, db, 16)
+				w := clusterkit.StartWorkload(t, db, 16)
 				w.Progress(t, 5*time.Second, 500)
 				for _, p := range cl.Proxies()[1:] {
 					p.FailQueries("/* ping */", &mysql.MySQLError{Number: 1105, Message: "probe refused"})
 				}
-				waitFor(t, 5*time.Second, "two proxies down by their probes", func() bool {
+				testkit.WaitFor(t, 5*time.Second, "two proxies down by their probes", func() bool {
 					for _, p := range cl.Proxies()[1:] {
-						if s, _ := nodeState(c, p.Addr()); s != lbd.StateDown {
+						if s, _ := clusterkit.NodeState(c, p.Addr()); s != lbd.StateDown {
 							return false
 						}
 					}
@@ -48,8 +49,8 @@ func TestPanicThresholdSpreads(t *testing.T) {
 				// the threshold new ones go there), then measure the shares over a window.
 				w.Progress(t, 20*time.Second, 2000)
 				if threshold == "" {
-					waitFor(t, 10*time.Second, "connections on the down proxies again", func() bool {
-						open := openCounts(c, cl)
+					testkit.WaitFor(t, 10*time.Second, "connections on the down proxies again", func() bool {
+						open := clusterkit.OpenCounts(c, cl)
 						return open[1] >= 4 && open[2] >= 4
 					})
 				}
@@ -65,7 +66,7 @@ func TestPanicThresholdSpreads(t *testing.T) {
 				for i := range after {
 					share[i] = float64(after[i]) / float64(total)
 				}
-				t.Logf("statement shares with proxies 2 and 3 down by probes: %.2f %.2f %.2f (open %v)", share[0], share[1], share[2], openCounts(c, cl))
+				t.Logf("statement shares with proxies 2 and 3 down by probes: %.2f %.2f %.2f (open %v)", share[0], share[1], share[2], clusterkit.OpenCounts(c, cl))
 				if threshold == "0" {
 					if share[0] < 0.95 {
 						t.Fatalf("with the threshold off, the up proxy took %.2f of the statements, want nearly all", share[0])
@@ -77,7 +78,7 @@ func TestPanicThresholdSpreads(t *testing.T) {
 						}
 					}
 					for _, p := range cl.Proxies()[1:] {
-						if s, _ := nodeState(c, p.Addr()); s != lbd.StateDown {
+						if s, _ := clusterkit.NodeState(c, p.Addr()); s != lbd.StateDown {
 							t.Fatalf("%s is %v; serving below the threshold must not bring it up", p.Addr(), s)
 						}
 					}
@@ -85,7 +86,7 @@ func TestPanicThresholdSpreads(t *testing.T) {
 				// With the threshold off, the one proxy up carries everything and may miss its
 				// own probes' deadline on a busy machine, taking the whole fleet down: that is
 				// what the threshold prevents, so only its runs must not fail.
-				if fails := failures(w); threshold == "" && len(fails) > 0 {
+				if fails := clusterkit.Failures(w); threshold == "" && len(fails) > 0 {
 					t.Fatalf("%d statements failed, first: %v", len(fails), fails[0].Err)
 				}
 			})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/internal/mysqlfake"
 	"github.com/lbd-go/lbd/lbdtest"
 )
@@ -34,9 +35,9 @@ func TestTLSThroughTheCluster(t *testing.T) {
 	}
 	defer mysql.DeregisterTLSConfig("lbd-cluster-tls")
 	cl := lbdtest.NewCluster(t, 3, lbdtest.WithTLS(server))
-	db, c := openDB(t, cl, "tls=lbd-cluster-tls", quiet()...)
-	conns := holdConns(t, db, 6)
-	if got := openCounts(c, cl); spread(got) != 0 {
+	db, c := clusterkit.OpenDB(t, cl, "tls=lbd-cluster-tls", clusterkit.Quiet()...)
+	conns := clusterkit.HoldConns(t, db, 6)
+	if got := clusterkit.OpenCounts(c, cl); clusterkit.Spread(got) != 0 {
 		t.Errorf("Stats open = %v, want 2/2/2", got)
 	}
 	if n := handshakes.Load(); n < 6 {

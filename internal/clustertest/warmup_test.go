@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -19,7 +21,7 @@ func TestWeightedProxiesHoldTheirShare(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 2)
 	a := cl.Addrs()
 	dsn := strings.Replace(cl.DSN(""), strings.Join(a, ","), a[0]+","+a[1]+"*3", 1)
-	c, err := lbd.NewConnector(dsn, append(quiet(), lbd.WithLogger(discardLogger()))...)
+	c, err := lbd.NewConnector(dsn, append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func TestWeightedProxiesHoldTheirShare(t *testing.T) {
 		}
 		conns = append(conns, cn)
 	}
-	if got := fmt.Sprint(openCounts(c, cl)); got != "[10 30]" {
+	if got := fmt.Sprint(clusterkit.OpenCounts(c, cl)); got != "[10 30]" {
 		t.Fatalf("open per proxy %s, want [10 30] for weights 1 and 3", got)
 	}
 	if ns, _ := c.Stats().Node(a[1]); ns.Weight != 3 || ns.EffectiveWeight != 3 || ns.Warmup != 1 {
@@ -54,7 +56,7 @@ func TestAddedProxyWarmsUp(t *testing.T) {
 	const pool = 60
 	cl := lbdtest.NewCluster(t, 2)
 	c, err := lbd.NewConnector(cl.DSN("warmupSeconds=4"),
-		lbd.WithLogger(discardLogger()), lbd.WithCheckBalanceInterval(time.Hour), lbd.WithCheckHealthInterval(time.Second))
+		lbd.WithLogger(clusterkit.DiscardLogger()), lbd.WithCheckBalanceInterval(time.Hour), lbd.WithCheckHealthInterval(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestAddedProxyWarmsUp(t *testing.T) {
 	if err := c.SetNodes(append(cl.Addrs()[:2], p.Addr())); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the new proxy to come up", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the new proxy to come up", func() bool {
 		ns, _ := c.Stats().Node(p.Addr())
 		return ns.State == lbd.StateUp
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lbd-go/lbd"
+	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
 
@@ -53,10 +55,10 @@ func busyLoop(ctx context.Context, db *sql.DB, workers int, failed *atomic.Int64
 // az1's share of them.
 func zoneShare(t *testing.T, cl *lbdtest.Cluster, n int64) (float64, []int64) {
 	t.Helper()
-	before := statementCounts(cl)
+	before := clusterkit.StatementCounts(cl)
 	var d []int64
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d statements", n), func() bool {
-		now := statementCounts(cl)
+	testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("%d statements", n), func() bool {
+		now := clusterkit.StatementCounts(cl)
 		var sum int64
 		for i := range now {
 			sum += now[i] - before[i]
@@ -64,7 +66,7 @@ func zoneShare(t *testing.T, cl *lbdtest.Cluster, n int64) (float64, []int64) {
 		if sum < n {
 			return false
 		}
-		d = deltas(cl, before)
+		d = clusterkit.Deltas(cl, before)
 		return true
 	})
 	var local, all int64
@@ -96,7 +98,7 @@ func TestLocalZoneKeepsTrafficAndSpills(t *testing.T) {
 			for _, p := range cl.Proxies() {
 				p.SetLatency(2 * time.Millisecond)
 			}
-			c, err := lbd.NewConnector(zoneDSN(cl, "balance="+balance+"&localZone=az1"), lbd.WithLogger(discardLogger()),
+			c, err := lbd.NewConnector(zoneDSN(cl, "balance="+balance+"&localZone=az1"), lbd.WithLogger(clusterkit.DiscardLogger()),
 				lbd.WithCheckHealthInterval(interval), lbd.WithCheckHealthTimeout(timeout),
 				lbd.WithCheckBalanceInterval(200*time.Millisecond),
 				lbd.WithJitter(func(time.Duration) time.Duration { return 0 }))
@@ -105,7 +107,7 @@ func TestLocalZoneKeepsTrafficAndSpills(t *testing.T) {
 			}
 			db := sql.OpenDB(c)
 			defer db.Close()
-			mustBeReady(t, c)
+			testkit.Ready(t, c)
 			db.SetMaxOpenConns(workers)
 			db.SetMaxIdleConns(workers)
 			var failed atomic.Int64
@@ -126,7 +128,7 @@ func TestLocalZoneKeepsTrafficAndSpills(t *testing.T) {
 			stopped := time.Now()
 			cl.Proxy(0).Stop()
 			cl.Proxy(1).Stop()
-			waitFor(t, 10*time.Second, "the picks to spill out of az1", func() bool { return !c.Stats().ZoneLocal })
+			testkit.WaitFor(t, 10*time.Second, "the picks to spill out of az1", func() bool { return !c.Stats().ZoneLocal })
 			took := time.Since(stopped)
 			t.Logf("az1 stopped: spilled after %v (probe interval %v, timeout %v), %d statements failed meanwhile", took, interval, timeout, failed.Load())
 			if took > interval+timeout {
@@ -141,9 +143,9 @@ func TestLocalZoneKeepsTrafficAndSpills(t *testing.T) {
 			cl.Proxy(0).Start()
 			cl.Proxy(1).Start()
 			back := time.Now()
-			waitFor(t, 15*time.Second, "the picks to return to az1", func() bool { return c.Stats().ZoneLocal })
+			testkit.WaitFor(t, 15*time.Second, "the picks to return to az1", func() bool { return c.Stats().ZoneLocal })
 			t.Logf("az1 restarted: local again after %v", time.Since(back))
-			waitFor(t, 15*time.Second, "90% of the statements back in az1", func() bool {
+			testkit.WaitFor(t, 15*time.Second, "90% of the statements back in az1", func() bool {
 				share, d = zoneShare(t, cl, 500)
 				return share >= 0.9
 			})
@@ -172,7 +174,7 @@ func TestLocalZoneSpillsWhenItHangs(t *testing.T) {
 	for _, p := range cl.Proxies() {
 		p.SetLatency(2 * time.Millisecond)
 	}
-	c, err := lbd.NewConnector(zoneDSN(cl, "balance=statement&localZone=az1"), lbd.WithLogger(discardLogger()),
+	c, err := lbd.NewConnector(zoneDSN(cl, "balance=statement&localZone=az1"), lbd.WithLogger(clusterkit.DiscardLogger()),
 		lbd.WithCheckHealthInterval(interval), lbd.WithCheckHealthTimeout(timeout),
 		lbd.WithJitter(func(time.Duration) time.Duration { return 0 }))
 	if err != nil {
@@ -180,7 +182,7 @@ func TestLocalZoneSpillsWhenItHangs(t *testing.T) {
 	}
 	db := sql.OpenDB(c)
 	defer db.Close()
-	mustBeReady(t, c)
+	testkit.Ready(t, c)
 	db.SetMaxOpenConns(workers)
 	db.SetMaxIdleConns(workers)
 	var failed atomic.Int64
@@ -195,7 +197,7 @@ func TestLocalZoneSpillsWhenItHangs(t *testing.T) {
 	hung := time.Now()
 	cl.Proxy(0).Hang()
 	cl.Proxy(1).Hang()
-	waitFor(t, 10*time.Second, "the picks to spill out of the hung az1", func() bool { return !c.Stats().ZoneLocal })
+	testkit.WaitFor(t, 10*time.Second, "the picks to spill out of the hung az1", func() bool { return !c.Stats().ZoneLocal })
 	took := time.Since(hung)
 	t.Logf("az1 hung: spilled after %v (probe interval %v, timeout %v)", took, interval, timeout)
 	if took > interval+timeout {
@@ -206,7 +208,7 @@ func TestLocalZoneSpillsWhenItHangs(t *testing.T) {
 	}
 	cl.Proxy(0).Resume()
 	cl.Proxy(1).Resume()
-	waitFor(t, 15*time.Second, "90% of the statements back in az1", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "90% of the statements back in az1", func() bool {
 		share, _ := zoneShare(t, cl, 500)
 		return share >= 0.9
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lbd-go/lbd"
 	"github.com/lbd-go/lbd/internal/testkit"
+	"github.com/lbd-go/lbd/lbdtest"
 	"github.com/lbd-go/lbd/nodes"
 )
 
@@ -21,6 +22,20 @@ func WaitRoles(t testing.TB, c *lbd.Connector, want ...nodes.Role) {
 		}
 		for i, n := range st.Nodes {
 			if n.Role != want[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// WaitForRoles waits, up to 5 s, until the role checks have given every proxy of cl the role
+// want says for its index.
+func WaitForRoles(t testing.TB, c *lbd.Connector, cl *lbdtest.Cluster, want func(i int) nodes.Role) {
+	t.Helper()
+	testkit.WaitFor(t, 5*time.Second, "the role checks", func() bool {
+		for i, p := range cl.Proxies() {
+			if ns, _ := c.Stats().Node(p.Addr()); ns.Role != want(i) {
 				return false
 			}
 		}
