@@ -3,8 +3,6 @@ package clustertest
 import (
 	"context"
 	"database/sql/driver"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,39 +11,6 @@ import (
 	"github.com/lbd-go/lbd/internal/testkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
-
-// TestWeightedProxiesHoldTheirShare: with weights 1 and 3 in the DSN, 40 connections end up 10
-// and 30 on the proxies.
-func TestWeightedProxiesHoldTheirShare(t *testing.T) {
-	t.Parallel()
-	cl := lbdtest.NewCluster(t, 2)
-	a := cl.Addrs()
-	dsn := strings.Replace(cl.DSN(""), strings.Join(a, ","), a[0]+","+a[1]+"*3", 1)
-	c, err := lbd.NewConnector(dsn, append(clusterkit.Quiet(), lbd.WithLogger(clusterkit.DiscardLogger()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var conns []driver.Conn
-	defer func() {
-		for _, cn := range conns {
-			cn.Close()
-		}
-	}()
-	for range 40 {
-		cn, err := c.Connect(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, cn)
-	}
-	if got := fmt.Sprint(clusterkit.OpenCounts(c, cl)); got != "[10 30]" {
-		t.Fatalf("open per proxy %s, want [10 30] for weights 1 and 3", got)
-	}
-	if ns, _ := c.Stats().Node(a[1]); ns.Weight != 3 || ns.EffectiveWeight != 3 || ns.Warmup != 1 {
-		t.Fatalf("Stats of the weight-3 proxy: weight %d effective %v warm-up %v", ns.Weight, ns.EffectiveWeight, ns.Warmup)
-	}
-}
 
 // TestAddedProxyWarmsUp holds 60 connections on two proxies and turns them over (close the
 // oldest, connect a new one) while a third proxy joins. Each new connection is filed by the
