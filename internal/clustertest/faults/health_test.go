@@ -1,4 +1,4 @@
-package clustertest
+package faults
 
 import (
 	"github.com/lbd-go/lbd"

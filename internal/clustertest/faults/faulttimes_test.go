@@ -1,4 +1,4 @@
-package clustertest
+package faults
 
 import (
 	"context"
