@@ -1,4 +1,4 @@
-package clustertest
+package recovery
 
 import (
 	"github.com/lbd-go/lbd"

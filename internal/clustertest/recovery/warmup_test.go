@@ -1,4 +1,4 @@
-package clustertest
+package recovery
 
 import (
 	"context"
