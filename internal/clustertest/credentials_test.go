@@ -69,7 +69,7 @@ func TestCredentialsPerDialOnCluster(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	p := &provider{calls: map[string]int{}, user: cl.User(), pw: cl.Password()}
 	userOf := func(string) string { return cl.User() }
-	if !onMariaDB() {
+	if !clusterkit.OnMariaDB() {
 		userOf = func(node string) string { return "lbd_fn_" + node[strings.LastIndexByte(node, ':')+1:] }
 		p.perNode = userOf
 	}
@@ -164,7 +164,7 @@ func TestCredentialsPerDialOnCluster(t *testing.T) {
 // alone. No statement fails; a connection opened with the old password keeps working after
 // the server stopped accepting it; nothing lbd prints shows either password.
 func TestCredentialsRotationOnMariaDB(t *testing.T) {
-	if !onMariaDB() {
+	if !clusterkit.OnMariaDB() {
 		t.Skip("needs a real server's accounts: set " + lbdtest.EnvBackendDSN)
 	}
 	admin, err := sql.Open("mysql", os.Getenv(lbdtest.EnvBackendDSN))

@@ -24,7 +24,7 @@ import (
 // relays): InnoDB picks one as the deadlock's victim and rolls it back whole with 1213; RunTx
 // runs it again, and both transactions count once.
 func TestRunTxRerunsARealDeadlockVictim(t *testing.T) {
-	if !onMariaDB() {
+	if !clusterkit.OnMariaDB() {
 		t.Skip("needs a real server's deadlock detection: set " + lbdtest.EnvBackendDSN)
 	}
 	cl := lbdtest.NewCluster(t, 2)

@@ -18,7 +18,7 @@ import (
 // handshake checks the backend's certificate for the proxy's own address, and statements
 // write and read the shared database over it.
 func TestTLSThroughTheCluster(t *testing.T) {
-	if onMariaDB() {
+	if clusterkit.OnMariaDB() {
 		t.Skip("the external backend's TLS is its own; lbdtest.WithTLS serves the in-memory one")
 	}
 	server, roots, err := mysqlfake.SelfSigned("127.0.0.1")

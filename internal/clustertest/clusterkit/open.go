@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -98,3 +99,7 @@ func DropOnBackend(t *testing.T, cl *lbdtest.Cluster, tbl string) {
 		}
 	})
 }
+
+// OnMariaDB reports whether lbdtest's clusters relay to a real server (lbdtest.EnvBackendDSN,
+// LBD_TEST_MYSQL_DSN) rather than to the in-memory engine.
+func OnMariaDB() bool { return os.Getenv(lbdtest.EnvBackendDSN) != "" }

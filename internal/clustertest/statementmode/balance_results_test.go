@@ -1,11 +1,10 @@
-package clustertest
+package statementmode
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,9 +14,6 @@ import (
 	"github.com/lbd-go/lbd/internal/clustertest/clusterkit"
 	"github.com/lbd-go/lbd/lbdtest"
 )
-
-// onMariaDB reports whether the cluster relays to a real server (LBD_TEST_MYSQL_DSN).
-func onMariaDB() bool { return os.Getenv(lbdtest.EnvBackendDSN) != "" }
 
 // modeCase is one TestSameResultsInBothModes case: run does something through db (on its own
 // fresh table tbl, columns id BIGINT AUTO_INCREMENT and v INT) and describes the outcome.
@@ -354,7 +350,7 @@ func TestSameResultsInBothModes(t *testing.T) {
 							continue
 						}
 						t.Run(tc.name, func(t *testing.T) {
-							if tc.memSkip != "" && !onMariaDB() {
+							if tc.memSkip != "" && !clusterkit.OnMariaDB() {
 								t.Skipf("%s; it runs against MariaDB (%s)", tc.memSkip, lbdtest.EnvBackendDSN)
 							}
 							if tc.statementSkip != "" && balance == "statement" {

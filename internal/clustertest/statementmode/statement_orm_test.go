@@ -1,4 +1,4 @@
-package clustertest
+package statementmode
 
 import (
 	"github.com/lbd-go/lbd"
@@ -220,7 +220,7 @@ func TestStatementModeMultiStatementTexts(t *testing.T) {
 // LAST_INSERT_ID(): the read right after NEXTVAL / NEXT VALUE FOR must run on the same physical
 // connection (MariaDB only).
 func TestStatementModeSequenceLastValue(t *testing.T) {
-	if !onMariaDB() {
+	if !clusterkit.OnMariaDB() {
 		t.Skipf("sequences need MariaDB (%s)", lbdtest.EnvBackendDSN)
 	}
 	cl := lbdtest.NewCluster(t, 3)
