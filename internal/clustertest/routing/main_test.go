@@ -1,4 +1,10 @@
-package clustertest
+// Package routing tests where lbd sends connections and statements, and the Connector's own
+// life: the node list from the DSN and from sources, roles and their checks (replication,
+// Galera, group replication), the read/write split with read-your-writes and causal reads,
+// replication lag, switchovers, zones, groups and read retries; connecting, errors,
+// credentials, TLS and Close. The tests that need real MariaDB servers (those of the
+// *_mariadb_test.go files, and a few beside them) skip unless the environment names them.
+package routing
 
 import (
 	"database/sql"

@@ -1,4 +1,4 @@
-package clustertest
+package routing
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package clustertest_test
+package routing_test
 
 import (
 	"context"
