@@ -33,7 +33,7 @@ import "github.com/lbd-go/lbd/internal/pick"
 // to 64 workers (57/21/21 at four, 62/19/19 at sixteen, where integer counts in flight rule),
 // a node ten times slower at a speed factor of 0.2 gets 0.20 of a full-speed node's picks at
 // one worker and 0.046 at sixteen with no other noise (on a busy host, where every round trip
-// carries the host's delays too, 0.2 to 0.3: internal/clustertest's
+// carries the host's delays too, 0.2 to 0.3: internal/clustertest/leastload's
 // TestSlowProxyShedsWithoutStarving), and a hung node 6 of 16 workers.
 //
 // Envoy's weighted least-request reaches shares at low concurrency with an EDF schedule over

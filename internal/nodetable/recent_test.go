@@ -82,8 +82,8 @@ func TestWeightsAreSharesAtEveryConcurrency(t *testing.T) {
 // any under a strict minimum, so it was never measured again), and at sixteen workers, where
 // its statements also take ten times as long, least-connections sheds it to about 1/20 with
 // no other noise in the durations, and still measures it. (On a busy host, where the host's
-// delays ride on every round trip, internal/clustertest's TestSlowProxyShedsWithoutStarving
-// holds the same node to 1/16 to 1/3.)
+// delays ride on every round trip, internal/clustertest/leastload's
+// TestSlowProxyShedsWithoutStarving holds the same node to 1/16 to 1/3.)
 func TestSlowedNodeKeepsItsShare(t *testing.T) {
 	for _, k := range []int{1, 16} {
 		h := warmHarness(t, nodes.Node{Addr: "a:1"}, nodes.Node{Addr: "b:1"}, nodes.Node{Addr: "c:1"})
