@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -60,20 +59,6 @@ func countQueries(cl *lbdtest.Cluster, prefix string) []int {
 		}
 	}
 	return out
-}
-
-// cv is the coefficient of variation of xs.
-func cv(xs []int) float64 {
-	var sum float64
-	for _, x := range xs {
-		sum += float64(x)
-	}
-	mean := sum / float64(len(xs))
-	var sq float64
-	for _, x := range xs {
-		sq += (float64(x) - mean) * (float64(x) - mean)
-	}
-	return math.Sqrt(sq/float64(len(xs))) / mean
 }
 
 // A 16-worker workload of 80 % reads: the reads spread evenly over the replicas (and the
@@ -132,7 +117,11 @@ func TestReadWriteSplitSpreadsReadsAndKeepsWritesOnThePrimary(t *testing.T) {
 	if total != workers*perWorker*4/5 {
 		t.Errorf("%d reads counted at the proxies, want %d", total, workers*perWorker*4/5)
 	}
-	replicaCV := cv(reads[1:])
+	replicaReads := make([]int64, 0, len(reads)-1)
+	for _, r := range reads[1:] {
+		replicaReads = append(replicaReads, int64(r))
+	}
+	replicaCV := clusterkit.ShareCV(replicaReads)
 	t.Logf("reads per proxy (primary first) %v, CV over the replicas %.1f %%; writes %v", reads, 100*replicaCV, writes)
 	if replicaCV > 0.05 {
 		t.Errorf("reads over the replicas %v: CV %.1f %%, want at most 5 %%", reads[1:], 100*replicaCV)
