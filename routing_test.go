@@ -330,6 +330,58 @@ func causalPair(t *testing.T, position func() string, replicaFaults ...mysqlfake
 	return primary, replica, db, c
 }
 
+// A transaction begun and ended by SQL text records its position once its COMMIT has run, as
+// one begun with BeginTx does at Commit: the next read of the scope, on the replica, waits
+// there for the transaction's writes. A COMMIT AND CHAIN commits too, though a transaction is
+// open after it. Nothing is asked inside a transaction, where no position is final yet.
+func TestCausalCaptureAfterATextTransaction(t *testing.T) {
+	var seq atomic.Int64
+	seq.Store(8)
+	primary, replica, db, c := causalPair(t, func() string { return fmt.Sprintf("0-1-%d", seq.Add(1)) })
+	ctx := ctx5s(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	run := func(texts ...string) {
+		t.Helper()
+		for _, q := range texts {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	asked := func(want int) {
+		t.Helper()
+		if n := primary.count("SELECT @@last_gtid"); n != want {
+			t.Fatalf("the primary was asked for its position %d times, want %d: %q", n, want, primary.all())
+		}
+	}
+	read := func(want string) {
+		t.Helper()
+		var v int
+		if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+			t.Fatalf("the read after the transaction: %v", err)
+		}
+		if n := replica.count("SELECT MASTER_GTID_WAIT('" + want + "'"); n != 1 {
+			t.Fatalf("the replica waited %d times for %s, want once: replica %q", n, want, replica.all())
+		}
+	}
+	run("BEGIN", "INSERT INTO t VALUES (1)")
+	asked(0)
+	run("COMMIT")
+	asked(1)
+	read("0-1-9")
+	run("START TRANSACTION", "INSERT INTO t VALUES (2)", "COMMIT AND CHAIN")
+	asked(2)
+	run("ROLLBACK")
+	read(fmt.Sprintf("0-1-%d", seq.Load()))
+	if cs := c.Stats().Causal; cs.Captures != uint64(seq.Load()-8) || cs.Waits != 2 || cs.Fallbacks != 0 {
+		t.Fatalf("causal stats %+v; want every position asked for captured, two waits and no fallback", cs)
+	}
+}
+
 // A write answered with rows (INSERT ... RETURNING sent through QueryContext, as bun sends
 // every insert on MariaDB 10.5 and newer) reads its position once its rows are closed: while
 // they are open the session takes no other command. The rows come back whole, and the next

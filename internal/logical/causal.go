@@ -314,13 +314,15 @@ func (m *Mode) CausalStats() CausalStats {
 		Known: cs.known.Load(), WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
 }
 
-// captureAfter records the position of a write that just ran on p outside a transaction (inside
-// one, the position is read once it commits). A write answered with rows (INSERT or DELETE ...
-// RETURNING sent through QueryContext) is read once rows are closed: while they are open the
-// session takes no other command. Rows that are not lbd's cannot say when they close, so the
-// scope's reads go to the primary for readAfterWriteMillis instead, as after a failed capture.
+// captureAfter records the position of a write that just ran on p and left its position final:
+// outside a transaction, or the statement that committed one begun by text (ran decides; a
+// transaction begun with BeginTx is read at its Commit). A write answered with rows (INSERT or
+// DELETE ... RETURNING sent through QueryContext) is read once rows are closed: while they are
+// open the session takes no other command. Rows that are not lbd's cannot say when they close,
+// so the scope's reads go to the primary for readAfterWriteMillis instead, as after a failed
+// capture.
 func (l *logicalConn) captureAfter(ctx context.Context, p *physical.Conn, rows driver.Rows) {
-	if !l.m.split.causal.on || p == nil || l.sqlTx || l.apiTx {
+	if !l.m.split.causal.on || p == nil {
 		return
 	}
 	if rows == nil {
