@@ -243,10 +243,7 @@ type Config struct {
 	// "galera", by Galera's WSREP_LAST_WRITTEN_GTID and
 	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down; once it
 	// answers, a causal read on the node, wsrep_sync_wait for one statement, makes sure the
-	// node has committed the write, not just begun to; a read that falls back to the writer
-	// runs such a causal read there too, and fails when it does not end within ReadAfterWrite,
-	// since the writer may be a node that has not committed the write yet). See ReadYourWrites
-	// for scopes.
+	// node has committed the write, not just begun to). See ReadYourWrites for scopes.
 	ReadConsistency string
 	// RoutingHints lets a statement's text choose its side of ReadWriteSplit (routingHints,
 	// default false; option WithRoutingHints): a text that begins, after nothing but white space,

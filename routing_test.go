@@ -383,83 +383,48 @@ func TestCausalCaptureAfterATextTransaction(t *testing.T) {
 	}
 }
 
-// galeraFake is a Synced MariaDB Galera node that tracks sessions (trackingAnswers): it answers
-// lbd's role check, the position of the session's last write (position, a string), a wait for a
-// position (wait) and the causal read that settles a wait (settle), which by default answer 1;
-// the settle, as MariaDB does for SET STATEMENT, flags the session's state as changed.
-type galeraFake struct {
-	*scripted
-	position, wait, settle atomic.Value
-}
-
-func newGaleraFake(tracking *trackingAnswers) *galeraFake {
-	g := &galeraFake{}
-	g.position.Store("0-1-7")
-	g.wait.Store(oneRow("1"))
-	g.settle.Store(func(string) *mysqlfake.Result {
-		return &mysqlfake.Result{Columns: []string{"1"}, Rows: [][]string{{"1"}}, Session: stateChanged}
-	})
-	g.scripted = &scripted{answers: map[string]func(string) *mysqlfake.Result{
-		"/* lbd": tracking.answer,
-		"SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready'": func(string) *mysqlfake.Result {
-			return &mysqlfake.Result{Columns: []string{"Variable_name", "Value"},
-				Rows: [][]string{{"wsrep_ready", "ON"}, {"wsrep_cluster_status", "Primary"}, {"wsrep_local_state", "4"}}}
-		},
-		"SELECT WSREP_LAST_WRITTEN_GTID()":  func(q string) *mysqlfake.Result { return oneRow(g.position.Load().(string))(q) },
-		"SELECT WSREP_SYNC_WAIT_UPTO_GTID(": func(q string) *mysqlfake.Result { return g.wait.Load().(func(string) *mysqlfake.Result)(q) },
-		"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1": func(q string) *mysqlfake.Result {
-			return g.settle.Load().(func(string) *mysqlfake.Result)(q)
-		},
-	}}
-	return g
-}
-
-// lockWaitTimeout is Galera's answer to a wait that did not end in time (error 1205).
-func lockWaitTimeout(string) *mysqlfake.Result {
-	return &mysqlfake.Result{Err: &mysqlfake.Error{Number: 1205, State: "HY000", Message: "Lock wait timeout exceeded; try restarting transaction"}}
-}
-
-// galeraPair is a Galera writer and replica (singleWriter=true over two galeraFakes) in the
-// split with causal reads and readAfterWriteMillis=1000, once the role checks have found them.
-func galeraPair(t *testing.T) (writer, replica *galeraFake, db *sql.DB, c *Connector) {
-	t.Helper()
-	tracking := &trackingAnswers{}
-	writer, replica = newGaleraFake(tracking), newGaleraFake(tracking)
-	var srvs []*mysqlfake.Server
-	for _, g := range []*galeraFake{writer, replica} {
-		srvs = append(srvs, mysqlfake.Start(t, mysqlfake.Config{SessionTrack: true, DeprecateEOF: true, Answer: g.answer}))
-	}
-	db, c = openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=galera&singleWriter=true&readConsistency=gtid&readAfterWriteMillis=1000",
-		fast(20*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
-	waitFor(t, 3*time.Second, "the first node the writer, the second a replica", func() bool {
-		w, _ := c.Stats().Node(srvs[0].Addr())
-		r, _ := c.Stats().Node(srvs[1].Addr())
-		return w.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
-	})
-	return writer, replica, db, c
-}
-
-// causalSent returns what g got of the causal reads' statements (waits, settles, SELECT 1), in
-// order.
-func causalSent(g *galeraFake) []string {
-	var sent []string
-	for _, q := range g.all() {
-		if strings.HasPrefix(q, "SELECT WSREP_SYNC") || strings.HasPrefix(q, "SET STATEMENT") || q == "SELECT 1" {
-			sent = append(sent, q)
-		}
-	}
-	return sent
-}
-
 // On Galera (roleCheck=galera), a read waits on its replica for its scope's position
 // (WSREP_SYNC_WAIT_UPTO_GTID) and, once the replica answers that it has it, settles the wait
 // with a causal read there (wsrep_sync_wait for one statement), since the function may answer
 // while the node is still committing the write; only then does the read run there. MariaDB
 // flags SET STATEMENT as a change of the session's state; the settle leaves nothing in the
 // session all the same, so a *sql.Conn that read there writes next on the writer, not pinned
-// to the replica.
+// to the replica. A wait that times out is not settled: the read runs on the writer.
 func TestCausalGaleraWaitIsSettled(t *testing.T) {
-	writer, replica, db, c := galeraPair(t)
+	var tracking trackingAnswers // every node tracks sessions, as MariaDB does
+	var position, waitAnswer atomic.Value
+	position.Store("0-1-7")
+	waitAnswer.Store(oneRow("1"))
+	galeraNode := func() *scripted {
+		return &scripted{answers: map[string]func(string) *mysqlfake.Result{
+			"/* lbd": tracking.answer,
+			"SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready'": func(string) *mysqlfake.Result {
+				return &mysqlfake.Result{Columns: []string{"Variable_name", "Value"},
+					Rows: [][]string{{"wsrep_ready", "ON"}, {"wsrep_cluster_status", "Primary"}, {"wsrep_local_state", "4"}}}
+			},
+			"SELECT WSREP_LAST_WRITTEN_GTID()": func(q string) *mysqlfake.Result {
+				return oneRow(position.Load().(string))(q)
+			},
+			"SELECT WSREP_SYNC_WAIT_UPTO_GTID(": func(q string) *mysqlfake.Result {
+				return waitAnswer.Load().(func(string) *mysqlfake.Result)(q)
+			},
+			"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1": func(string) *mysqlfake.Result {
+				return &mysqlfake.Result{Columns: []string{"1"}, Rows: [][]string{{"1"}}, Session: stateChanged}
+			},
+		}}
+	}
+	writer, replica := galeraNode(), galeraNode()
+	var srvs []*mysqlfake.Server
+	for _, s := range []*scripted{writer, replica} {
+		srvs = append(srvs, mysqlfake.Start(t, mysqlfake.Config{SessionTrack: true, DeprecateEOF: true, Answer: s.answer}))
+	}
+	db, c := openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=galera&singleWriter=true&readConsistency=gtid&readAfterWriteMillis=1000",
+		fast(20*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	waitFor(t, 3*time.Second, "the first node the writer, the second a replica", func() bool {
+		w, _ := c.Stats().Node(srvs[0].Addr())
+		r, _ := c.Stats().Node(srvs[1].Addr())
+		return w.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
+	})
 	ctx := ctx5s(t)
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -473,8 +438,14 @@ func TestCausalGaleraWaitIsSettled(t *testing.T) {
 	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
 		t.Fatalf("the read after the write: %v", err)
 	}
-	if got, want := causalSent(replica), []string{"SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-7', 1)", "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1", "SELECT 1"}; !slices.Equal(got, want) {
-		t.Fatalf("the replica got %q for the read; want the wait, its settle and the read, in that order", got)
+	var sent []string // what the replica got for the read, in order
+	for _, q := range replica.all() {
+		if strings.HasPrefix(q, "SELECT WSREP") || strings.HasPrefix(q, "SET STATEMENT") || q == "SELECT 1" {
+			sent = append(sent, q)
+		}
+	}
+	if want := []string{"SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-7', 1)", "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1", "SELECT 1"}; !slices.Equal(sent, want) {
+		t.Fatalf("the replica got %q for the read; want the wait, its settle and the read, in that order", sent)
 	}
 	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (2)"); err != nil {
 		t.Fatalf("the write after a settled read, on the same *sql.Conn: %v", err)
@@ -482,49 +453,26 @@ func TestCausalGaleraWaitIsSettled(t *testing.T) {
 	if writer.count("INSERT") != 2 || replica.count("INSERT") != 0 {
 		t.Fatalf("writer %q, replica %q: want both writes on the writer", writer.all(), replica.all())
 	}
-	if cs := c.Stats().Causal; cs.Captures != 2 || cs.Waits != 1 || cs.Fallbacks != 0 {
-		t.Fatalf("causal stats %+v; want two captures and one wait", cs)
-	}
-}
 
-// On Galera, a read whose wait on its replica failed falls back to the writer, which may not be
-// the node that took the scope's writes (the writer moves: a desynced node, and back once it is
-// Synced), and may not have committed them yet: the read settles there first (a causal read),
-// as a read first bound to the writer waits there. When the writer does not settle within
-// readAfterWriteMillis either, the read fails, naming the cause, rather than run where it may
-// miss its scope's writes.
-func TestCausalGaleraFallbackWaitsOnTheWriter(t *testing.T) {
-	writer, replica, db, c := galeraPair(t)
-	replica.wait.Store(lockWaitTimeout)
-	ctx := ctx5s(t)
-	var v int
-	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+	// A new position, and a replica that does not reach it: no settle, the read on the writer.
+	waitAnswer.Store(func(string) *mysqlfake.Result {
+		return &mysqlfake.Result{Err: &mysqlfake.Error{Number: 1205, State: "HY000", Message: "Lock wait timeout exceeded"}}
+	})
+	position.Store("0-1-8")
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (3)"); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
 		t.Fatalf("the read after the write: %v", err)
 	}
-	if got, want := causalSent(replica), []string{"SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-7', 1)"}; !slices.Equal(got, want) {
-		t.Fatalf("the replica got %q; want the wait alone, unsettled", got)
+	if n := replica.count("SET STATEMENT"); n != 1 {
+		t.Fatalf("the replica settled %d waits, want only the one that reached its position", n)
 	}
-	if got, want := causalSent(writer), []string{"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1", "SELECT 1"}; !slices.Equal(got, want) {
-		t.Fatalf("the writer got %q for the read that fell back; want a settle before the read", got)
+	if writer.count("SELECT 1") != 1 || replica.count("SELECT 1") != 1 {
+		t.Fatalf("writer %q, replica %q: want the second read on the writer", writer.all(), replica.all())
 	}
-
-	writer.position.Store("0-1-8")
-	writer.settle.Store(lockWaitTimeout)
-	if _, err := db.ExecContext(ctx, "INSERT INTO t VALUES (2)"); err != nil {
-		t.Fatal(err)
-	}
-	err := db.QueryRowContext(ctx, "SELECT 1").Scan(&v)
-	if err == nil || !strings.Contains(err.Error(), "readConsistency=gtid") || !strings.Contains(err.Error(), "1205") {
-		t.Fatalf("the read whose position no node showed: error %v; want one naming readConsistency=gtid and the writer's answer", err)
-	}
-	if writer.count("SELECT 1") != 1 || replica.count("SELECT 1") != 0 {
-		t.Fatalf("writer %q, replica %q: the read ran somewhere nothing showed its position", writer.all(), replica.all())
-	}
-	if cs := c.Stats().Causal; cs.Waits != 2 || cs.Fallbacks != 2 {
-		t.Fatalf("causal stats %+v; want two waits on the replica, both fallen back", cs)
+	if cs := c.Stats().Causal; cs.Captures != 3 || cs.Waits != 2 || cs.Fallbacks != 1 {
+		t.Fatalf("causal stats %+v; want three captures, two waits and one fallback", cs)
 	}
 }
 

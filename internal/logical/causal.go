@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -200,12 +199,10 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 // for at most ReadAfterWrite, as the primary it would fall back to may be a new writer that has
 // not applied the position either; once the node answers that it reached the position, a causal
 // read there makes sure it has committed it too (causal.Flavor.SettleQuery), within that bound.
-// A Galera read that falls back to the writer settles there as well (settleOnWriter), or fails.
 //
 // No wait is longer than ReadAfterWrite: the server gives up after its limit, and lbd stops
 // waiting for its answer causalWaitSlack later, so a replica that never answers costs at most
-// that, not the caller's whole deadline (on Galera a fallback's settle on the writer may take as
-// long again). A wait cut that way leaves its physical connection
+// that, not the caller's whole deadline. A wait cut that way leaves its physical connection
 // closed, and rebind gives it back. A position too large to wait for (causal.MaxDomains) sends
 // the read to the primary.
 func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebind func() (*physical.Conn, error)) (*physical.Conn, error) {
@@ -283,47 +280,8 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 	}
 	cs.fallback.Add(1)
 	l.want = writeTarget
-	q, err := rebind()
-	if err != nil || pos.Flavor() != causal.Galera {
-		return q, err
-	}
-	return l.settleOnWriter(ctx, q, pos)
+	return rebind()
 }
-
-// settleOnWriter makes sure that q, a connection to the Galera writer where a read falls back
-// after its wait failed, has committed the scope's position pos before the read runs there: the
-// writer moves (singleWriter: a desynced node, and back once it is Synced), and the node that
-// takes the writes now may not have committed the last ones the one before it took. A causal
-// read there (causal.Flavor.SettleQuery) waits for every write the cluster ordered before it,
-// for at most ReadAfterWrite; when it does not end in time, the read fails
-// (errPositionNotShown) rather than run where it may miss its scope's writes.
-func (l *logicalConn) settleOnWriter(ctx context.Context, q *physical.Conn, pos *causal.Position) (*physical.Conn, error) {
-	if causal.Covers(q.Applied, *pos) {
-		return q, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, l.m.cfg.ReadAfterWrite+causalWaitSlack)
-	answer, err := q.WaitValue(wctx, pos.Flavor().SettleQuery())
-	cancel()
-	l.mark = q.Session().Mark() // the settle leaves nothing in the session (see awaitPosition)
-	reached := false
-	if err == nil {
-		reached, err = pos.Flavor().Reached(answer)
-	}
-	switch {
-	case err == nil && reached:
-		q.Applied = causal.Merge(q.Applied, *pos)
-		return q, nil
-	case err == nil:
-		err = fmt.Errorf("answered %q", answer)
-	case ctx.Err() != nil:
-		return nil, err
-	}
-	return nil, fmt.Errorf("%w (%s: %w)", errPositionNotShown, q.Node().Addr(), err)
-}
-
-// errPositionNotShown: on Galera, a read whose scope's position neither its replica nor the
-// writer showed within readAfterWriteMillis.
-var errPositionNotShown = errors.New("lbd: readConsistency=gtid: neither the replica nor the Galera writer showed the read's scope's GTID position within readAfterWriteMillis")
 
 // reported returns the GTID position of the session of p, as the server reported it in the
 // answers to its statements (session tracking, +0 round trips), with its flavor; fromAnswer is
