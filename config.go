@@ -241,8 +241,9 @@ type Config struct {
 	// its replica once the replica applied it, waiting there for at most ReadAfterWrite (and no
 	// longer than the replica lately took to catch up), on the primary otherwise (with RoleCheck
 	// "galera", by Galera's WSREP_LAST_WRITTEN_GTID and
-	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down). See
-	// ReadYourWrites for scopes.
+	// WSREP_SYNC_WAIT_UPTO_GTID, which waits whole seconds: ReadAfterWrite rounded down; once it
+	// answers, a causal read on the node, wsrep_sync_wait for one statement, makes sure the
+	// node has committed the write, not just begun to). See ReadYourWrites for scopes.
 	ReadConsistency string
 	// RoutingHints lets a statement's text choose its side of ReadWriteSplit (routingHints,
 	// default false; option WithRoutingHints): a text that begins, after nothing but white space,

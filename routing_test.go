@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -328,6 +329,151 @@ func causalPair(t *testing.T, position func() string, replicaFaults ...mysqlfake
 	db, c = openRoles(t, srvs, []string{"replica", "primary"},
 		"balance=statement&readWriteSplit=true&readConsistency=gtid&readAfterWriteMillis=300", quiet()...)
 	return primary, replica, db, c
+}
+
+// A transaction begun and ended by SQL text records its position once its COMMIT has run, as
+// one begun with BeginTx does at Commit: the next read of the scope, on the replica, waits
+// there for the transaction's writes. A COMMIT AND CHAIN commits too, though a transaction is
+// open after it. Nothing is asked inside a transaction, where no position is final yet.
+func TestCausalCaptureAfterATextTransaction(t *testing.T) {
+	var seq atomic.Int64
+	seq.Store(8)
+	primary, replica, db, c := causalPair(t, func() string { return fmt.Sprintf("0-1-%d", seq.Add(1)) })
+	ctx := ctx5s(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	run := func(texts ...string) {
+		t.Helper()
+		for _, q := range texts {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	asked := func(want int) {
+		t.Helper()
+		if n := primary.count("SELECT @@last_gtid"); n != want {
+			t.Fatalf("the primary was asked for its position %d times, want %d: %q", n, want, primary.all())
+		}
+	}
+	read := func(want string) {
+		t.Helper()
+		var v int
+		if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+			t.Fatalf("the read after the transaction: %v", err)
+		}
+		if n := replica.count("SELECT MASTER_GTID_WAIT('" + want + "'"); n != 1 {
+			t.Fatalf("the replica waited %d times for %s, want once: replica %q", n, want, replica.all())
+		}
+	}
+	run("BEGIN", "INSERT INTO t VALUES (1)")
+	asked(0)
+	run("COMMIT")
+	asked(1)
+	read("0-1-9")
+	run("START TRANSACTION", "INSERT INTO t VALUES (2)", "COMMIT AND CHAIN")
+	asked(2)
+	run("ROLLBACK")
+	read(fmt.Sprintf("0-1-%d", seq.Load()))
+	if cs := c.Stats().Causal; cs.Captures != uint64(seq.Load()-8) || cs.Waits != 2 || cs.Fallbacks != 0 {
+		t.Fatalf("causal stats %+v; want every position asked for captured, two waits and no fallback", cs)
+	}
+}
+
+// On Galera (roleCheck=galera), a read waits on its replica for its scope's position
+// (WSREP_SYNC_WAIT_UPTO_GTID) and, once the replica answers that it has it, settles the wait
+// with a causal read there (wsrep_sync_wait for one statement), since the function may answer
+// while the node is still committing the write; only then does the read run there. MariaDB
+// flags SET STATEMENT as a change of the session's state; the settle leaves nothing in the
+// session all the same, so a *sql.Conn that read there writes next on the writer, not pinned
+// to the replica. A wait that times out is not settled: the read runs on the writer.
+func TestCausalGaleraWaitIsSettled(t *testing.T) {
+	var tracking trackingAnswers // every node tracks sessions, as MariaDB does
+	var position, waitAnswer atomic.Value
+	position.Store("0-1-7")
+	waitAnswer.Store(oneRow("1"))
+	galeraNode := func() *scripted {
+		return &scripted{answers: map[string]func(string) *mysqlfake.Result{
+			"/* lbd": tracking.answer,
+			"SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready'": func(string) *mysqlfake.Result {
+				return &mysqlfake.Result{Columns: []string{"Variable_name", "Value"},
+					Rows: [][]string{{"wsrep_ready", "ON"}, {"wsrep_cluster_status", "Primary"}, {"wsrep_local_state", "4"}}}
+			},
+			"SELECT WSREP_LAST_WRITTEN_GTID()": func(q string) *mysqlfake.Result {
+				return oneRow(position.Load().(string))(q)
+			},
+			"SELECT WSREP_SYNC_WAIT_UPTO_GTID(": func(q string) *mysqlfake.Result {
+				return waitAnswer.Load().(func(string) *mysqlfake.Result)(q)
+			},
+			"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1": func(string) *mysqlfake.Result {
+				return &mysqlfake.Result{Columns: []string{"1"}, Rows: [][]string{{"1"}}, Session: stateChanged}
+			},
+		}}
+	}
+	writer, replica := galeraNode(), galeraNode()
+	var srvs []*mysqlfake.Server
+	for _, s := range []*scripted{writer, replica} {
+		srvs = append(srvs, mysqlfake.Start(t, mysqlfake.Config{SessionTrack: true, DeprecateEOF: true, Answer: s.answer}))
+	}
+	db, c := openFakeDB(t, srvs, "balance=statement&readWriteSplit=true&roleCheck=galera&singleWriter=true&readConsistency=gtid&readAfterWriteMillis=1000",
+		fast(20*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
+	waitFor(t, 3*time.Second, "the first node the writer, the second a replica", func() bool {
+		w, _ := c.Stats().Node(srvs[0].Addr())
+		r, _ := c.Stats().Node(srvs[1].Addr())
+		return w.Role == nodes.RolePrimary && r.Role == nodes.RoleReplica
+	})
+	ctx := ctx5s(t)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var v int
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatalf("the read after the write: %v", err)
+	}
+	var sent []string // what the replica got for the read, in order
+	for _, q := range replica.all() {
+		if strings.HasPrefix(q, "SELECT WSREP") || strings.HasPrefix(q, "SET STATEMENT") || q == "SELECT 1" {
+			sent = append(sent, q)
+		}
+	}
+	if want := []string{"SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-7', 1)", "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1", "SELECT 1"}; !slices.Equal(sent, want) {
+		t.Fatalf("the replica got %q for the read; want the wait, its settle and the read, in that order", sent)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatalf("the write after a settled read, on the same *sql.Conn: %v", err)
+	}
+	if writer.count("INSERT") != 2 || replica.count("INSERT") != 0 {
+		t.Fatalf("writer %q, replica %q: want both writes on the writer", writer.all(), replica.all())
+	}
+
+	// A new position, and a replica that does not reach it: no settle, the read on the writer.
+	waitAnswer.Store(func(string) *mysqlfake.Result {
+		return &mysqlfake.Result{Err: &mysqlfake.Error{Number: 1205, State: "HY000", Message: "Lock wait timeout exceeded"}}
+	})
+	position.Store("0-1-8")
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (3)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil {
+		t.Fatalf("the read after the write: %v", err)
+	}
+	if n := replica.count("SET STATEMENT"); n != 1 {
+		t.Fatalf("the replica settled %d waits, want only the one that reached its position", n)
+	}
+	if writer.count("SELECT 1") != 1 || replica.count("SELECT 1") != 1 {
+		t.Fatalf("writer %q, replica %q: want the second read on the writer", writer.all(), replica.all())
+	}
+	if cs := c.Stats().Causal; cs.Captures != 3 || cs.Waits != 2 || cs.Fallbacks != 1 {
+		t.Fatalf("causal stats %+v; want three captures, two waits and one fallback", cs)
+	}
 }
 
 // A write answered with rows (INSERT ... RETURNING sent through QueryContext, as bun sends

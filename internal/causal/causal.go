@@ -10,10 +10,10 @@
 // WAIT_FOR_EXECUTED_GTID_SET(set, timeout) returns 0 once the replica executed set, 1 on
 // timeout (MySQL Reference Manual, "Functions Used with GTIDs"). MariaDB Galera Cluster:
 // WSREP_LAST_WRITTEN_GTID() is the GTID of the session's last write, and
-// WSREP_SYNC_WAIT_UPTO_GTID(gtid, timeout) returns 1 once the node committed it, or fails with
-// error 1205 (lock wait timeout) after timeout whole seconds (MariaDB Knowledge Base, "Galera
-// Cluster Functions"); Galera nodes apply writes through the cluster, so the replication
-// functions above never see them.
+// WSREP_SYNC_WAIT_UPTO_GTID(gtid, timeout) returns 1 once the node has it, or fails with error
+// 1205 (lock wait timeout) after timeout whole seconds (MariaDB Knowledge Base, "Galera Cluster
+// Functions"), though not always once the node committed it (see SettleQuery); Galera nodes
+// apply writes through the cluster, so the replication functions above never see them.
 package causal
 
 import (
@@ -86,10 +86,30 @@ func (f Flavor) WaitQuery() string {
 	return "SELECT MASTER_GTID_WAIT(?, ?)"
 }
 
+// SettleQuery returns the query to run on a node after WaitQuery answered that the node reached
+// a position, for the reads after it to see the position's writes; "" when that answer is proof
+// enough (MariaDB, MySQL). Reached reads its answer too.
+//
+// Galera: WSREP_SYNC_WAIT_UPTO_GTID answers at once for a GTID no later than the last one the
+// node assigned to a write it applies, and waits for the node to commit the GTID only past that
+// (MariaDB's Wsrep_gtid_server::wait_gtid_upto, since the native GTIDs of 10.4): it may answer
+// while the node is still committing the write, and a read right after it then misses the
+// write. MariaDB 10.11.19 did so about once in 10,000 waits on a host with two CPU-bound
+// processes. A causal read (wsrep_sync_wait=1, for this one statement) waits until the node has
+// committed every write the cluster ordered before it, the waited position's among them: Galera
+// releases a write's place in that order only once the write is over. MariaDB flags the
+// session's state as changed after it, though SET STATEMENT leaves nothing in the session.
+func (f Flavor) SettleQuery() string {
+	if f == Galera {
+		return "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1"
+	}
+	return ""
+}
+
 // Reached reads WaitQuery's answer: true when the replica applied the position, false when the
 // wait timed out. Anything else (NULL: a malformed position or no replication) is an error.
-// Galera answers 1 once the node committed the position; it reports a timeout as an error (1205),
-// not as an answer.
+// Galera answers 1 once the node has the position (see SettleQuery), as its causal read does; it
+// reports a timeout as an error (1205), not as an answer.
 func (f Flavor) Reached(answer string) (bool, error) {
 	ok, timedOut := "0", "-1"
 	switch f {

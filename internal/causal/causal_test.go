@@ -88,6 +88,16 @@ func TestReached(t *testing.T) {
 	if !strings.Contains(Galera.CaptureQuery(), "WSREP_LAST_WRITTEN_GTID()") || !strings.Contains(Galera.WaitQuery(), "WSREP_SYNC_WAIT_UPTO_GTID") {
 		t.Error("Galera's queries misnamed")
 	}
+	// Only Galera's wait answer needs settling, by a causal read that Reached reads as reached.
+	if MariaDB.SettleQuery() != "" || MySQL.SettleQuery() != "" {
+		t.Error("a replication flavor settles its waits")
+	}
+	if q := Galera.SettleQuery(); !strings.Contains(q, "wsrep_sync_wait = 1") || !strings.HasPrefix(q, "SET STATEMENT ") {
+		t.Errorf("Galera's settle query %q: want a causal read for the one statement", q)
+	}
+	if ok, err := Galera.Reached("1"); !ok || err != nil {
+		t.Errorf("Galera.Reached(1) = %v, %v", ok, err)
+	}
 }
 
 func TestWaitText(t *testing.T) {

@@ -197,7 +197,8 @@ func (m *Mode) capture(ctx context.Context, p *physical.Conn) {
 // what the node's earlier waits taught (physical.Replication), and a wait that does not reach
 // the position sends the read to the primary too. Each is a fallback. On Galera every read waits
 // for at most ReadAfterWrite, as the primary it would fall back to may be a new writer that has
-// not applied the position either.
+// not applied the position either; once the node answers that it reached the position, a causal
+// read there makes sure it has committed it too (causal.Flavor.SettleQuery), within that bound.
 //
 // No wait is longer than ReadAfterWrite: the server gives up after its limit, and lbd stops
 // waiting for its answer causalWaitSlack later, so a replica that never answers costs at most
@@ -244,14 +245,25 @@ func (l *logicalConn) awaitPosition(ctx context.Context, p *physical.Conn, rebin
 		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, limit+causalWaitSlack)
 		answer, err := p.WaitValue(wctx, pos.WaitText(limit.Seconds()))
-		cancel()
-		took := time.Since(start)
-		cs.waits.Add(1)
-		cs.waitTime.Add(int64(took))
 		reached := false
 		if err == nil {
 			reached, err = pos.Flavor().Reached(answer)
 		}
+		if q := pos.Flavor().SettleQuery(); reached && q != "" {
+			// Galera: the node has assigned the position and may still be committing it.
+			reached = false
+			if answer, err = p.WaitValue(wctx, q); err == nil {
+				reached, err = pos.Flavor().Reached(answer)
+			}
+		}
+		cancel()
+		// The waits leave nothing in the session, though a server may flag its state as
+		// changed (MariaDB does for SET STATEMENT): what the logical connection carries on p
+		// is as it was before them.
+		l.mark = p.Session().Mark()
+		took := time.Since(start)
+		cs.waits.Add(1)
+		cs.waitTime.Add(int64(took))
 		switch {
 		case err == nil && reached:
 			p.Applied = causal.Merge(p.Applied, *pos)
@@ -314,13 +326,15 @@ func (m *Mode) CausalStats() CausalStats {
 		Known: cs.known.Load(), WaitTime: time.Duration(cs.waitTime.Load()), Fallbacks: cs.fallback.Load()}
 }
 
-// captureAfter records the position of a write that just ran on p outside a transaction (inside
-// one, the position is read once it commits). A write answered with rows (INSERT or DELETE ...
-// RETURNING sent through QueryContext) is read once rows are closed: while they are open the
-// session takes no other command. Rows that are not lbd's cannot say when they close, so the
-// scope's reads go to the primary for readAfterWriteMillis instead, as after a failed capture.
+// captureAfter records the position of a write that just ran on p and left its position final:
+// outside a transaction, or the statement that committed one begun by text (ran decides; a
+// transaction begun with BeginTx is read at its Commit). A write answered with rows (INSERT or
+// DELETE ... RETURNING sent through QueryContext) is read once rows are closed: while they are
+// open the session takes no other command. Rows that are not lbd's cannot say when they close,
+// so the scope's reads go to the primary for readAfterWriteMillis instead, as after a failed
+// capture.
 func (l *logicalConn) captureAfter(ctx context.Context, p *physical.Conn, rows driver.Rows) {
-	if !l.m.split.causal.on || p == nil || l.sqlTx || l.apiTx {
+	if !l.m.split.causal.on || p == nil {
 		return
 	}
 	if rows == nil {

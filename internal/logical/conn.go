@@ -549,10 +549,16 @@ func (l *logicalConn) ran(ctx context.Context, p *physical.Conn, query string, r
 		return
 	}
 	l.m.countRouted(p, rt)
-	if err == nil && rt.write {
+	inTx := l.sqlTx || l.apiTx
+	l.after(query, eff, err)
+	// A write's position is read once it is final: after a statement that leaves no transaction
+	// open (autocommit, or the COMMIT of one begun by text), or one that begins a transaction
+	// while one was open (COMMIT AND CHAIN, an implicit commit by BEGIN). A ROLLBACK is asked
+	// for too: the effects do not tell it from a COMMIT, and the answer only repeats an older
+	// position.
+	if err == nil && rt.write && (!l.sqlTx && !l.apiTx || inTx && eff.Has(sqlclass.BeginsTx)) {
 		l.captureAfter(ctx, p, rows)
 	}
-	l.after(query, eff, err)
 	if rt.write {
 		l.m.noteWrite(ctx)
 	}
