@@ -30,12 +30,6 @@
 // counts them. WithTLS makes it offer TLS (go-mysql-server has no protocol
 // compression).
 //
-// A test binary linking this package starts go-mysql-server's regular
-// expressions, which compile ICU's WebAssembly module with wazero as the
-// binary starts: 0.3 s, or 2.8 s when wazero is built with -race. Tests run
-// with -race can leave that one runtime uninstrumented:
-// GOFLAGS=-gcflags=github.com/tetratelabs/wazero/...=-race=false.
-//
 // When the environment variable LBD_TEST_MYSQL_DSN holds a
 // go-sql-driver DSN (for example "root:@tcp(127.0.0.1:3306)/test"), no
 // in-memory server is started: the proxies relay to that server instead,
