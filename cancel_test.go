@@ -27,6 +27,8 @@ func sleepyAnswer(q string) *mysqlfake.Result {
 // each such connection itself; none of that says anything about the proxy. So no node goes down,
 // no error counts as fatal or as a passive signal, and no confirming probe runs.
 func TestCallerCancellationsAreNotTheNodes(t *testing.T) {
+	// Two 2 s storms of cancellations: beside the tests that wait.
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		ctx  func() (context.Context, context.CancelFunc)

@@ -211,6 +211,8 @@ func TestGroupConnectionMode(t *testing.T) {
 // A statement choosing a group none of whose nodes is up waits up to failoverTimeoutMillis for
 // one (and gets it when one comes back), then fails naming the group.
 func TestInGroupWaitsThenFails(t *testing.T) {
+	// It waits out failover timeouts: it runs beside the other tests that wait.
+	t.Parallel()
 	var probeDown atomic.Bool
 	db, c, _, srvs := groupFleet(t, "balance=statement&isolatedGroups=analytics", fast(50*time.Millisecond, time.Second, time.Hour, &logRecorder{})...)
 	srvs[2].AddFault(mysqlfake.Fault{Name: "probe/lost", Phase: mysqlfake.PhaseCommand, Bytes: mysqlfake.Raw(nil), After: mysqlfake.Reset,
