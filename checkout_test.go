@@ -3,6 +3,7 @@ package lbd
 import (
 	"context"
 	"errors"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"log/slog"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func TestNoConnectionOfADownNodeIsHandedOut(t *testing.T) {
 	db, c := openFakeDB(t, srvs, "checkConnLiveness=false", append(quiet(), WithLogger(slog.New(logs)))...)
 	t.Cleanup(logs.open) // before db.Close, which waits for the handler
 	db.SetMaxIdleConns(4)
-	held := holdConns(t, db, 4) // a, b, a, b (firstListed)
+	held := testkit.HoldConns(t, db, 4) // a, b, a, b (firstListed)
 	// Return b's connections first, a's last: database/sql hands out the most recent first.
 	for _, i := range []int{1, 3, 0, 2} {
 		held[i].Close()
@@ -105,7 +106,7 @@ func TestTransitionHandlingDoesNotHoldTheStatement(t *testing.T) {
 	db.SetMaxIdleConns(4)
 	// Two idle connections on each node, a's returned last: database/sql hands out the most
 	// recent first.
-	held := holdConns(t, db, 4) // a, b, a, b (firstListed)
+	held := testkit.HoldConns(t, db, 4) // a, b, a, b (firstListed)
 	for _, i := range []int{1, 3, 0, 2} {
 		held[i].Close()
 	}

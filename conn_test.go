@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"syscall"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 func TestWrappedConnKeepsOptionalInterfaces(t *testing.T) {
 	srvs := startFakes(t, 1, mysqlfake.Config{})
 	db, _ := openFakeDB(t, srvs, "", quiet()...)
-	cn := holdConns(t, db, 1)[0]
+	cn := testkit.HoldConns(t, db, 1)[0]
 	defer cn.Close()
 	err := cn.Raw(func(dc any) error {
 		checks := map[string]bool{}
@@ -59,7 +60,7 @@ func TestRetiredConnectionIsDroppedWithoutError(t *testing.T) {
 	srvs := startFakes(t, 2, mysqlfake.Config{})
 	db, c := openFakeDB(t, srvs, "", quiet()...)
 	db.SetMaxOpenConns(1)
-	cn := holdConns(t, db, 1)[0]
+	cn := testkit.HoldConns(t, db, 1)[0]
 
 	// Retire while in use, inside a transaction: the transaction must finish untouched.
 	tx, err := cn.BeginTx(context.Background(), nil)

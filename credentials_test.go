@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ func TestCredentialsPerDial(t *testing.T) {
 	logs := &logRecorder{}
 	opts := append(fast(50*time.Millisecond, time.Second, time.Hour, logs), WithCredentials(cc.creds))
 	db, c := openFakeDB(t, srvs, "", opts...)
-	conns := holdConns(t, db, 4)
+	conns := testkit.HoldConns(t, db, 4)
 	for _, s := range srvs {
 		// The probe connection is dialed too; once it is, every connection a server accepted
 		// was preceded by one call for its node, and no call went unused.
@@ -208,7 +209,7 @@ func TestBeforeConnectPerDial(t *testing.T) {
 	}
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
-	conns := holdConns(t, db, 2)
+	conns := testkit.HoldConns(t, db, 2)
 	for _, s := range srvs {
 		waitFor(t, 5*time.Second, "BeforeConnect for every connection of "+s.Addr(), func() bool {
 			mu.Lock()

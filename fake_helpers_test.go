@@ -1,7 +1,6 @@
 package lbd
 
 import (
-	"context"
 	"database/sql"
 	"io"
 	"log/slog"
@@ -98,23 +97,6 @@ func openFakeDB(t testing.TB, srvs []*mysqlfake.Server, params string, opts ...O
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
 	return db, c
-}
-
-// holdConns checks out n connections and pings each, so each holds a physical connection.
-func holdConns(t testing.TB, db *sql.DB, n int) []*sql.Conn {
-	t.Helper()
-	conns := make([]*sql.Conn, n)
-	for i := range conns {
-		c, err := db.Conn(context.Background())
-		if err != nil {
-			t.Fatalf("conn %d: %v", i, err)
-		}
-		if err := c.PingContext(context.Background()); err != nil {
-			t.Fatalf("ping conn %d: %v", i, err)
-		}
-		conns[i] = c
-	}
-	return conns
 }
 
 // queryLog records every query text a mysqlfake server is asked, answering as DefaultAnswer.

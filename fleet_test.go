@@ -1,6 +1,7 @@
 package lbd
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func fleetOpen(t *testing.T, srvs []*mysqlfake.Server, count int, opts ...Option
 			WithJitter(func(max time.Duration) time.Duration { return max - 1 }),
 		}
 		db, _ := openFakeDB(t, srvs, "", append(loops, opts...)...)
-		conns := holdConns(t, db, 1)
+		conns := testkit.HoldConns(t, db, 1)
 		t.Cleanup(func() { conns[0].Close() }) // before the DB's own cleanup closes it
 	}
 	held := make([]int, len(srvs))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -267,7 +268,7 @@ func TestSetNodesMovesANodeIntoAnIsolatedGroup(t *testing.T) {
 	db := sql.OpenDB(con)
 	t.Cleanup(func() { db.Close() })
 	db.SetMaxIdleConns(4)
-	conns := holdConns(t, db, 4)
+	conns := testkit.HoldConns(t, db, 4)
 	if open := openOf(con, a, b, c3); open != [3]int{2, 0, 2} {
 		t.Fatalf("open connections %v, want 2/0/2: none on the isolated node", open)
 	}
@@ -281,7 +282,7 @@ func TestSetNodesMovesANodeIntoAnIsolatedGroup(t *testing.T) {
 	if fmt.Sprint(ns.Groups) != "[analytics reporting]" || ns.RetiredBy[RetireRole] != 2 || ns.Open != 0 {
 		t.Fatalf("%s after the list moved it: groups %v, retired %v, open %d; want its 2 idle connections retired", c3, ns.Groups, ns.RetiredBy, ns.Open)
 	}
-	for _, cn := range holdConns(t, db, 4) {
+	for _, cn := range testkit.HoldConns(t, db, 4) {
 		defer cn.Close()
 	}
 	if open := openOf(con, a, b, c3); open[1] != 0 || open[2] != 0 || open[0] != 4 {

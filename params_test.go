@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"context"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestNoLbdParameterReachesTheProxy(t *testing.T) {
 		"&logStats=false&exceptionSorter=mysql&unsupportedMethodBehavior=ignoreCall&checkHealthTimeoutMillis=100" +
 		"&fatalErrorThreshold=4&fatalErrorWindowSeconds=20&balance=connection"
 	db, _ := openFakeDB(t, srvs, params)
-	conns := holdConns(t, db, 4)
+	conns := testkit.HoldConns(t, db, 4)
 	for _, cn := range conns {
 		if _, err := cn.ExecContext(context.Background(), "SELECT 1"); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package lbd
 
 import (
+	"github.com/lbd-go/lbd/internal/testkit"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestDownNodeIsBackWithinASecond(t *testing.T) {
 	}
 	srvs := []*mysqlfake.Server{mysqlfake.Start(t, mysqlfake.Config{Answer: answer}), mysqlfake.Start(t, mysqlfake.Config{})}
 	db, c := openFakeDB(t, srvs, "", firstListed(), WithCheckBalanceInterval(time.Hour))
-	conn := holdConns(t, db, 1)[0] // on the first listed node
+	conn := testkit.HoldConns(t, db, 1)[0] // on the first listed node
 	defer conn.Close()
 	broken.Store(true)
 	for range 3 {

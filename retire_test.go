@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestRetiredByReason(t *testing.T) {
 	a, b, x := srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()
 
 	// One connection on each node (least connections), all in use.
-	held := holdConns(t, db, 3)
+	held := testkit.HoldConns(t, db, 3)
 	on := map[string]*sql.Conn{}
 	for _, h := range held {
 		h.Raw(func(dc any) error { on[dc.(*physical.Conn).Node().Addr()] = h; return nil })
@@ -52,7 +53,7 @@ func TestRetiredByReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rebalancing: a fresh connection on the first node, retired as surplus.
-	fresh := holdConns(t, db, 1)[0]
+	fresh := testkit.HoldConns(t, db, 1)[0]
 	for _, tn := range c.table.Nodes(nil) {
 		if tn.Addr() == a {
 			if got := tn.Payload().RetireSurplus(1); got != 1 {
@@ -118,7 +119,7 @@ func TestObserverSeesProbesAndDials(t *testing.T) {
 		},
 	})
 	c.AddObserver(Observer{}) // nil fields are skipped
-	for _, h := range holdConns(t, db, 2) {
+	for _, h := range testkit.HoldConns(t, db, 2) {
 		defer h.Close()
 	}
 	waitFor(t, 5*time.Second, "two probes observed", func() bool {
@@ -134,7 +135,7 @@ func TestObserverSeesProbesAndDials(t *testing.T) {
 	if gotDials != 2 || gotBad != 0 {
 		t.Fatalf("dials observed %d (want 2), calls with a wrong node, duration or error %d", gotDials, gotBad)
 	}
-	third := holdConns(t, db, 1)[0] // a third connection: dialled, not observed
+	third := testkit.HoldConns(t, db, 1)[0] // a third connection: dialled, not observed
 	defer third.Close()
 	before := c.Stats().Nodes[0].Probes
 	waitFor(t, 5*time.Second, "two more probes run", func() bool { return c.Stats().Nodes[0].Probes >= before+2 })

@@ -2,6 +2,7 @@ package lbd
 
 import (
 	"context"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"testing"
 
 	"github.com/lbd-go/lbd/internal/mysqlfake"
@@ -16,7 +17,7 @@ func BenchmarkStatementModeOverhead(b *testing.B) {
 	srvs := startFakes(b, 3, mysqlfake.Config{})
 	db, c := openFakeDB(b, srvs, "balance=statement&checkHealthIntervalSeconds=3600&checkBalanceIntervalSeconds=3600", quiet()...)
 	db.SetMaxIdleConns(8)
-	conns := holdConns(b, db, 8)
+	conns := testkit.HoldConns(b, db, 8)
 	for _, cn := range conns {
 		cn.Close()
 	}

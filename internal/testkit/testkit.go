@@ -6,6 +6,7 @@ package testkit
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -247,4 +248,22 @@ func Started[C ReadyCloser](c C, err error) (C, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// HoldConns checks out n connections of db at once and pings each, so that each holds a
+// physical connection, and returns them; the caller closes them. It fails t on the first error.
+func HoldConns(t testing.TB, db *sql.DB, n int) []*sql.Conn {
+	t.Helper()
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatalf("conn %d: %v", i, err)
+		}
+		if err := c.PingContext(context.Background()); err != nil {
+			t.Fatalf("ping conn %d: %v", i, err)
+		}
+		conns[i] = c
+	}
+	return conns
 }

@@ -64,23 +64,6 @@ func OpenDSN(t testing.TB, dsn string, opts ...lbd.Option) (*sql.DB, *lbd.Connec
 	return db, c
 }
 
-// HoldConns checks out n connections at once and returns them; the caller closes them.
-func HoldConns(t testing.TB, db *sql.DB, n int) []*sql.Conn {
-	t.Helper()
-	conns := make([]*sql.Conn, n)
-	for i := range conns {
-		c, err := db.Conn(context.Background())
-		if err != nil {
-			t.Fatalf("conn %d: %v", i, err)
-		}
-		if err := c.PingContext(context.Background()); err != nil {
-			t.Fatalf("ping conn %d: %v", i, err)
-		}
-		conns[i] = c
-	}
-	return conns
-}
-
 // DropOnBackend drops tbl at the end of the test straight on the backend, bounded in time: the
 // MariaDB database is shared, and by then the test may have closed its DB or stopped every
 // proxy.

@@ -189,7 +189,7 @@ func TestIdleConnectionsClosedWithShutdown(t *testing.T) {
 	cl := lbdtest.NewCluster(t, 3)
 	db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
 	db.SetMaxIdleConns(12)
-	conns := clusterkit.HoldConns(t, db, 12)
+	conns := testkit.HoldConns(t, db, 12)
 	for _, cn := range conns {
 		cn.Close() // back to the pool, idle
 	}
@@ -203,7 +203,7 @@ func TestIdleConnectionsClosedWithShutdown(t *testing.T) {
 	// Check every pooled connection out at once (database/sql hands out the most recently
 	// returned first), each running a statement.
 	ctx := context.Background()
-	again := clusterkit.HoldConns(t, db, 12)
+	again := testkit.HoldConns(t, db, 12)
 	defer func() {
 		for _, cn := range again {
 			cn.Close()

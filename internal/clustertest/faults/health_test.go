@@ -91,7 +91,7 @@ func TestRecoveryNeedsConsecutiveGoodProbes(t *testing.T) {
 	db, c := clusterkit.OpenDB(t, cl, "recoverCheckCount=3", clusterkit.Fast(250*time.Millisecond, 250*time.Millisecond, time.Hour, logs)...)
 	db.SetMaxIdleConns(30)
 	db.SetMaxOpenConns(30)
-	for _, cn := range clusterkit.HoldConns(t, db, 30) { // leave 10 idle connections on every proxy
+	for _, cn := range testkit.HoldConns(t, db, 30) { // leave 10 idle connections on every proxy
 		cn.Close()
 	}
 	p := cl.Proxy(2)

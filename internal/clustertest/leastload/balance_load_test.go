@@ -222,7 +222,7 @@ func TestLeastLoadRebalancesConnectionsOffASlowProxy(t *testing.T) {
 				lbd.WithCheckBalanceInterval(300*time.Millisecond))
 			db.SetMaxOpenConns(pool)
 			db.SetMaxIdleConns(pool)
-			for _, cn := range clusterkit.HoldConns(t, db, pool) { // 24 connections at once, 8 per proxy
+			for _, cn := range testkit.HoldConns(t, db, pool) { // 24 connections at once, 8 per proxy
 				cn.Close()
 			}
 			ctx, cancel := context.WithCancel(context.Background())

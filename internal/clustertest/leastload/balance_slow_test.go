@@ -76,7 +76,7 @@ func TestSlowProxyLosesPooledConnections(t *testing.T) {
 	db, c := clusterkit.OpenDSN(t, cl.DSN(""))
 	db.SetMaxOpenConns(pool)
 	db.SetMaxIdleConns(pool)
-	for _, cn := range clusterkit.HoldConns(t, db, pool) { // 8 per proxy
+	for _, cn := range testkit.HoldConns(t, db, pool) { // 8 per proxy
 		cn.Close()
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,7 +27,7 @@ func TestConnectionsSpreadEvenly(t *testing.T) {
 	// proxies is TestLeastLoadSharesEquallyFastProxies'; with a real server behind the proxies
 	// (LBD_TEST_MYSQL_DSN), a latency spike on one moves a connection, as it should there.
 	db, c := clusterkit.OpenDB(t, cl, "balancePolicy=least-connections", clusterkit.Quiet()...)
-	conns := clusterkit.HoldConns(t, db, 30)
+	conns := testkit.HoldConns(t, db, 30)
 
 	if got := clusterkit.OpenCounts(c, cl); clusterkit.Spread(got) != 0 || got[0] != 10 {
 		t.Fatalf("Stats open = %v, want 10/10/10", got)
@@ -45,7 +45,7 @@ func TestConnectionsSpreadEvenly(t *testing.T) {
 		if err := conns[k].Close(); err != nil {
 			t.Fatal(err)
 		}
-		conns[k] = clusterkit.HoldConns(t, db, 1)[0]
+		conns[k] = testkit.HoldConns(t, db, 1)[0]
 		if got := clusterkit.OpenCounts(c, cl); clusterkit.Spread(got) > 1 {
 			t.Fatalf("cycle %d: spread of %v is more than 1", i, got)
 		}

@@ -107,7 +107,7 @@ func TestCredentialsPerDialOnCluster(t *testing.T) {
 	}
 	db := sql.OpenDB(c)
 	defer db.Close()
-	conns := clusterkit.HoldConns(t, db, 6)
+	conns := testkit.HoldConns(t, db, 6)
 	for _, px := range cl.Proxies() {
 		testkit.WaitForState(t, 5*time.Second, "the probe's and the application's logins on "+px.Addr(), func() (bool, string) {
 			ns, _ := c.Stats().Node(px.Addr())

@@ -117,7 +117,7 @@ func until(t *testing.T, since time.Time, d time.Duration, what string, cond fun
 // spread holds n new connections at once and returns how many went to each node.
 func (g *galeraCluster) spread(t *testing.T, n int) []int {
 	t.Helper()
-	held := clusterkit.HoldConns(t, g.db, n)
+	held := testkit.HoldConns(t, g.db, n)
 	st := g.c.Stats()
 	out := make([]int, len(g.addrs))
 	for i, a := range g.addrs {

@@ -62,12 +62,12 @@ func TestGaleraRoleCheckOnEmulation(t *testing.T) {
 	P, S := nodes.RolePrimary, nodes.RoleStandby
 	waitForUpRoles(t, c, cl, P, P, P)
 
-	releaseAll(t, clusterkit.HoldConns(t, db, 6)) // two per node, idle in the pool
+	releaseAll(t, testkit.HoldConns(t, db, 6)) // two per node, idle in the pool
 	donor := cl.Proxy(1)
 	donor.SetRole(lbdtest.Standby)
 	waitForUpRoles(t, c, cl, P, S, P)
 	testkit.WaitFor(t, 5*time.Second, "the donor's idle connections to close", func() bool { return clusterkit.OpenCounts(c, cl)[1] == 0 })
-	held := clusterkit.HoldConns(t, db, 9)
+	held := testkit.HoldConns(t, db, 9)
 	if got := clusterkit.OpenCounts(c, cl); got[1] != 0 || got[0]+got[2] < 9 {
 		t.Fatalf("open per node %v while node 1 is a donor; want none on it", got)
 	}
@@ -81,7 +81,7 @@ func TestGaleraRoleCheckOnEmulation(t *testing.T) {
 	waitForUpRoles(t, c, cl, P, P, P)
 	db.SetMaxIdleConns(0) // new connections from here on
 	db.SetMaxIdleConns(12)
-	held = clusterkit.HoldConns(t, db, 9)
+	held = testkit.HoldConns(t, db, 9)
 	defer releaseAll(t, held)
 	if got := clusterkit.OpenCounts(c, cl); got[1] == 0 {
 		t.Fatalf("open per node %v once node 1 is Synced again; want some on it", got)
@@ -108,7 +108,7 @@ func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
 			logs := &testkit.Logs{}
 			db, c := clusterkit.OpenDB(t, cl, "roleCheck=group-replication&target="+tc.target, clusterkit.Fast(50*time.Millisecond, time.Second, time.Hour, logs)...)
 			waitForUpRoles(t, c, cl, P, R, S)
-			held := clusterkit.HoldConns(t, db, 6)
+			held := testkit.HoldConns(t, db, 6)
 			defer releaseAll(t, held)
 			if got := clusterkit.OpenCounts(c, cl); !tc.want(got) {
 				t.Fatalf("target=%s: open per node %v;%s", tc.target, got, view(c, cl))
@@ -121,7 +121,7 @@ func TestGroupReplicationRoleCheckOnEmulation(t *testing.T) {
 	waitForUpRoles(t, c, cl, P, R, S)
 	cl.Proxy(2).SetRole(lbdtest.Replica) // RECOVERING -> ONLINE
 	waitForUpRoles(t, c, cl, P, R, R)
-	held := clusterkit.HoldConns(t, db, 6)
+	held := testkit.HoldConns(t, db, 6)
 	defer releaseAll(t, held)
 	if got := clusterkit.OpenCounts(c, cl); got[0] != 0 || got[1] != 3 || got[2] != 3 {
 		t.Fatalf("target=replica after member 2 came ONLINE: open per node %v, want 0 3 3", got)
@@ -143,7 +143,7 @@ func TestGaleraSingleWriterOnEmulation(t *testing.T) {
 	check := func(db *sql.DB, c *lbd.Connector, want string) {
 		t.Helper()
 		db.SetMaxIdleConns(0)
-		held := clusterkit.HoldConns(t, db, 6)
+		held := testkit.HoldConns(t, db, 6)
 		defer releaseAll(t, held)
 		if got := fmt.Sprint(clusterkit.OpenCounts(c, cl)); got != want {
 			t.Fatalf("open per proxy %s, want %s;%s", got, want, view(c, cl))

@@ -154,7 +154,7 @@ func TestStandbyNodesAreProbedButTakeNoConnections(t *testing.T) {
 	})
 	db.SetMaxIdleConns(10)
 	holdAndRelease := func() {
-		for _, cn := range clusterkit.HoldConns(t, db, 6) {
+		for _, cn := range testkit.HoldConns(t, db, 6) {
 			cn.Close()
 		}
 	}

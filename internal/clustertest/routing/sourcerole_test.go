@@ -41,7 +41,7 @@ func TestRolesFromTheStaticList(t *testing.T) {
 			t.Fatalf("%s has role %s, want %s from the DSN", addrs[i], ns.Role, want)
 		}
 	}
-	held := clusterkit.HoldConns(t, db, 8)
+	held := testkit.HoldConns(t, db, 8)
 	if got := clusterkit.OpenCounts(c, cl); !slices.Equal(got, []int{8, 0, 0}) {
 		t.Fatalf("open connections per proxy %v, want all 8 on the listed primary", got)
 	}
@@ -75,7 +75,7 @@ func TestRolesFromTheStaticList(t *testing.T) {
 		return ns.Open == 0
 	})
 
-	for _, cn := range clusterkit.HoldConns(t, db, 8) {
+	for _, cn := range testkit.HoldConns(t, db, 8) {
 		defer cn.Close()
 	}
 	if got := clusterkit.OpenCounts(c, cl); !slices.Equal(got, []int{0, 8, 0}) {

@@ -3,6 +3,7 @@ package routing
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/lbd-go/lbd/internal/testkit"
 	"sync/atomic"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestTLSThroughTheCluster(t *testing.T) {
 	defer mysql.DeregisterTLSConfig("lbd-cluster-tls")
 	cl := lbdtest.NewCluster(t, 3, lbdtest.WithTLS(server))
 	db, c := clusterkit.OpenDB(t, cl, "tls=lbd-cluster-tls", clusterkit.Quiet()...)
-	conns := clusterkit.HoldConns(t, db, 6)
+	conns := testkit.HoldConns(t, db, 6)
 	if got := clusterkit.OpenCounts(c, cl); clusterkit.Spread(got) != 0 {
 		t.Errorf("Stats open = %v, want 2/2/2", got)
 	}

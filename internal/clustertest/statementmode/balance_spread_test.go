@@ -40,7 +40,7 @@ func TestStatementModeSpreadsStatementsEvenly(t *testing.T) {
 		db, c := clusterkit.OpenDB(t, cl, "balance="+balance+"&balancePolicy=least-connections", clusterkit.Quiet()...)
 		db.SetMaxOpenConns(pool)
 		db.SetMaxIdleConns(pool)
-		for _, cn := range clusterkit.HoldConns(t, db, pool) { // 30 connections at once, then all idle
+		for _, cn := range testkit.HoldConns(t, db, pool) { // 30 connections at once, then all idle
 			cn.Close()
 		}
 		if got := db.Stats().OpenConnections; got != pool {

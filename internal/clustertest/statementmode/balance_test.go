@@ -128,7 +128,7 @@ func TestStatementModeStats(t *testing.T) {
 			t.Fatalf("fresh connector: Balance %v, Logical %d; want statement, 0", st.Balance, st.Logical)
 		}
 
-		conns := clusterkit.HoldConns(t, db, 6) // each pinged, so each has a physical connection claimed
+		conns := testkit.HoldConns(t, db, 6) // each pinged, so each has a physical connection claimed
 		testkit.WaitFor(t, 5*time.Second, "Logical to count database/sql's 6 open connections", func() bool {
 			return c.Stats().Logical == 6 && db.Stats().OpenConnections == 6
 		})
@@ -191,7 +191,7 @@ func TestStatementModeStats(t *testing.T) {
 	t.Run("connection", func(t *testing.T) {
 		cl := lbdtest.NewCluster(t, 3)
 		db, c := clusterkit.OpenDB(t, cl, "", clusterkit.Quiet()...)
-		conns := clusterkit.HoldConns(t, db, 5)
+		conns := testkit.HoldConns(t, db, 5)
 		defer func() {
 			for _, cn := range conns {
 				cn.Close()

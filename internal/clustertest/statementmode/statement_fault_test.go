@@ -681,7 +681,7 @@ func TestStatementModeBindDeadlineWhileDialingAHungProxy(t *testing.T) {
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
 	ctx := context.Background()
-	held := clusterkit.HoldConns(t, db, 4) // 2 physical connections in use on each proxy, none idle
+	held := testkit.HoldConns(t, db, 4) // 2 physical connections in use on each proxy, none idle
 	p0 := cl.Proxy(0)
 	p0.Hang()
 	var failed int
